@@ -1,0 +1,1 @@
+//! MTU resolution along forwarding paths (`spec/mtu.md`).
