@@ -1,0 +1,238 @@
+//! Command-line definitions.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// unbounded-mtu: topology and MTU resolver for Kubernetes clusters spanning many Sites.
+///
+/// Offline commands read manifests (Sites, GatewayPools, SitePeerings, SiteGatewayPoolAssignments,
+/// GatewayPoolPeerings, GatewayPoolNodes, SiteNodeSlices and v1 Nodes, as `kubectl get -o yaml`
+/// writes them) and compute, for every node, the largest safe MTU of every link, route, device and
+/// of the pods, from the paths traffic really takes.
+///
+/// Exit status: 0 a result was produced (diagnostics are part of it); 1 `--fail-on` matched;
+/// 2 nothing could be read, an option is wrong, or a named node or object does not exist.
+#[derive(Parser, Debug)]
+#[command(name = "unbounded-mtu", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Resolve every MTU of every node (or of the named ones).
+    ///
+    /// Example: unbounded-mtu resolve -f examples/04-transit-chain --node wa -o json
+    Resolve(ResolveArgs),
+    /// Explain why a node's values are what they are: every term, its source, the binding term,
+    /// and the forwarding paths.
+    ///
+    /// Example: unbounded-mtu explain -f cluster/ --node wa --destination 10.103.0.0/16
+    Explain(ExplainArgs),
+    /// Ask what changes if the input changes: caps, relationships, members, gateways, underlays.
+    ///
+    /// Example: unbounded-mtu what-if -f cluster/ --set SitePeering/ab=1300 --disable GatewayPoolPeering/pa-pb
+    WhatIf(WhatIfArgs),
+    /// Draw Sites, pools, peerings and assignments with caps and resolved MTUs (DOT or SVG).
+    ///
+    /// Example: unbounded-mtu graph -f cluster/ --format svg > cluster.svg
+    Graph(GraphArgs),
+}
+
+/// Output formats.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Aligned tables for people (default on a terminal).
+    Table,
+    /// JSON (default otherwise).
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+/// Severities for `--fail-on`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailOn {
+    /// Exit 1 when any error diagnostic exists.
+    Error,
+    /// Exit 1 when any error or warning diagnostic exists.
+    Warning,
+}
+
+/// Tunnel IP family.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// IPv4 outer headers.
+    #[value(name = "IPv4", alias = "ipv4")]
+    Ipv4,
+    /// IPv6 outer headers.
+    #[value(name = "IPv6", alias = "ipv6")]
+    Ipv6,
+}
+
+/// Encapsulations `Auto` may resolve to.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encap {
+    /// WireGuard (80 bytes).
+    #[value(name = "WireGuard", alias = "wireguard")]
+    WireGuard,
+    /// GENEVE (58/78 bytes).
+    #[value(name = "GENEVE", alias = "geneve")]
+    Geneve,
+    /// VXLAN (50/70 bytes).
+    #[value(name = "VXLAN", alias = "vxlan")]
+    Vxlan,
+    /// IP in IP (20/40 bytes).
+    #[value(name = "IPIP", alias = "ipip")]
+    Ipip,
+    /// No encapsulation.
+    #[value(name = "None", alias = "none")]
+    None,
+}
+
+/// Options every offline command takes.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Manifests: a file, a directory (walked recursively) or `-` for standard input. Repeatable.
+    #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
+    pub files: Vec<String>,
+    /// Underlay MTU of nodes without the `mtu.unbounded-cloud.io/underlay-mtu` annotation.
+    #[arg(long, value_name = "N", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=65535))]
+    pub underlay_mtu: u32,
+    /// The agent's configured `mtu` on every node (0 = none).
+    #[arg(long = "mtu", value_name = "N", default_value_t = 0, value_parser = parse_cfg_mtu)]
+    pub mtu: u32,
+    /// Outer (tunnel) IP family: selects the overhead column.
+    #[arg(long, value_enum, default_value = "IPv4")]
+    pub tunnel_ip_family: Family,
+    /// What `Auto` resolves to on links that cross public addresses.
+    #[arg(long, value_enum, default_value = "WireGuard")]
+    pub public_encap: Encap,
+    /// What `Auto` resolves to elsewhere.
+    #[arg(long, value_enum, default_value = "GENEVE")]
+    pub private_encap: Encap,
+    /// Output format (default: table on a terminal, json otherwise).
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<Output>,
+    /// Exit 1 when diagnostics of this severity (or worse) exist.
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+}
+
+fn parse_cfg_mtu(s: &str) -> Result<u32, String> {
+    let v: u32 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if v == 0 || (576..=9000).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside 576..9000 (0 = none)"))
+    }
+}
+
+/// `resolve`.
+#[derive(Args, Debug)]
+pub struct ResolveArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Resolve only this node (repeatable).
+    #[arg(long = "node", value_name = "NAME")]
+    pub nodes: Vec<String>,
+    /// `full` adds every term considered to each explanation.
+    #[arg(long, value_enum, default_value = "bound")]
+    pub explain: ExplainLevel,
+}
+
+/// Explanation detail.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExplainLevel {
+    /// Only the binding term.
+    Bound,
+    /// Every term considered.
+    Full,
+}
+
+/// `explain`.
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// The node to explain.
+    #[arg(long = "node", value_name = "NAME", required = true)]
+    pub node: String,
+    /// Only the link to this peer.
+    #[arg(long, value_name = "NAME", conflicts_with = "destination")]
+    pub peer: Option<String>,
+    /// Only the route(s) to this CIDR, or covering this IP address.
+    #[arg(long, value_name = "CIDR-or-IP")]
+    pub destination: Option<String>,
+    /// How many forwarding paths to show per route.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub paths: usize,
+}
+
+/// `what-if`.
+#[derive(Args, Debug)]
+pub struct WhatIfArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Set `tunnelMTU`: KIND/NAME=MTU.
+    #[arg(long = "set", value_name = "KIND/NAME=MTU")]
+    pub set: Vec<String>,
+    /// Remove `tunnelMTU`: KIND/NAME.
+    #[arg(long = "clear", value_name = "KIND/NAME")]
+    pub clear: Vec<String>,
+    /// Disable a SitePeering, SiteGatewayPoolAssignment or GatewayPoolPeering.
+    #[arg(long = "disable", value_name = "KIND/NAME")]
+    pub disable: Vec<String>,
+    /// Enable a SitePeering, SiteGatewayPoolAssignment or GatewayPoolPeering.
+    #[arg(long = "enable", value_name = "KIND/NAME")]
+    pub enable: Vec<String>,
+    /// Add a member: KIND/NAME=Site/X or KIND/NAME=GatewayPool/X.
+    #[arg(long = "add-member", value_name = "KIND/NAME=KIND/X")]
+    pub add_member: Vec<String>,
+    /// Remove a member: KIND/NAME=Site/X or KIND/NAME=GatewayPool/X.
+    #[arg(long = "remove-member", value_name = "KIND/NAME=KIND/X")]
+    pub remove_member: Vec<String>,
+    /// Demote a gateway to a worker.
+    #[arg(long = "demote", value_name = "NODE")]
+    pub demote: Vec<String>,
+    /// Promote a node into a pool: NODE=POOL.
+    #[arg(long = "promote", value_name = "NODE=POOL")]
+    pub promote: Vec<String>,
+    /// Change a node's underlay MTU: NODE=MTU.
+    #[arg(long = "underlay", value_name = "NODE=MTU")]
+    pub underlay: Vec<String>,
+    /// Change the agent `mtu` of every node (0 = none).
+    #[arg(long = "agent-mtu", value_name = "N", value_parser = parse_cfg_mtu)]
+    pub agent_mtu: Option<u32>,
+    /// Compare against a second set of manifests instead (file, directory or -).
+    #[arg(long = "after", value_name = "PATH")]
+    pub after: Vec<String>,
+    /// `full` adds every term considered to each explanation.
+    #[arg(long, value_enum, default_value = "bound")]
+    pub explain: ExplainLevel,
+}
+
+/// Graph formats.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphFormat {
+    /// Graphviz DOT text.
+    Dot,
+    /// SVG rendered by Graphviz `dot`.
+    Svg,
+}
+
+/// `graph`.
+#[derive(Args, Debug)]
+pub struct GraphArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "dot")]
+    pub format: GraphFormat,
+}

@@ -1,0 +1,148 @@
+//! What every offline command shares: settings from options, loading, output and exit codes.
+
+use crate::cli::{Common, Encap, FailOn, Family, Output};
+use anyhow::{Result, bail};
+use std::io::IsTerminal;
+use topology_core::decode::{Decoded, Protocol};
+use topology_core::diag::{Diagnostic, Severity};
+use topology_core::model::Topology;
+use topology_core::net::LinkSettings;
+
+/// A failure that maps to an exit status.
+#[derive(Debug)]
+pub struct ExitError {
+    /// The exit status.
+    pub code: u8,
+    /// One line for standard error.
+    pub message: String,
+}
+
+impl std::fmt::Display for ExitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExitError {}
+
+/// Exit 2 with a one-line reason.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(ExitError { code: 2, message: message.into() })
+}
+
+pub fn protocol(e: Encap) -> Protocol {
+    match e {
+        Encap::WireGuard => Protocol::WireGuard,
+        Encap::Geneve => Protocol::Geneve,
+        Encap::Vxlan => Protocol::Vxlan,
+        Encap::Ipip => Protocol::Ipip,
+        Encap::None => Protocol::None,
+    }
+}
+
+/// Solver settings from the common options.
+pub fn settings(c: &Common) -> mtu_solver::Settings {
+    mtu_solver::Settings {
+        default_underlay: c.underlay_mtu,
+        cfg_mtu: c.mtu,
+        link: LinkSettings {
+            public_encap: protocol(c.public_encap),
+            private_encap: protocol(c.private_encap),
+            ipv6_outer: c.tunnel_ip_family == Family::Ipv6,
+        },
+        ..Default::default()
+    }
+}
+
+/// The output format: explicit, else table on a terminal and JSON otherwise.
+pub fn output(c: &Common) -> Output {
+    c.output.unwrap_or(if std::io::stdout().is_terminal() { Output::Table } else { Output::Json })
+}
+
+/// Loads and decodes the `-f` inputs; exit 2 when nothing could be read or decoded.
+pub fn load(paths: &[String]) -> Result<Decoded> {
+    let decoded = crate::input::load(paths).map_err(|e| usage(format!("{e:#}")))?;
+    if decoded.objects.is_empty() {
+        let first_error = decoded
+            .diagnostics
+            .iter()
+            .find(|d| d.severity == Severity::Error)
+            .map(|d| d.to_string());
+        match first_error {
+            Some(e) => bail!(usage(format!("nothing could be decoded: {e}"))),
+            None => bail!(usage(format!(
+                "no objects of a kind this tool reads in {}",
+                paths.join(", ")
+            ))),
+        }
+    }
+    Ok(decoded)
+}
+
+/// Builds the topology from decoded input.
+pub fn topology(decoded: &Decoded) -> Topology {
+    Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned())
+}
+
+/// Exit 1 when `--fail-on` matches.
+pub fn fail_on(c: &Common, diags: &[Diagnostic]) -> Result<()> {
+    let Some(level) = c.fail_on else { return Ok(()) };
+    let limit = match level {
+        FailOn::Error => Severity::Error,
+        FailOn::Warning => Severity::Warning,
+    };
+    let n = diags.iter().filter(|d| d.severity <= limit).count();
+    if n > 0 {
+        bail!(ExitError {
+            code: 1,
+            message: format!("{n} diagnostic(s) at or above --fail-on {}", limit.as_str()),
+        });
+    }
+    Ok(())
+}
+
+/// Writes a serializable value as JSON or YAML to standard output.
+pub fn write_data<T: serde::Serialize>(value: &T, out: Output) -> Result<()> {
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    match out {
+        Output::Yaml => {
+            let s = serde_saphyr::to_string(value).map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
+            lock.write_all(s.as_bytes())?;
+        }
+        _ => {
+            serde_json::to_writer_pretty(&mut lock, value)?;
+            lock.write_all(b"\n")?;
+        }
+    }
+    lock.flush()?;
+    Ok(())
+}
+
+/// Renders rows as aligned columns.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+    }
+    let mut s = String::new();
+    let line = |cells: &mut dyn Iterator<Item = &str>, s: &mut String| {
+        let mut parts = Vec::new();
+        for (i, c) in cells.enumerate() {
+            let w = widths.get(i).copied().unwrap_or(0);
+            parts.push(format!("{c:<w$}"));
+        }
+        s.push_str(parts.join("  ").trim_end());
+        s.push('\n');
+    };
+    line(&mut headers.iter().copied(), &mut s);
+    for r in rows {
+        line(&mut r.iter().map(String::as_str), &mut s);
+    }
+    s
+}

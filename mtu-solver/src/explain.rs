@@ -1,0 +1,327 @@
+//! Explanations (`mtu.md` §8): every resolved value points at an interned explanation node.
+//! Leaves are terms (a cap, the agent's `mtu`, an underlay minus an overhead, a published
+//! value); inner nodes are minimums (links, routes, the fabric) or maximums (shared devices) of
+//! other nodes. Nodes are interned structurally, so explanations cost memory per distinct
+//! explanation, not per value, and rendering one reproduces its arithmetic.
+
+use ipnet::IpNet;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use topology_core::decode::Protocol;
+use topology_core::ids::{NodeId, SiteId};
+use topology_core::model::{ObjRef, Topology};
+use topology_core::mtu::Mtu;
+
+/// An interned explanation node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExplId(pub u32);
+
+/// Where an underlay value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnderlaySource {
+    /// The node's `underlay-mtu` annotation.
+    Annotation,
+    /// The node's `underlay-mtu-max` annotation bound it.
+    Max,
+    /// The default (`--underlay-mtu`, or the agent's own detected value).
+    Default,
+    /// Given explicitly (detected by the agent, or a what-if).
+    Override,
+    /// An invalid annotation, counted as 576.
+    Invalid,
+}
+
+/// A term: one bound that was considered.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Leaf {
+    /// The agent's configured `mtu` on a node.
+    Cfg {
+        /// The node.
+        node: NodeId,
+    },
+    /// `min(U(a), U(b)) − O(P)`: the end with the lower underlay is named.
+    Auto {
+        /// The end whose underlay binds.
+        node: NodeId,
+        /// Its underlay MTU.
+        underlay: u32,
+        /// Where that underlay came from.
+        source: UnderlaySource,
+        /// The link's protocol.
+        protocol: Protocol,
+        /// Its overhead.
+        overhead: u32,
+    },
+    /// A node's own underlay (minus an overhead when one applies).
+    Underlay {
+        /// The node.
+        node: NodeId,
+        /// Its underlay MTU.
+        underlay: u32,
+        /// Where it came from.
+        source: UnderlaySource,
+        /// Protocol and overhead subtracted, if any.
+        minus: Option<(Protocol, u32)>,
+    },
+    /// An object's own `tunnelMTU`.
+    Cap {
+        /// The object.
+        obj: ObjRef,
+    },
+    /// A direct-mesh component cap: the lowest cap in `site`'s component, bound by `obj`.
+    Comp {
+        /// The Site whose component it is.
+        site: SiteId,
+        /// The object whose cap binds the component.
+        obj: ObjRef,
+    },
+    /// What a gateway published for a prefix.
+    Published {
+        /// The gateway.
+        gateway: NodeId,
+        /// The (uncut) prefix.
+        prefix: IpNet,
+    },
+    /// A link's MTU, as a term of a shared device (a maximum).
+    LinkMtu {
+        /// The node the device is on.
+        node: NodeId,
+        /// The link's other end.
+        peer: NodeId,
+    },
+}
+
+/// How a node combines.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A term.
+    Leaf(Leaf),
+    /// The minimum of its children.
+    Min(SmallVec<[ExplId; 4]>),
+    /// The maximum of its children.
+    Max(SmallVec<[ExplId; 4]>),
+}
+
+/// An explanation node with its value and the leaf that binds it.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The value.
+    pub value: Mtu,
+    /// The leaf that bound it.
+    pub bound: ExplId,
+    /// Structure.
+    pub kind: Kind,
+}
+
+/// The arena of interned explanations.
+#[derive(Default, Debug)]
+pub struct Explanations {
+    nodes: Vec<Node>,
+    index: FxHashMap<(Kind, Mtu), ExplId>,
+}
+
+impl Explanations {
+    /// Number of distinct explanation nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// A node (IDs come from this arena).
+    #[allow(clippy::indexing_slicing)]
+    pub fn get(&self, id: ExplId) -> &Node {
+        &self.nodes[id.0 as usize]
+    }
+
+    /// The value of a node.
+    pub fn value(&self, id: ExplId) -> Mtu {
+        self.get(id).value
+    }
+
+    fn intern(&mut self, kind: Kind, value: Mtu, bound: Option<ExplId>) -> ExplId {
+        let key = (kind, value);
+        if let Some(id) = self.index.get(&key) {
+            return *id;
+        }
+        let id = ExplId(u32::try_from(self.nodes.len()).unwrap_or(u32::MAX));
+        self.nodes.push(Node {
+            value,
+            bound: bound.unwrap_or(id),
+            kind: key.0.clone(),
+        });
+        self.index.insert(key, id);
+        id
+    }
+
+    /// Interns a term with its value.
+    pub fn leaf(&mut self, leaf: Leaf, value: Mtu) -> ExplId {
+        self.intern(Kind::Leaf(leaf), value, None)
+    }
+
+    /// The minimum of `children` (None when there are none). One child is returned as is.
+    pub fn min(&mut self, children: &[ExplId]) -> Option<ExplId> {
+        self.combine(children, false)
+    }
+
+    /// The maximum of `children`.
+    pub fn max(&mut self, children: &[ExplId]) -> Option<ExplId> {
+        self.combine(children, true)
+    }
+
+    fn combine(&mut self, children: &[ExplId], max: bool) -> Option<ExplId> {
+        let mut kids: SmallVec<[ExplId; 4]> = children.iter().copied().collect();
+        kids.sort_unstable();
+        kids.dedup();
+        if kids.len() <= 1 {
+            return kids.first().copied();
+        }
+        // The binding child: lowest (highest for a maximum) value, first ID on ties.
+        let mut best: Option<(Mtu, ExplId)> = None;
+        for k in &kids {
+            let v = self.value(*k);
+            best = match best {
+                None => Some((v, *k)),
+                Some((bv, bk)) => {
+                    let better = if max { v > bv } else { v < bv };
+                    if better { Some((v, *k)) } else { Some((bv, bk)) }
+                }
+            };
+        }
+        let (value, child) = best?;
+        let bound = if max { child } else { self.get(child).bound };
+        let kind = if max { Kind::Max(kids) } else { Kind::Min(kids) };
+        Some(self.intern(kind, value, Some(bound)))
+    }
+
+    /// Every leaf under `id` (deduplicated), in a stable order: value, then structure.
+    pub fn leaves(&self, id: ExplId) -> Vec<ExplId> {
+        let mut out: Vec<ExplId> = Vec::new();
+        let mut stack = vec![id];
+        let mut seen = rustc_hash::FxHashSet::default();
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            match &self.get(x).kind {
+                Kind::Leaf(_) => out.push(x),
+                Kind::Min(k) => stack.extend(k.iter().copied()),
+                Kind::Max(k) => out.extend(k.iter().copied()),
+            }
+        }
+        out.sort_by_key(|x| (self.value(*x), *x));
+        out.dedup();
+        out
+    }
+
+    /// The objects named by any term under `id` (component caps expanded to every object whose
+    /// cap enters the component): what locality (invariant 4) is checked against.
+    pub fn objects(&self, id: ExplId, topo: &Topology) -> Vec<ObjRef> {
+        let mut out = Vec::new();
+        for l in self.leaves(id) {
+            match &self.get(l).kind {
+                Kind::Leaf(Leaf::Cap { obj }) => out.push(*obj),
+                Kind::Leaf(Leaf::Comp { site, .. }) => {
+                    out.extend(topo.component(topo.comp(*site)).cap_objects.iter().copied())
+                }
+                _ => {}
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// A term's short name (`auto`, `cfg`, `Site/A spec.tunnelMTU`, `published by g1`).
+    pub fn term_name(&self, id: ExplId, topo: &Topology) -> String {
+        match &self.get(id).kind {
+            Kind::Leaf(l) => match l {
+                Leaf::Cfg { .. } => "cfg".to_string(),
+                Leaf::Auto { .. } => "auto".to_string(),
+                Leaf::Underlay { .. } => "underlay".to_string(),
+                Leaf::Cap { obj } => format!("{} spec.tunnelMTU", topo.label(*obj)),
+                Leaf::Comp { obj, .. } => format!("{} spec.tunnelMTU", topo.label(*obj)),
+                Leaf::Published { gateway, .. } => {
+                    format!("published by {}", topo.node(*gateway).name)
+                }
+                Leaf::LinkMtu { peer, .. } => format!("link to {}", topo.node(*peer).name),
+            },
+            Kind::Min(_) | Kind::Max(_) => "min".to_string(),
+        }
+    }
+
+    /// Where a term came from, in words, reproducing its arithmetic.
+    pub fn term_source(&self, id: ExplId, topo: &Topology) -> String {
+        let node = self.get(id);
+        let loc = |o: &ObjRef| {
+            topo.cap_of(*o)
+                .map(|c| {
+                    let mut s = String::new();
+                    if let Some(inv) = &c.invalid {
+                        s.push_str(&format!(" (invalid {inv}, fails closed to 576)"));
+                    }
+                    if let Some(l) = &c.loc {
+                        s.push_str(&format!(" at {l}"));
+                    }
+                    s
+                })
+                .unwrap_or_default()
+        };
+        let under = |s: &UnderlaySource| match s {
+            UnderlaySource::Annotation => " (annotation)",
+            UnderlaySource::Max => " (underlay-mtu-max)",
+            UnderlaySource::Default => " (default)",
+            UnderlaySource::Override => " (given)",
+            UnderlaySource::Invalid => " (invalid annotation, counted as 576)",
+        };
+        match &node.kind {
+            Kind::Leaf(l) => match l {
+                Leaf::Cfg { node: n } => {
+                    format!("agent config mtu {} on {}", node.value, topo.node(*n).name)
+                }
+                Leaf::Auto { node: n, underlay, source, protocol, overhead } => format!(
+                    "underlay of {} {}{} − {} overhead {}",
+                    topo.node(*n).name,
+                    underlay,
+                    under(source),
+                    protocol,
+                    overhead
+                ),
+                Leaf::Underlay { node: n, underlay, source, minus } => match minus {
+                    Some((p, o)) => format!(
+                        "underlay of {} {}{} − {} overhead {}",
+                        topo.node(*n).name,
+                        underlay,
+                        under(source),
+                        p,
+                        o
+                    ),
+                    None => format!("underlay of {} {}{}", topo.node(*n).name, underlay, under(source)),
+                },
+                Leaf::Cap { obj } => {
+                    format!("{} spec.tunnelMTU {}{}", topo.label(*obj), node.value, loc(obj))
+                }
+                Leaf::Comp { site, obj } => format!(
+                    "direct-mesh component of Site/{}: {} spec.tunnelMTU {}{}",
+                    topo.site(*site).name,
+                    topo.label(*obj),
+                    node.value,
+                    loc(obj)
+                ),
+                Leaf::Published { gateway, prefix } => format!(
+                    "published by gateway {} for {} (GatewayPoolNode annotation)",
+                    topo.node(*gateway).name,
+                    prefix
+                ),
+                Leaf::LinkMtu { peer, .. } => {
+                    format!("link MTU to {} {}", topo.node(*peer).name, node.value)
+                }
+            },
+            Kind::Min(k) => format!("minimum of {} terms", k.len()),
+            Kind::Max(k) => format!("maximum of {} links", k.len()),
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Node plans: every value the solver resolves for one node, each with its explanation, plus
+//! what the dataplane needs to apply it (addresses, protocols, devices).
+
+use crate::explain::ExplId;
+use ipnet::IpNet;
+use smallvec::SmallVec;
+use std::net::IpAddr;
+use topology_core::decode::Protocol;
+use topology_core::diag::Diagnostic;
+use topology_core::ids::{NodeId, PoolId, SiteId};
+use topology_core::mtu::Mtu;
+use topology_core::net::{LinkKind, RouteType};
+
+/// A resolved value and its explanation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Value {
+    /// The MTU.
+    pub mtu: Mtu,
+    /// Why.
+    pub expl: ExplId,
+}
+
+/// Which device carries a link.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeviceRef {
+    /// A shared device by name (`geneve0`, `vxlan0`, `ipip0`, `wg51820`).
+    Shared(String),
+    /// A per-peer WireGuard device (name `wg<port>`, or unnamed when the port is unknown).
+    PerPeer {
+        /// Its name, when the gateway's WireGuard port is known.
+        name: Option<String>,
+        /// The gateway peer.
+        peer: NodeId,
+    },
+    /// No encapsulation: the underlay itself.
+    Underlay,
+}
+
+/// A link's resolved MTU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkPlan {
+    /// The other end.
+    pub peer: NodeId,
+    /// Kind.
+    pub kind: LinkKind,
+    /// Protocol.
+    pub protocol: Protocol,
+    /// MTU.
+    pub mtu: Value,
+    /// This end's underlay address.
+    pub local_addr: Option<IpAddr>,
+    /// The peer's underlay address.
+    pub peer_addr: Option<IpAddr>,
+    /// The device carrying it.
+    pub device: DeviceRef,
+}
+
+/// Route kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteKind {
+    /// To a linked peer's pod CIDR.
+    Direct,
+    /// A worker's learned route.
+    Gateway,
+    /// A gateway's learned route.
+    Transit,
+}
+
+impl RouteKind {
+    /// The output name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteKind::Direct => "direct",
+            RouteKind::Gateway => "gateway",
+            RouteKind::Transit => "transit",
+        }
+    }
+}
+
+/// One ECMP next hop, as the dataplane needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NextHop {
+    /// The peer node.
+    pub peer: NodeId,
+    /// Its underlay address (tunnel endpoint).
+    pub underlay_addr: Option<IpAddr>,
+    /// Its pod gateway address (first address of its pod CIDR of the route's family).
+    pub pod_gateway: Option<IpAddr>,
+    /// The link protocol.
+    pub protocol: Protocol,
+    /// The device carrying it.
+    pub device: DeviceRef,
+}
+
+/// A resolved route.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutePlan {
+    /// Destination (installed piece, after `localCidrs` are cut out).
+    pub destination: IpNet,
+    /// The advertised prefix it came from (uncut).
+    pub advertised: IpNet,
+    /// Route type.
+    pub ty: RouteType,
+    /// Kind.
+    pub kind: RouteKind,
+    /// MTU.
+    pub mtu: Value,
+    /// Selected next hops, sorted by name.
+    pub via: SmallVec<[NodeId; 4]>,
+    /// Pools on the accepted hop list (0 for direct routes).
+    pub distance: u32,
+    /// Per next hop, what the dataplane needs.
+    pub next_hops: SmallVec<[NextHop; 2]>,
+}
+
+/// A device's resolved MTU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DevicePlan {
+    /// Which device.
+    pub device: DeviceRef,
+    /// Protocol it carries.
+    pub protocol: Protocol,
+    /// MTU (the largest link MTU it carries).
+    pub mtu: Value,
+}
+
+/// What a gateway publishes for one prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// The advertised prefix (uncut).
+    pub destination: IpNet,
+    /// The value.
+    pub mtu: Value,
+}
+
+/// Everything resolved for one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodePlan {
+    /// The node.
+    pub node: NodeId,
+    /// Its Site.
+    pub site: SiteId,
+    /// Its pool (gateways).
+    pub pool: Option<PoolId>,
+    /// Pod-facing MTU.
+    pub fabric: Value,
+    /// TCP MSS clamp for IPv4.
+    pub mss_ipv4: u32,
+    /// TCP MSS clamp for IPv6.
+    pub mss_ipv6: u32,
+    /// Links, sorted by peer name.
+    pub links: Vec<LinkPlan>,
+    /// Routes, sorted by destination then kind.
+    pub routes: Vec<RoutePlan>,
+    /// Devices, sorted by name then peer.
+    pub devices: Vec<DevicePlan>,
+    /// Published forwarding MTUs (gateways only), sorted by destination.
+    pub published: Option<Vec<Published>>,
+    /// Findings about this node's values (e.g. `W-IPV6-BELOW-1280`).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl NodePlan {
+    /// The link to `peer`.
+    pub fn link(&self, peer: NodeId) -> Option<&LinkPlan> {
+        self.links.iter().find(|l| l.peer == peer)
+    }
+    /// Number of resolved link and route values (the unit of the performance budgets).
+    pub fn value_count(&self) -> usize {
+        self.links.len().saturating_add(self.routes.len())
+    }
+}

@@ -1,0 +1,294 @@
+//! The JSON/YAML shape of `resolve` (`cli.md`): typed, borrowed, serialized by serde.
+//! Explanation texts are rendered once per distinct explanation and shared.
+
+use crate::explain::ExplId;
+use crate::plan::{DeviceRef, NodePlan, Value};
+use crate::solver::Solver;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::rc::Rc;
+use topology_core::diag::Diagnostic;
+use topology_core::model::{Role, Topology};
+
+/// One rendered term.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct TermOut {
+    /// Short name (`auto`, `cfg`, `Site/A spec.tunnelMTU`, ...).
+    pub term: String,
+    /// Its value.
+    pub value: u32,
+    /// Where it came from.
+    pub source: String,
+}
+
+/// A rendered explanation.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct ExplOut {
+    /// The binding term.
+    pub bound: TermOut,
+    /// Every term considered (with `--explain full`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terms: Option<Vec<TermOut>>,
+}
+
+/// Renders and caches explanations.
+pub struct Renderer<'s, 't> {
+    solver: &'s Solver<'t>,
+    full: bool,
+    cache: FxHashMap<ExplId, Rc<ExplOut>>,
+}
+
+impl<'s, 't> Renderer<'s, 't> {
+    /// A renderer; `full` adds every term.
+    pub fn new(solver: &'s Solver<'t>, full: bool) -> Self {
+        Renderer { solver, full, cache: FxHashMap::default() }
+    }
+
+    /// One term.
+    pub fn term(&self, id: ExplId) -> TermOut {
+        let topo = self.solver.topo();
+        TermOut {
+            term: self.solver.expl.term_name(id, topo),
+            value: self.solver.expl.value(id).0,
+            source: self.solver.expl.term_source(id, topo),
+        }
+    }
+
+    /// An explanation (cached).
+    pub fn expl(&mut self, id: ExplId) -> Rc<ExplOut> {
+        if let Some(x) = self.cache.get(&id) {
+            return x.clone();
+        }
+        let node = self.solver.expl.get(id);
+        let bound = self.term(node.bound);
+        let terms = self
+            .full
+            .then(|| self.solver.expl.leaves(id).into_iter().map(|l| self.term(l)).collect());
+        let out = Rc::new(ExplOut { bound, terms });
+        self.cache.insert(id, out.clone());
+        out
+    }
+}
+
+/// A link in output.
+#[derive(Serialize)]
+pub struct LinkOut<'a> {
+    /// Peer name.
+    pub peer: &'a str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Protocol.
+    pub protocol: &'static str,
+    /// MTU.
+    pub mtu: u32,
+    /// Why.
+    pub explanation: Rc<ExplOut>,
+}
+
+/// A route in output.
+#[derive(Serialize)]
+pub struct RouteOut<'a> {
+    /// Destination (canonical CIDR text).
+    pub destination: String,
+    /// Route type.
+    #[serde(rename = "type")]
+    pub ty: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// MTU.
+    pub mtu: u32,
+    /// First hops.
+    pub via: Vec<&'a str>,
+    /// Pools on the hop list.
+    pub distance: u32,
+    /// Why.
+    pub explanation: Rc<ExplOut>,
+}
+
+/// A device in output.
+#[derive(Serialize)]
+pub struct DeviceOut<'a> {
+    /// Name (null for a per-peer device whose port is unknown).
+    pub name: Option<&'a str>,
+    /// The gateway peer of a per-peer device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<&'a str>,
+    /// Protocol carried.
+    pub protocol: &'static str,
+    /// MTU.
+    pub mtu: u32,
+    /// Why (the link that sets the maximum).
+    pub explanation: Rc<ExplOut>,
+}
+
+/// A published value in output.
+#[derive(Serialize)]
+pub struct PublishedOut {
+    /// Prefix.
+    pub destination: String,
+    /// Value.
+    pub mtu: u32,
+}
+
+/// A node in output.
+#[derive(Serialize)]
+pub struct NodeOut<'a> {
+    /// Name.
+    pub name: &'a str,
+    /// Site.
+    pub site: &'a str,
+    /// `worker` or `gateway`.
+    pub role: &'static str,
+    /// Pool, null for workers.
+    pub pool: Option<&'a str>,
+    /// Fabric MTU.
+    #[serde(rename = "fabricMTU")]
+    pub fabric_mtu: u32,
+    /// MSS clamp, IPv4.
+    #[serde(rename = "mssIPv4")]
+    pub mss_ipv4: u32,
+    /// MSS clamp, IPv6.
+    #[serde(rename = "mssIPv6")]
+    pub mss_ipv6: u32,
+    /// Why the fabric is what it is.
+    #[serde(rename = "fabricExplanation")]
+    pub fabric_explanation: Rc<ExplOut>,
+    /// Links.
+    pub links: Vec<LinkOut<'a>>,
+    /// Routes.
+    pub routes: Vec<RouteOut<'a>>,
+    /// Devices.
+    pub devices: Vec<DeviceOut<'a>>,
+    /// Published values (gateways only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published: Option<Vec<PublishedOut>>,
+}
+
+/// A diagnostic in output.
+#[derive(Serialize)]
+pub struct DiagOut<'a> {
+    /// Severity.
+    pub severity: &'static str,
+    /// Code.
+    pub code: &'static str,
+    /// Object.
+    pub object: &'a str,
+    /// Field.
+    pub field: &'a str,
+    /// Message.
+    pub message: &'a str,
+    /// `file:line`.
+    pub source: Option<String>,
+}
+
+impl<'a> From<&'a Diagnostic> for DiagOut<'a> {
+    fn from(d: &'a Diagnostic) -> Self {
+        DiagOut {
+            severity: d.severity.as_str(),
+            code: d.code.as_str(),
+            object: &d.object,
+            field: &d.field,
+            message: &d.message,
+            source: d.source.as_ref().map(|s| s.to_string()),
+        }
+    }
+}
+
+/// The whole `resolve` document.
+#[derive(Serialize)]
+pub struct ResolveOut<'a> {
+    /// Nodes by name.
+    pub nodes: Vec<NodeOut<'a>>,
+    /// Diagnostics in output order.
+    pub diagnostics: Vec<DiagOut<'a>>,
+}
+
+fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Rc<ExplOut>) {
+    (v.mtu.0, r.expl(v.expl))
+}
+
+/// Builds the output of one node.
+pub fn node_out<'a>(topo: &'a Topology, r: &mut Renderer<'_, '_>, plan: &'a NodePlan) -> NodeOut<'a> {
+    let node = topo.node(plan.node);
+    let links = plan
+        .links
+        .iter()
+        .map(|l| {
+            let (mtu, explanation) = val(r, &l.mtu);
+            LinkOut {
+                peer: &topo.node(l.peer).name,
+                kind: l.kind.as_str(),
+                protocol: l.protocol.as_str(),
+                mtu,
+                explanation,
+            }
+        })
+        .collect();
+    let routes = plan
+        .routes
+        .iter()
+        .map(|rt| {
+            let (mtu, explanation) = val(r, &rt.mtu);
+            RouteOut {
+                destination: rt.destination.to_string(),
+                ty: rt.ty.as_str(),
+                kind: rt.kind.as_str(),
+                mtu,
+                via: rt.via.iter().map(|v| &*topo.node(*v).name).collect(),
+                distance: rt.distance,
+                explanation,
+            }
+        })
+        .collect();
+    let devices = plan
+        .devices
+        .iter()
+        .map(|d| {
+            let (mtu, explanation) = val(r, &d.mtu);
+            let (name, peer) = match &d.device {
+                DeviceRef::Shared(n) => (Some(n.as_str()), None),
+                DeviceRef::PerPeer { name, peer } => {
+                    (name.as_deref(), Some(&*topo.node(*peer).name))
+                }
+                DeviceRef::Underlay => (None, None),
+            };
+            DeviceOut { name, peer, protocol: d.protocol.as_str(), mtu, explanation }
+        })
+        .collect();
+    let published = plan.published.as_ref().map(|ps| {
+        ps.iter()
+            .map(|p| PublishedOut { destination: p.destination.to_string(), mtu: p.mtu.mtu.0 })
+            .collect()
+    });
+    let (fabric_mtu, fabric_explanation) = val(r, &plan.fabric);
+    NodeOut {
+        name: &node.name,
+        site: &topo.site(node.site).name,
+        role: match node.role {
+            Role::Worker => "worker",
+            Role::Gateway(_) => "gateway",
+        },
+        pool: node.pool().map(|p| &*topo.pool(p).name),
+        fabric_mtu,
+        mss_ipv4: plan.mss_ipv4,
+        mss_ipv6: plan.mss_ipv6,
+        fabric_explanation,
+        links,
+        routes,
+        devices,
+        published,
+    }
+}
+
+/// Builds the whole `resolve` document.
+pub fn resolve_out<'a>(
+    topo: &'a Topology,
+    r: &mut Renderer<'_, '_>,
+    plans: &'a [NodePlan],
+    diagnostics: &'a [Diagnostic],
+) -> ResolveOut<'a> {
+    ResolveOut {
+        nodes: plans.iter().map(|p| node_out(topo, r, p)).collect(),
+        diagnostics: diagnostics.iter().map(DiagOut::from).collect(),
+    }
+}

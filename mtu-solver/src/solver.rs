@@ -1,0 +1,838 @@
+//! The resolver (`mtu.md` §3–7): link, route, device, fabric and published MTUs of any node,
+//! each with an interned explanation. Pure: the topology and the settings are the only inputs.
+
+use crate::explain::{ExplId, Explanations, Leaf, UnderlaySource};
+use crate::overhead::overhead;
+use crate::plan::*;
+use ipnet::IpNet;
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::rc::Rc;
+use topology_core::decode::Protocol;
+use topology_core::diag::{Code, Diagnostic};
+use topology_core::ids::{NodeId, PoolId, SiteId};
+use topology_core::model::{ObjRef, Role, Topology};
+use topology_core::mtu::{MIN_MTU, Mtu, UnderlayMtu};
+use topology_core::net::{
+    Dest, Learned, Link, LinkKind, LinkSettings, Net, Origin, ProtocolSource, RouteType, cut,
+    prefix_order,
+};
+
+/// Default device names (agent settings).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceNames {
+    /// Shared GENEVE device.
+    pub geneve: String,
+    /// Shared VXLAN device.
+    pub vxlan: String,
+    /// Shared IPIP device.
+    pub ipip: String,
+    /// Shared WireGuard mesh device.
+    pub wireguard_mesh: String,
+}
+
+impl Default for DeviceNames {
+    fn default() -> Self {
+        DeviceNames {
+            geneve: "geneve0".into(),
+            vxlan: "vxlan0".into(),
+            ipip: "ipip0".into(),
+            wireguard_mesh: "wg51820".into(),
+        }
+    }
+}
+
+/// Inputs beyond the topology.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Underlay MTU of nodes without annotations (`--underlay-mtu`, or the agent's own value).
+    pub default_underlay: u32,
+    /// The agent's configured `mtu` on every node (0 = none).
+    pub cfg_mtu: u32,
+    /// Per-node configured `mtu` overriding `cfg_mtu` (0 = none).
+    pub cfg_overrides: BTreeMap<String, u32>,
+    /// What `Auto` resolves to, and the tunnel IP family.
+    pub link: LinkSettings,
+    /// Underlay MTUs given for nodes (detected by the agent, or a what-if), replacing the
+    /// `underlay-mtu` annotation; `underlay-mtu-max` still caps them.
+    pub underlay_overrides: BTreeMap<String, u32>,
+    /// Device names.
+    pub devices: DeviceNames,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            default_underlay: 1500,
+            cfg_mtu: 0,
+            cfg_overrides: BTreeMap::new(),
+            link: LinkSettings::default(),
+            underlay_overrides: BTreeMap::new(),
+            devices: DeviceNames::default(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct EdgeKey {
+    kind: u8,
+    a: SiteId,
+    b: SiteId,
+    p: Option<PoolId>,
+    q: Option<PoolId>,
+}
+
+/// The resolver over one topology. Memoizes what nodes share (pair caps, edge caps, reach along
+/// gateway paths, learned routes), so resolving every node costs little more than the output.
+pub struct Solver<'t> {
+    /// The lazily memoizing view of the topology.
+    pub net: Net<'t>,
+    /// Settings.
+    pub settings: Settings,
+    /// The explanation arena.
+    pub expl: Explanations,
+    underlays: FxHashMap<NodeId, (u32, UnderlaySource)>,
+    cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
+    comp_leaves: FxHashMap<SiteId, Option<ExplId>>,
+    edges: FxHashMap<EdgeKey, Option<ExplId>>,
+    reach_memo: FxHashMap<(PoolId, SiteId, IpNet), Option<ExplId>>,
+    pub_memo: FxHashMap<(NodeId, IpNet), Option<ExplId>>,
+    link_memo: FxHashMap<(NodeId, NodeId), Option<(Link, ExplId)>>,
+    published_prefixes: FxHashSet<IpNet>,
+}
+
+impl<'t> Solver<'t> {
+    /// A solver over `topo`.
+    pub fn new(topo: &'t Topology, settings: Settings) -> Self {
+        let published_prefixes = topo
+            .nodes
+            .iter()
+            .flat_map(|n| n.published.iter().map(|(p, _)| *p))
+            .collect();
+        Solver {
+            net: Net::new(topo, settings.link),
+            settings,
+            expl: Explanations::default(),
+            underlays: FxHashMap::default(),
+            cap_leaves: FxHashMap::default(),
+            comp_leaves: FxHashMap::default(),
+            edges: FxHashMap::default(),
+            reach_memo: FxHashMap::default(),
+            pub_memo: FxHashMap::default(),
+            link_memo: FxHashMap::default(),
+            published_prefixes,
+        }
+    }
+
+    /// The topology.
+    pub fn topo(&self) -> &'t Topology {
+        self.net.topo
+    }
+
+    /// `U(n)` and where it came from.
+    pub fn underlay(&mut self, n: NodeId) -> (UnderlayMtu, UnderlaySource) {
+        if let Some((u, s)) = self.underlays.get(&n) {
+            return (UnderlayMtu(*u), *s);
+        }
+        let node = self.topo().node(n);
+        let given = self
+            .settings
+            .underlay_overrides
+            .get(&*node.name)
+            .map(|v| (*v, UnderlaySource::Override))
+            .or_else(|| {
+                node.underlay.as_ref().map(|u| {
+                    let src = if u.invalid.is_some() {
+                        UnderlaySource::Invalid
+                    } else {
+                        UnderlaySource::Annotation
+                    };
+                    (u.mtu, src)
+                })
+            });
+        let max = node.underlay_max.as_ref().map(|u| {
+            let src = if u.invalid.is_some() {
+                UnderlaySource::Invalid
+            } else {
+                UnderlaySource::Max
+            };
+            (u.mtu, src)
+        });
+        let v = match (given, max) {
+            (Some(g), Some(m)) => {
+                if m.0 < g.0 {
+                    m
+                } else {
+                    g
+                }
+            }
+            (Some(g), None) => g,
+            (None, Some(m)) => m,
+            (None, None) => (
+                self.settings.default_underlay.max(MIN_MTU),
+                UnderlaySource::Default,
+            ),
+        };
+        self.underlays.insert(n, v);
+        (UnderlayMtu(v.0), v.1)
+    }
+
+    fn cfg_of(&self, n: NodeId) -> u32 {
+        let name = &*self.topo().node(n).name;
+        self.settings
+            .cfg_overrides
+            .get(name)
+            .copied()
+            .unwrap_or(self.settings.cfg_mtu)
+    }
+
+    fn cfg_leaf(&mut self, n: NodeId) -> Option<ExplId> {
+        let v = self.cfg_of(n);
+        (v > 0).then(|| self.expl.leaf(Leaf::Cfg { node: n }, Mtu(v)))
+    }
+
+    /// The term of an object's own cap.
+    pub fn cap_leaf(&mut self, obj: ObjRef) -> Option<ExplId> {
+        if let Some(x) = self.cap_leaves.get(&obj) {
+            return *x;
+        }
+        let topo = self.topo();
+        let r = topo
+            .cap_of(obj)
+            .map(|c| c.mtu)
+            .map(|m| self.expl.leaf(Leaf::Cap { obj }, m));
+        self.cap_leaves.insert(obj, r);
+        r
+    }
+
+    /// The term of `comp(s)`.
+    pub fn comp_leaf(&mut self, s: SiteId) -> Option<ExplId> {
+        let topo = self.topo();
+        let comp = topo.component(topo.comp(s));
+        let first = comp.sites.first().copied().unwrap_or(s);
+        if let Some(x) = self.comp_leaves.get(&first) {
+            return *x;
+        }
+        let r = match comp.cap {
+            None => None,
+            Some((_, obj)) if comp.sites.len() == 1 => self.cap_leaf(obj),
+            Some((m, obj)) => Some(self.expl.leaf(Leaf::Comp { site: first, obj }, m)),
+        };
+        self.comp_leaves.insert(first, r);
+        r
+    }
+
+    fn pair_cap_leaves(&mut self, caps: &[(Mtu, ObjRef)], out: &mut SmallVec<[ExplId; 8]>) {
+        for (_, o) in caps {
+            if let Some(l) = self.cap_leaf(*o) {
+                out.push(l);
+            }
+        }
+    }
+
+    /// The configured caps of a link (`mtu.md` §3), symmetric: both ends get the same set.
+    /// `worker_site` is the worker's Site for uplinks and deliveries.
+    fn edge_caps(&mut self, kind: LinkKind, a: SiteId, b: SiteId, p: Option<PoolId>, q: Option<PoolId>) -> Option<ExplId> {
+        let kind_code = match kind {
+            LinkKind::Mesh => 0u8,
+            LinkKind::Uplink | LinkKind::Delivery => 1,
+            LinkKind::PoolMesh => 2,
+            LinkKind::Transit => 3,
+        };
+        // Canonical orientation: uplink/delivery as (worker Site, gateway Site, pool).
+        let (a, b, p, q) = match kind_code {
+            1 => (a, b, p, None),
+            _ => {
+                if (a, p) <= (b, q) {
+                    (a, b, p, q)
+                } else {
+                    (b, a, q, p)
+                }
+            }
+        };
+        let key = EdgeKey { kind: kind_code, a, b, p, q };
+        if let Some(x) = self.edges.get(&key) {
+            return *x;
+        }
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        if let Some(l) = self.comp_leaf(a) {
+            kids.push(l);
+        }
+        if let Some(l) = self.comp_leaf(b) {
+            kids.push(l);
+        }
+        if a != b {
+            let pair = self.net.site_pair(a, b);
+            self.pair_cap_leaves(&pair.caps, &mut kids);
+        }
+        match kind_code {
+            1 => {
+                if let Some(p) = p {
+                    let s = self.net.sgpa(a, p);
+                    self.pair_cap_leaves(&s.caps, &mut kids);
+                    if let Some(l) = self.cap_leaf(ObjRef::Pool(p)) {
+                        kids.push(l);
+                    }
+                }
+            }
+            2 => {
+                if let Some(l) = p.and_then(|p| self.cap_leaf(ObjRef::Pool(p))) {
+                    kids.push(l);
+                }
+            }
+            3 => {
+                if let (Some(p), Some(q)) = (p, q) {
+                    let g = self.net.gpp(p, q);
+                    self.pair_cap_leaves(&g.caps, &mut kids);
+                    for x in [p, q] {
+                        if let Some(l) = self.cap_leaf(ObjRef::Pool(x)) {
+                            kids.push(l);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        let r = self.expl.min(&kids);
+        self.edges.insert(key, r);
+        r
+    }
+
+    /// Configured caps of the link `n–peer` of kind `kind`.
+    fn link_caps(&mut self, n: NodeId, peer: NodeId, kind: LinkKind) -> Option<ExplId> {
+        let topo = self.topo();
+        let (a, b) = (topo.node(n), topo.node(peer));
+        match kind {
+            LinkKind::Uplink => self.edge_caps(kind, a.site, b.site, b.pool(), None),
+            LinkKind::Delivery => self.edge_caps(kind, b.site, a.site, a.pool(), None),
+            _ => self.edge_caps(kind, a.site, b.site, a.pool(), b.pool()),
+        }
+    }
+
+    /// The auto term of a link: `min(U(a), U(b)) − O(P)`.
+    fn auto_leaf(&mut self, n: NodeId, peer: NodeId, protocol: Protocol) -> ExplId {
+        let (ua, sa) = self.underlay(n);
+        let (ub, sb) = self.underlay(peer);
+        let (node, u, src) = if ua <= ub { (n, ua, sa) } else { (peer, ub, sb) };
+        let o = overhead(protocol, self.settings.link.ipv6_outer);
+        self.expl.leaf(
+            Leaf::Auto {
+                node,
+                underlay: u.0,
+                source: src,
+                protocol,
+                overhead: o,
+            },
+            u.minus_overhead(o),
+        )
+    }
+
+    /// The MTU of the link from `n` to `peer` with its explanation (None when not linked).
+    pub fn link_value(&mut self, n: NodeId, peer: NodeId) -> Option<(Link, ExplId)> {
+        if let Some(x) = self.link_memo.get(&(n, peer)) {
+            return x.clone();
+        }
+        let r = self.net.link(n, peer).map(|link| {
+            let e = self.link_expl(n, &link);
+            (link, e)
+        });
+        self.link_memo.insert((n, peer), r.clone());
+        r
+    }
+
+    fn link_expl(&mut self, n: NodeId, link: &Link) -> ExplId {
+        let mut kids: SmallVec<[ExplId; 4]> = SmallVec::new();
+        kids.push(self.auto_leaf(n, link.peer, link.protocol));
+        if let Some(c) = self.cfg_leaf(n) {
+            kids.push(c);
+        }
+        if let Some(c) = self.link_caps(n, link.peer, link.kind) {
+            kids.push(c);
+        }
+        // The auto term is always present, so the minimum always exists.
+        self.expl.min(&kids).unwrap_or_else(|| kids[0])
+    }
+
+    /// `reach(g, X)`: the smallest configured cap along `g`'s selected paths to `X`'s destination.
+    pub fn reach(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
+        let topo = self.topo();
+        let gn = topo.node(g);
+        let Some(pool) = gn.pool() else { return None };
+        let key = (pool, gn.site, prefix);
+        if let Some(x) = self.reach_memo.get(&key) {
+            return *x;
+        }
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        let originated: SmallVec<[Origin; 1]> = origins
+            .iter()
+            .copied()
+            .filter(|o| self.net.originates(g, o.dest))
+            .collect();
+        if !originated.is_empty() {
+            for o in originated {
+                match o.dest {
+                    Dest::Site(d) => {
+                        if let Some(c) = self.edge_caps(LinkKind::Delivery, d, gn.site, Some(pool), None) {
+                            kids.push(c);
+                        }
+                    }
+                    Dest::Pool(o) => {
+                        if let Some(c) = self.cap_leaf(ObjRef::Pool(o)) {
+                            kids.push(c);
+                        }
+                        if let Some(c) = self.comp_leaf(gn.site) {
+                            kids.push(c);
+                        }
+                    }
+                }
+            }
+        } else if let Some(l) = self.net.learned_for(g, &prefix) {
+            for h in &l.via {
+                let hn = topo.node(*h);
+                if let Some(c) = self.edge_caps(LinkKind::Transit, gn.site, hn.site, Some(pool), hn.pool()) {
+                    kids.push(c);
+                }
+                if let Some(c) = self.reach(*h, prefix, &l.origins) {
+                    kids.push(c);
+                }
+            }
+        }
+        let r = self.expl.min(&kids);
+        self.reach_memo.insert(key, r);
+        r
+    }
+
+    /// `pubPath(g, X)`: the published values of every gateway on every selected path.
+    pub fn pub_path(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
+        if !self.published_prefixes.contains(&prefix) {
+            return None;
+        }
+        if let Some(x) = self.pub_memo.get(&(g, prefix)) {
+            return *x;
+        }
+        let topo = self.topo();
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        if let Some(m) = topo.node(g).published_for(&prefix) {
+            kids.push(self.expl.leaf(Leaf::Published { gateway: g, prefix }, m));
+        }
+        let originated = origins.iter().any(|o| self.net.originates(g, o.dest));
+        if !originated && let Some(l) = self.net.learned_for(g, &prefix) {
+            for h in &l.via {
+                if let Some(c) = self.pub_path(*h, prefix, &l.origins) {
+                    kids.push(c);
+                }
+            }
+        }
+        let r = self.expl.min(&kids);
+        self.pub_memo.insert((g, prefix), r);
+        r
+    }
+
+    fn device_of(&self, link: &Link) -> DeviceRef {
+        let topo = self.topo();
+        let names = &self.settings.devices;
+        match link.protocol {
+            Protocol::WireGuard => {
+                let peer = topo.node(link.peer);
+                if peer.is_gateway() {
+                    DeviceRef::PerPeer {
+                        name: peer.wg_port.map(|p| format!("wg{p}")),
+                        peer: link.peer,
+                    }
+                } else {
+                    DeviceRef::Shared(names.wireguard_mesh.clone())
+                }
+            }
+            Protocol::Geneve => DeviceRef::Shared(names.geneve.clone()),
+            Protocol::Vxlan => DeviceRef::Shared(names.vxlan.clone()),
+            Protocol::Ipip => DeviceRef::Shared(names.ipip.clone()),
+            Protocol::None => DeviceRef::Underlay,
+        }
+    }
+
+    /// The route MTU of a learned route on node `n` (worker: gateway route; gateway: transit).
+    fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        for g in &l.via {
+            if let Some((_, e)) = self.link_value(n, *g) {
+                kids.push(e);
+            }
+            if let Some(r) = self.reach(*g, l.prefix, &l.origins) {
+                kids.push(r);
+            }
+            if worker && let Some(p) = self.pub_path(*g, l.prefix, &l.origins) {
+                kids.push(p);
+            }
+        }
+        self.expl.min(&kids)
+    }
+
+    fn pod_gateway(&self, peer: NodeId, v6: bool) -> Option<IpAddr> {
+        let node = self.topo().node(peer);
+        let net = node
+            .pod_cidrs
+            .iter()
+            .find(|c| matches!(c, IpNet::V6(_)) == v6)
+            .or_else(|| node.pod_cidrs.first())?;
+        Some(first_address(net))
+    }
+
+    fn next_hop(&self, link: &LinkPlan, v6: bool) -> NextHop {
+        NextHop {
+            peer: link.peer,
+            underlay_addr: link.peer_addr,
+            pod_gateway: self.pod_gateway(link.peer, v6),
+            protocol: link.protocol,
+            device: link.device.clone(),
+        }
+    }
+
+    /// Resolves every value of node `n`.
+    pub fn plan(&mut self, n: NodeId) -> NodePlan {
+        let topo = self.topo();
+        let node = topo.node(n);
+        // Links.
+        let links_raw = self.net.links(n);
+        let mut links: Vec<LinkPlan> = Vec::with_capacity(links_raw.len());
+        for link in links_raw {
+            let e = self.link_expl(n, &link);
+            self.link_memo.insert((n, link.peer), Some((link.clone(), e)));
+            links.push(LinkPlan {
+                peer: link.peer,
+                kind: link.kind,
+                protocol: link.protocol,
+                mtu: Value { mtu: self.expl.value(e), expl: e },
+                local_addr: link.local_addr,
+                peer_addr: link.peer_addr,
+                device: self.device_of(&link),
+            });
+        }
+        links.sort_by(|a, b| topo.node(a.peer).name.cmp(&topo.node(b.peer).name));
+        let link_index: FxHashMap<NodeId, usize> =
+            links.iter().enumerate().map(|(i, l)| (l.peer, i)).collect();
+        // Routes: direct routes to linked peers' pod CIDRs.
+        let mut routes: Vec<RoutePlan> = Vec::new();
+        let mut direct: BTreeMap<(IpNetKey, u8), Vec<usize>> = BTreeMap::new();
+        for (i, l) in links.iter().enumerate() {
+            for c in &topo.node(l.peer).pod_cidrs {
+                direct.entry((IpNetKey(*c), 0)).or_default().push(i);
+            }
+        }
+        for ((dest, _), idxs) in direct {
+            let v6 = matches!(dest.0, IpNet::V6(_));
+            let kids: SmallVec<[ExplId; 4]> = idxs
+                .iter()
+                .filter_map(|i| links.get(*i).map(|l| l.mtu.expl))
+                .collect();
+            let Some(e) = self.expl.min(&kids) else { continue };
+            let mut via: SmallVec<[NodeId; 4]> = idxs.iter().filter_map(|i| links.get(*i).map(|l| l.peer)).collect();
+            via.sort_by(|a, b| topo.node(*a).name.cmp(&topo.node(*b).name));
+            let next_hops = idxs
+                .iter()
+                .filter_map(|i| links.get(*i))
+                .map(|l| self.next_hop(l, v6))
+                .collect();
+            routes.push(RoutePlan {
+                destination: dest.0,
+                advertised: dest.0,
+                ty: RouteType::NodePod,
+                kind: RouteKind::Direct,
+                mtu: Value { mtu: self.expl.value(e), expl: e },
+                via,
+                distance: 0,
+                next_hops,
+            });
+        }
+        // Learned routes.
+        let worker = !node.is_gateway();
+        let learned = self.net.learned(n);
+        let locals = topo.site(node.site).local_cidrs.clone();
+        for l in learned.iter() {
+            let Some(e) = self.learned_value(n, l, worker) else { continue };
+            let mtu = Value { mtu: self.expl.value(e), expl: e };
+            let pieces = if locals.is_empty() { vec![l.prefix] } else { cut(l.prefix, &locals) };
+            let mut via = l.via.clone();
+            via.sort_by(|a, b| topo.node(*a).name.cmp(&topo.node(*b).name));
+            let v6 = matches!(l.prefix, IpNet::V6(_));
+            let next_hops: SmallVec<[NextHop; 2]> = via
+                .iter()
+                .filter_map(|g| link_index.get(g).and_then(|i| links.get(*i)))
+                .map(|lp| self.next_hop(lp, v6))
+                .collect();
+            for piece in pieces {
+                routes.push(RoutePlan {
+                    destination: piece,
+                    advertised: l.prefix,
+                    ty: l.origin.ty,
+                    kind: if worker { RouteKind::Gateway } else { RouteKind::Transit },
+                    mtu,
+                    via: via.clone(),
+                    distance: l.distance,
+                    next_hops: next_hops.clone(),
+                });
+            }
+        }
+        routes.sort_by(|a, b| prefix_order(&a.destination, &b.destination).then(a.kind.cmp(&b.kind)));
+        // Devices.
+        let mut dev_links: BTreeMap<DeviceRef, (Protocol, SmallVec<[ExplId; 4]>)> = BTreeMap::new();
+        for l in &links {
+            if l.device == DeviceRef::Underlay {
+                continue;
+            }
+            let leaf = self.expl.leaf(Leaf::LinkMtu { node: n, peer: l.peer }, l.mtu.mtu);
+            dev_links
+                .entry(l.device.clone())
+                .or_insert_with(|| (l.protocol, SmallVec::new()))
+                .1
+                .push(leaf);
+        }
+        let mut devices: Vec<DevicePlan> = Vec::new();
+        for (device, (protocol, kids)) in dev_links {
+            if let Some(e) = self.expl.max(&kids) {
+                devices.push(DevicePlan {
+                    device,
+                    protocol,
+                    mtu: Value { mtu: self.expl.value(e), expl: e },
+                });
+            }
+        }
+        devices.sort_by(|a, b| device_order(topo, &a.device, &b.device));
+        // Fabric.
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        if let Some(c) = self.cfg_leaf(n) {
+            kids.push(c);
+        }
+        if let Some(c) = self.comp_leaf(node.site) {
+            kids.push(c);
+        }
+        if let Some(p) = node.pool()
+            && let Some(c) = self.cap_leaf(ObjRef::Pool(p))
+        {
+            kids.push(c);
+        }
+        for l in &links {
+            kids.push(l.mtu.expl);
+        }
+        if links.is_empty() {
+            let (u, src) = self.underlay(n);
+            let o = overhead(Protocol::WireGuard, self.settings.link.ipv6_outer);
+            kids.push(self.expl.leaf(
+                Leaf::Underlay { node: n, underlay: u.0, source: src, minus: Some((Protocol::WireGuard, o)) },
+                u.minus_overhead(o),
+            ));
+        }
+        let fabric_e = self.expl.min(&kids).unwrap_or_else(|| kids[0]);
+        let fabric = Value { mtu: self.expl.value(fabric_e), expl: fabric_e };
+        // Published values (gateways).
+        let published = node.pool().map(|p| self.published(n, p, &links, &routes));
+        let mut diagnostics = Vec::new();
+        if node.has_ipv6_pods() {
+            let mut low: Vec<String> = Vec::new();
+            if fabric.mtu.0 < 1280 {
+                low.push(format!("fabric {}", fabric.mtu));
+            }
+            for l in &links {
+                if l.mtu.mtu.0 < 1280 {
+                    low.push(format!("link to {} {}", topo.node(l.peer).name, l.mtu.mtu));
+                }
+            }
+            for r in &routes {
+                if r.mtu.mtu.0 < 1280 {
+                    low.push(format!("route {} {}", r.destination, r.mtu.mtu));
+                }
+            }
+            if !low.is_empty() {
+                let n_low = low.len();
+                low.truncate(3);
+                diagnostics.push(Diagnostic::new(
+                    Code::Ipv6Below1280,
+                    format!("Node/{}", node.name),
+                    "",
+                    format!(
+                        "the node has IPv6 pod CIDRs but {n_low} value(s) are below 1280 (IPv6 needs 1280): {}",
+                        low.join(", ")
+                    ),
+                    node.loc.clone(),
+                ));
+            }
+        }
+        NodePlan {
+            node: n,
+            site: node.site,
+            pool: node.pool(),
+            mss_ipv4: fabric.mtu.0.saturating_sub(40),
+            mss_ipv6: fabric.mtu.0.saturating_sub(60),
+            fabric,
+            links,
+            routes,
+            devices,
+            published,
+            diagnostics,
+        }
+    }
+
+    fn published(&mut self, g: NodeId, pool: PoolId, links: &[LinkPlan], routes: &[RoutePlan]) -> Vec<Published> {
+        let topo = self.topo();
+        let gn = topo.node(g);
+        let mut by_prefix: BTreeMap<IpNetKey, SmallVec<[ExplId; 4]>> = BTreeMap::new();
+        // Learned prefixes: the transit route MTU (uncut).
+        for r in routes {
+            if r.kind == RouteKind::Transit {
+                by_prefix.entry(IpNetKey(r.advertised)).or_default().push(r.mtu.expl);
+            }
+        }
+        // Served Sites' prefixes: the smallest delivery link MTU into the Site.
+        let served: Vec<SiteId> = self.net.served_sites(pool).to_vec();
+        for d in served {
+            let site = topo.site(d);
+            let mut kids: SmallVec<[ExplId; 8]> = links
+                .iter()
+                .filter(|l| l.kind == LinkKind::Delivery && topo.node(l.peer).site == d)
+                .map(|l| l.mtu.expl)
+                .collect();
+            if kids.is_empty() {
+                let protocol = self.hypothetical_delivery_protocol(g, d);
+                let (u, src) = self.underlay(g);
+                let o = overhead(protocol, self.settings.link.ipv6_outer);
+                kids.push(self.expl.leaf(
+                    Leaf::Underlay { node: g, underlay: u.0, source: src, minus: Some((protocol, o)) },
+                    u.minus_overhead(o),
+                ));
+                if let Some(c) = self.cfg_leaf(g) {
+                    kids.push(c);
+                }
+                if let Some(c) = self.edge_caps(LinkKind::Delivery, d, gn.site, Some(pool), None) {
+                    kids.push(c);
+                }
+            }
+            let Some(e) = self.expl.min(&kids) else { continue };
+            for p in site.pod_blocks.iter().chain(site.node_cidrs.iter()) {
+                by_prefix.entry(IpNetKey(*p)).or_default().push(e);
+            }
+        }
+        // Own routed prefixes.
+        let routed = topo.pool(pool).routed_cidrs.clone();
+        if !routed.is_empty() {
+            let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+            let (u, src) = self.underlay(g);
+            kids.push(self.expl.leaf(
+                Leaf::Underlay { node: g, underlay: u.0, source: src, minus: None },
+                u.unencapsulated(),
+            ));
+            if let Some(c) = self.cfg_leaf(g) {
+                kids.push(c);
+            }
+            if let Some(c) = self.cap_leaf(ObjRef::Pool(pool)) {
+                kids.push(c);
+            }
+            if let Some(c) = self.comp_leaf(gn.site) {
+                kids.push(c);
+            }
+            if let Some(e) = self.expl.min(&kids) {
+                for p in routed {
+                    by_prefix.entry(IpNetKey(p)).or_default().push(e);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(by_prefix.len());
+        for (p, kids) in by_prefix {
+            if let Some(e) = self.expl.min(&kids) {
+                out.push(Published { destination: p.0, mtu: Value { mtu: self.expl.value(e), expl: e } });
+            }
+        }
+        out
+    }
+
+    /// The protocol a delivery link from gateway `g` into Site `d` would take.
+    fn hypothetical_delivery_protocol(&mut self, g: NodeId, d: SiteId) -> Protocol {
+        let topo = self.topo();
+        let gn = topo.node(g);
+        let explicit = gn
+            .pool()
+            .and_then(|p| self.net.sgpa(d, p).protocol)
+            .map(|x| x.0)
+            .or_else(|| if gn.site == d { topo.site(d).protocol } else { None });
+        if let Some(p) = explicit {
+            return p;
+        }
+        let external = gn.pool().is_some_and(|p| !topo.pool(p).internal);
+        let public = gn.site != d && !self.net.network_peered(gn.site, d) && external;
+        if public {
+            self.settings.link.public_encap
+        } else {
+            self.settings.link.private_encap
+        }
+    }
+
+    /// Plans of every node, in name order.
+    pub fn plan_all(&mut self) -> Vec<NodePlan> {
+        (0..self.topo().nodes.len())
+            .map(NodeId::from_idx)
+            .map(|n| self.plan(n))
+            .collect()
+    }
+}
+
+/// Sort key wrapper giving prefixes the output order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct IpNetKey(IpNet);
+impl PartialOrd for IpNetKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for IpNetKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        prefix_order(&self.0, &other.0)
+    }
+}
+
+/// The first address of a prefix (its network address + 1 when there is room).
+pub fn first_address(net: &IpNet) -> IpAddr {
+    match net {
+        IpNet::V4(n) => {
+            let base = u32::from(n.network());
+            let a = if n.prefix_len() < 32 { base.saturating_add(1) } else { base };
+            IpAddr::V4(a.into())
+        }
+        IpNet::V6(n) => {
+            let base = u128::from(n.network());
+            let a = if n.prefix_len() < 128 { base.saturating_add(1) } else { base };
+            IpAddr::V6(a.into())
+        }
+    }
+}
+
+/// Output order of devices: by name (unnamed last), then by peer name.
+pub fn device_order(topo: &Topology, a: &DeviceRef, b: &DeviceRef) -> std::cmp::Ordering {
+    fn key<'x>(topo: &'x Topology, d: &'x DeviceRef) -> (u8, &'x str, &'x str) {
+        match d {
+            DeviceRef::Shared(n) => (0, n.as_str(), ""),
+            DeviceRef::PerPeer { name: Some(n), peer } => (0, n.as_str(), &topo.node(*peer).name),
+            DeviceRef::PerPeer { name: None, peer } => (1, "", &topo.node(*peer).name),
+            DeviceRef::Underlay => (2, "", ""),
+        }
+    }
+    key(topo, a).cmp(&key(topo, b))
+}
+
+/// Whether a protocol source names an object (for explanations of link protocols).
+pub fn protocol_object(src: ProtocolSource) -> Option<ObjRef> {
+    match src {
+        ProtocolSource::Object(o) => Some(o),
+        _ => None,
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_rc(_: Rc<()>) {}
+
+#[allow(dead_code)]
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Worker => "worker",
+        Role::Gateway(_) => "gateway",
+    }
+}

@@ -1,0 +1,174 @@
+//! Diagnostics: what the decoder and validator found wrong, with stable codes and `file:line`.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// Severity of a diagnostic, ordered as output sorts them (errors first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Something is wrong; the affected value fails closed.
+    Error,
+    /// Something is probably wrong; the input is still used as written.
+    Warning,
+    /// Worth knowing; nothing is wrong.
+    Note,
+}
+
+impl Severity {
+    /// The lowercase name used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+macro_rules! codes {
+    ($($variant:ident => $text:literal, $sev:ident, $doc:literal;)*) => {
+        /// Stable diagnostic codes (`spec/model.md`, "Validation").
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code {
+            $(#[doc = $doc] $variant,)*
+        }
+        impl Code {
+            /// The stable text of the code, e.g. `E-CAP-RANGE`.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $text,)* }
+            }
+            /// The severity this code always has.
+            pub fn severity(self) -> Severity {
+                match self { $(Code::$variant => Severity::$sev,)* }
+            }
+            /// Every code, for documentation and tests.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+        }
+    };
+}
+
+codes! {
+    Decode => "E-DECODE", Error, "a document is not valid YAML/JSON or not an object";
+    FieldType => "E-FIELD-TYPE", Error, "a known field has the wrong type";
+    Cidr => "E-CIDR", Error, "a CIDR or address does not parse";
+    CapRange => "E-CAP-RANGE", Error, "`tunnelMTU` outside 576..9000 (not 0); counts as 576";
+    UnderlayRange => "E-UNDERLAY-RANGE", Error, "an underlay annotation outside 576..65535 or not an integer; counts as 576";
+    Protocol => "E-PROTOCOL", Error, "unknown `tunnelProtocol`";
+    Duplicate => "E-DUPLICATE", Error, "two objects of one kind share a name; every copy is ignored";
+    CidrOverlap => "E-CIDR-OVERLAP", Error, "two Sites' node CIDRs, or two Sites' pod blocks, overlap";
+    MissingName => "E-MISSING-NAME", Error, "an object has no `metadata.name`; it is ignored";
+    MissingSite => "W-MISSING-SITE", Warning, "a relationship names a Site that does not exist";
+    MissingPool => "W-MISSING-POOL", Warning, "a relationship names a pool that does not exist";
+    TooFewMembers => "W-TOO-FEW-MEMBERS", Warning, "a relationship is left with too few existing members";
+    DuplicateMember => "W-DUPLICATE-MEMBER", Warning, "a member is listed twice";
+    NoSite => "W-NO-SITE", Warning, "a node belongs to no Site";
+    MultiSite => "W-MULTI-SITE", Warning, "a node matches several Sites";
+    MultiPool => "W-MULTI-POOL", Warning, "a node matches several pools";
+    ProtocolConflict => "W-PROTOCOL-CONFLICT", Warning, "objects of one tier disagree on a link's protocol";
+    Ipv6Below1280 => "W-IPV6-BELOW-1280", Warning, "a value below 1280 on a node with IPv6 pod CIDRs";
+    CidrHostBits => "W-CIDR-HOST-BITS", Warning, "a CIDR has host bits set and was normalised";
+    UnknownKind => "N-UNKNOWN-KIND", Note, "a skipped kind or API group";
+    CapZero => "N-CAP-ZERO", Note, "a `tunnelMTU` of 0, read as unset";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a value came from: a source name (file path, `-`, or an API object) and a 1-based line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceLoc {
+    /// The source name given to the decoder.
+    pub source: Arc<str>,
+    /// 1-based line; 0 when the source has no lines (objects read from an API server).
+    pub line: u32,
+}
+
+impl fmt::Display for SourceLoc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.source)
+        } else {
+            write!(f, "{}:{}", self.source, self.line)
+        }
+    }
+}
+
+/// One finding of the decoder, the validator or the resolver.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Diagnostic {
+    /// Severity (always `code.severity()`).
+    pub severity: Severity,
+    /// Stable code.
+    pub code: Code,
+    /// `Kind/name`, `document N` when the object has no kind or name, or `-`.
+    pub object: String,
+    /// Dotted field path with list indexes (`spec.sites[1]`), empty for the whole object.
+    pub field: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// `file:line`, when known.
+    pub source: Option<SourceLoc>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the severity of its code.
+    pub fn new(
+        code: Code,
+        object: impl Into<String>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+        source: Option<SourceLoc>,
+    ) -> Self {
+        Diagnostic {
+            severity: code.severity(),
+            code,
+            object: object.into(),
+            field: field.into(),
+            message: message.into(),
+            source,
+        }
+    }
+
+    /// The output order: severity, code, object, field (then message and source for stability).
+    pub fn sort_key(&self) -> (Severity, &str, &str, &str, &str) {
+        (
+            self.severity,
+            self.code.as_str(),
+            &self.object,
+            &self.field,
+            &self.message,
+        )
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(src) = &self.source {
+            write!(f, "{src}: ")?;
+        }
+        write!(f, "{} {} {}", self.severity, self.code, self.object)?;
+        if !self.field.is_empty() {
+            write!(f, " {}", self.field)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Sorts diagnostics into output order and removes exact duplicates.
+pub fn sort_diagnostics(diags: &mut Vec<Diagnostic>) {
+    diags.sort_by(|a, b| {
+        a.sort_key()
+            .cmp(&b.sort_key())
+            .then_with(|| a.source.cmp(&b.source))
+    });
+    diags.dedup();
+}

@@ -1,0 +1,1016 @@
+//! The validated topology: arenas sorted by name, typed IDs, membership and linear indexes.
+//! Built from raw objects in any order; the result depends only on the set of objects.
+
+use crate::decode::{
+    POOL_LABEL_KEY, Protocol, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool,
+    RawRelation, RawSite, RawSlice, RawSliceNode, RawStatusNode, RawUnderlay, site_label,
+};
+use crate::diag::{Code, Diagnostic, SourceLoc, sort_diagnostics};
+use crate::ids::*;
+use crate::mtu::Mtu;
+use ipnet::IpNet;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// A configured cap (`tunnelMTU`) that counts.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Cap {
+    /// Effective value (576 when the written value was invalid).
+    pub mtu: Mtu,
+    /// The written value when it was invalid (fail closed).
+    pub invalid: Option<String>,
+    /// Where it was written.
+    pub loc: Option<SourceLoc>,
+}
+
+impl From<&RawCap> for Cap {
+    fn from(r: &RawCap) -> Self {
+        Cap {
+            mtu: Mtu(r.mtu),
+            invalid: r.invalid.clone(),
+            loc: r.loc.clone(),
+        }
+    }
+}
+
+/// A reference to an object that can carry a cap or a protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ObjRef {
+    /// A Site.
+    Site(SiteId),
+    /// A GatewayPool.
+    Pool(PoolId),
+    /// A SitePeering.
+    SitePeering(PeeringId),
+    /// A SiteGatewayPoolAssignment.
+    Assignment(AssignmentId),
+    /// A GatewayPoolPeering.
+    PoolPeering(PoolPeeringId),
+}
+
+/// A Site.
+#[derive(Clone, Debug)]
+pub struct Site {
+    /// Name.
+    pub name: Arc<str>,
+    /// Node CIDRs.
+    pub node_cidrs: Vec<IpNet>,
+    /// Pod blocks.
+    pub pod_blocks: Vec<IpNet>,
+    /// Local CIDRs (cut out of learned routes).
+    pub local_cidrs: Vec<IpNet>,
+    /// `manageCniPlugin`.
+    pub manage_cni: bool,
+    /// Explicit protocol (`None` = Auto).
+    pub protocol: Option<Protocol>,
+    /// `tunnelMTU`.
+    pub cap: Option<Cap>,
+    /// Where the object starts.
+    pub loc: Option<SourceLoc>,
+}
+
+/// A GatewayPool.
+#[derive(Clone, Debug)]
+pub struct Pool {
+    /// Name.
+    pub name: Arc<str>,
+    /// `Internal` pool.
+    pub internal: bool,
+    /// Routed CIDRs.
+    pub routed_cidrs: Vec<IpNet>,
+    /// Explicit protocol (`None` = Auto).
+    pub protocol: Option<Protocol>,
+    /// `tunnelMTU`.
+    pub cap: Option<Cap>,
+    /// Member gateways, sorted.
+    pub gateways: Vec<NodeId>,
+    /// Where the object starts.
+    pub loc: Option<SourceLoc>,
+}
+
+/// A node's role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A worker.
+    Worker,
+    /// A gateway of a pool.
+    Gateway(PoolId),
+}
+
+/// A node with a Site.
+#[derive(Clone, Debug)]
+pub struct NodeInfo {
+    /// Name.
+    pub name: Arc<str>,
+    /// Its Site.
+    pub site: SiteId,
+    /// Worker or gateway.
+    pub role: Role,
+    /// InternalIPs.
+    pub internal_ips: Vec<IpAddr>,
+    /// ExternalIPs.
+    pub external_ips: Vec<IpAddr>,
+    /// Pod CIDRs.
+    pub pod_cidrs: Vec<IpNet>,
+    /// `underlay-mtu` annotation.
+    pub underlay: Option<RawUnderlay>,
+    /// `underlay-mtu-max` annotation.
+    pub underlay_max: Option<RawUnderlay>,
+    /// WireGuard port of the gateway (pool status).
+    pub wg_port: Option<u16>,
+    /// What this gateway published (GatewayPoolNode annotation), sorted by prefix.
+    pub published: Vec<(IpNet, Mtu)>,
+    /// Where the node was defined.
+    pub loc: Option<SourceLoc>,
+}
+
+impl NodeInfo {
+    /// The pool of a gateway.
+    pub fn pool(&self) -> Option<PoolId> {
+        match self.role {
+            Role::Gateway(p) => Some(p),
+            Role::Worker => None,
+        }
+    }
+    /// Whether the node is a gateway.
+    pub fn is_gateway(&self) -> bool {
+        matches!(self.role, Role::Gateway(_))
+    }
+    /// Whether any pod CIDR is IPv6.
+    pub fn has_ipv6_pods(&self) -> bool {
+        self.pod_cidrs.iter().any(|n| matches!(n, IpNet::V6(_)))
+    }
+    /// What this gateway published for `prefix`.
+    pub fn published_for(&self, prefix: &IpNet) -> Option<Mtu> {
+        self.published
+            .binary_search_by(|(p, _)| p.cmp(prefix))
+            .ok()
+            .and_then(|i| self.published.get(i))
+            .map(|(_, m)| *m)
+    }
+}
+
+/// A SitePeering, SiteGatewayPoolAssignment or GatewayPoolPeering that counts.
+#[derive(Clone, Debug)]
+pub struct Relation {
+    /// Name.
+    pub name: Arc<str>,
+    /// Existing member Sites, sorted, each once.
+    pub sites: Vec<SiteId>,
+    /// Existing member pools, sorted, each once.
+    pub pools: Vec<PoolId>,
+    /// `meshNodes` (SitePeering only).
+    pub mesh: bool,
+    /// Explicit protocol (`None` = Auto).
+    pub protocol: Option<Protocol>,
+    /// `tunnelMTU`.
+    pub cap: Option<Cap>,
+    /// Relates its members (enough existing members).
+    pub relates: bool,
+    /// Where the object starts.
+    pub loc: Option<SourceLoc>,
+}
+
+/// A direct-mesh component of Sites.
+#[derive(Clone, Debug)]
+pub struct Component {
+    /// Its Sites, sorted.
+    pub sites: Vec<SiteId>,
+    /// Every object whose cap enters `comp` (Sites and mesh SitePeerings), sorted.
+    pub cap_objects: Vec<ObjRef>,
+    /// The binding cap: lowest value, first object on ties.
+    pub cap: Option<(Mtu, ObjRef)>,
+}
+
+/// The validated topology.
+#[derive(Debug, Default)]
+pub struct Topology {
+    /// Sites by name.
+    pub sites: Vec<Site>,
+    /// Pools by name.
+    pub pools: Vec<Pool>,
+    /// Nodes with a Site, by name.
+    pub nodes: Vec<NodeInfo>,
+    /// SitePeerings by name (enabled ones; `relates` says whether they count).
+    pub site_peerings: Vec<Relation>,
+    /// SiteGatewayPoolAssignments by name.
+    pub assignments: Vec<Relation>,
+    /// GatewayPoolPeerings by name.
+    pub pool_peerings: Vec<Relation>,
+    /// Direct-mesh components.
+    pub components: Vec<Component>,
+    /// Every finding, sorted.
+    pub diagnostics: Vec<Diagnostic>,
+    site_by_name: FxHashMap<Arc<str>, SiteId>,
+    pool_by_name: FxHashMap<Arc<str>, PoolId>,
+    node_by_name: FxHashMap<Arc<str>, NodeId>,
+    /// Workers of each Site, sorted.
+    pub site_workers: Vec<Vec<NodeId>>,
+    /// Gateways located in each Site, sorted.
+    pub site_gateways: Vec<Vec<NodeId>>,
+    /// Counting SitePeerings of each Site (the membership index: one entry per membership).
+    pub peerings_of_site: Vec<SmallVec<[PeeringId; 2]>>,
+    /// Counting assignments of each Site.
+    pub assignments_of_site: Vec<SmallVec<[AssignmentId; 2]>>,
+    /// Counting assignments of each pool.
+    pub assignments_of_pool: Vec<SmallVec<[AssignmentId; 2]>>,
+    /// Counting pool peerings of each pool.
+    pub pool_peerings_of_pool: Vec<SmallVec<[PoolPeeringId; 2]>>,
+    /// Component of each Site.
+    pub comp_of: Vec<CompId>,
+}
+
+impl Topology {
+    /// Looks a Site up by name.
+    pub fn site_id(&self, name: &str) -> Option<SiteId> {
+        self.site_by_name.get(name).copied()
+    }
+    /// Looks a pool up by name.
+    pub fn pool_id(&self, name: &str) -> Option<PoolId> {
+        self.pool_by_name.get(name).copied()
+    }
+    /// Looks a node up by name.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.node_by_name.get(name).copied()
+    }
+    /// A Site (IDs come from this topology; an out-of-range ID is a caller bug).
+    #[allow(clippy::indexing_slicing)]
+    pub fn site(&self, id: SiteId) -> &Site {
+        &self.sites[id.idx()]
+    }
+    /// A pool.
+    #[allow(clippy::indexing_slicing)]
+    pub fn pool(&self, id: PoolId) -> &Pool {
+        &self.pools[id.idx()]
+    }
+    /// A node.
+    #[allow(clippy::indexing_slicing)]
+    pub fn node(&self, id: NodeId) -> &NodeInfo {
+        &self.nodes[id.idx()]
+    }
+    /// A SitePeering.
+    #[allow(clippy::indexing_slicing)]
+    pub fn site_peering(&self, id: PeeringId) -> &Relation {
+        &self.site_peerings[id.idx()]
+    }
+    /// An assignment.
+    #[allow(clippy::indexing_slicing)]
+    pub fn assignment(&self, id: AssignmentId) -> &Relation {
+        &self.assignments[id.idx()]
+    }
+    /// A pool peering.
+    #[allow(clippy::indexing_slicing)]
+    pub fn pool_peering(&self, id: PoolPeeringId) -> &Relation {
+        &self.pool_peerings[id.idx()]
+    }
+    /// A component.
+    #[allow(clippy::indexing_slicing)]
+    pub fn component(&self, id: CompId) -> &Component {
+        &self.components[id.idx()]
+    }
+    /// The component of a Site.
+    #[allow(clippy::indexing_slicing)]
+    pub fn comp(&self, s: SiteId) -> CompId {
+        self.comp_of[s.idx()]
+    }
+    /// Workers of a Site.
+    #[allow(clippy::indexing_slicing)]
+    pub fn workers_of(&self, s: SiteId) -> &[NodeId] {
+        &self.site_workers[s.idx()]
+    }
+    /// Gateways located in a Site.
+    #[allow(clippy::indexing_slicing)]
+    pub fn gateways_in(&self, s: SiteId) -> &[NodeId] {
+        &self.site_gateways[s.idx()]
+    }
+    /// Counting SitePeerings listing a Site.
+    #[allow(clippy::indexing_slicing)]
+    pub fn peerings_of(&self, s: SiteId) -> &[PeeringId] {
+        &self.peerings_of_site[s.idx()]
+    }
+    /// Counting assignments listing a Site.
+    #[allow(clippy::indexing_slicing)]
+    pub fn assignments_of(&self, s: SiteId) -> &[AssignmentId] {
+        &self.assignments_of_site[s.idx()]
+    }
+    /// Counting assignments listing a pool.
+    #[allow(clippy::indexing_slicing)]
+    pub fn assignments_of_pool(&self, p: PoolId) -> &[AssignmentId] {
+        &self.assignments_of_pool[p.idx()]
+    }
+    /// Counting pool peerings listing a pool.
+    #[allow(clippy::indexing_slicing)]
+    pub fn pool_peerings_of(&self, p: PoolId) -> &[PoolPeeringId] {
+        &self.pool_peerings_of_pool[p.idx()]
+    }
+
+    /// The cap an object carries.
+    pub fn cap_of(&self, o: ObjRef) -> Option<&Cap> {
+        match o {
+            ObjRef::Site(s) => self.site(s).cap.as_ref(),
+            ObjRef::Pool(p) => self.pool(p).cap.as_ref(),
+            ObjRef::SitePeering(r) => self.site_peering(r).cap.as_ref(),
+            ObjRef::Assignment(r) => self.assignment(r).cap.as_ref(),
+            ObjRef::PoolPeering(r) => self.pool_peering(r).cap.as_ref(),
+        }
+    }
+
+    /// `Kind/name` of an object.
+    pub fn label(&self, o: ObjRef) -> String {
+        match o {
+            ObjRef::Site(s) => format!("Site/{}", self.site(s).name),
+            ObjRef::Pool(p) => format!("GatewayPool/{}", self.pool(p).name),
+            ObjRef::SitePeering(r) => format!("SitePeering/{}", self.site_peering(r).name),
+            ObjRef::Assignment(r) => {
+                format!("SiteGatewayPoolAssignment/{}", self.assignment(r).name)
+            }
+            ObjRef::PoolPeering(r) => format!("GatewayPoolPeering/{}", self.pool_peering(r).name),
+        }
+    }
+
+    /// The node's Site name.
+    pub fn site_name_of(&self, n: NodeId) -> &str {
+        &self.site(self.node(n).site).name
+    }
+
+    /// Builds the validated topology from decoded objects (any order) and the decoder's own
+    /// diagnostics. Never fails: problems become diagnostics.
+    pub fn build<'a>(
+        objects: impl IntoIterator<Item = &'a RawObject>,
+        decode_diags: impl IntoIterator<Item = Diagnostic>,
+    ) -> Topology {
+        Builder::default().build(objects, decode_diags)
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    diags: Vec<Diagnostic>,
+}
+
+fn warn(code: Code, object: &str, field: &str, msg: String, loc: Option<SourceLoc>) -> Diagnostic {
+    Diagnostic::new(code, object, field, msg, loc)
+}
+
+impl Builder {
+    fn build<'a>(
+        mut self,
+        objects: impl IntoIterator<Item = &'a RawObject>,
+        decode_diags: impl IntoIterator<Item = Diagnostic>,
+    ) -> Topology {
+        self.diags.extend(decode_diags);
+        // 1. Group by kind and name; a name given twice within a kind is ignored entirely.
+        let mut by_kind: BTreeMap<(crate::decode::Kind, &str), Vec<&RawObject>> = BTreeMap::new();
+        for o in objects {
+            self.diags.extend(o.meta().diags.iter().cloned());
+            by_kind.entry((o.kind(), o.name())).or_default().push(o);
+        }
+        let mut sites_raw: Vec<&RawSite> = Vec::new();
+        let mut pools_raw: Vec<&RawPool> = Vec::new();
+        let mut nodes_raw: Vec<&RawNode> = Vec::new();
+        let mut slices_raw: Vec<&RawSlice> = Vec::new();
+        let mut gpn_raw: Vec<&RawGatewayPoolNode> = Vec::new();
+        let mut peer_raw: Vec<&RawRelation> = Vec::new();
+        let mut asg_raw: Vec<&RawRelation> = Vec::new();
+        let mut pp_raw: Vec<&RawRelation> = Vec::new();
+        for ((kind, name), copies) in &by_kind {
+            if copies.len() > 1 {
+                let loc = copies.iter().filter_map(|o| o.meta().loc.clone()).min();
+                let mut where_ = copies
+                    .iter()
+                    .filter_map(|o| o.meta().loc.as_ref().map(|l| l.to_string()))
+                    .collect::<Vec<_>>();
+                where_.sort();
+                self.diags.push(Diagnostic::new(
+                    Code::Duplicate,
+                    format!("{kind}/{name}"),
+                    "metadata.name",
+                    format!(
+                        "{} objects of kind {kind} are named {name:?}{}; every copy is ignored",
+                        copies.len(),
+                        if where_.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", where_.join(", "))
+                        }
+                    ),
+                    loc,
+                ));
+                continue;
+            }
+            let Some(o) = copies.first() else { continue };
+            match o {
+                RawObject::Site(x) => sites_raw.push(x),
+                RawObject::Pool(x) => pools_raw.push(x),
+                RawObject::Node(x) => nodes_raw.push(x),
+                RawObject::Slice(x) => slices_raw.push(x),
+                RawObject::GatewayPoolNode(x) => gpn_raw.push(x),
+                RawObject::SitePeering(x) => peer_raw.push(x),
+                RawObject::Assignment(x) => asg_raw.push(x),
+                RawObject::PoolPeering(x) => pp_raw.push(x),
+            }
+        }
+        // BTreeMap iteration already sorted each kind by name.
+        let mut t = Topology::default();
+        for s in &sites_raw {
+            let name: Arc<str> = Arc::from(s.meta.name.as_str());
+            t.site_by_name.insert(name.clone(), SiteId::from_idx(t.sites.len()));
+            t.sites.push(Site {
+                name,
+                node_cidrs: s.node_cidrs.clone(),
+                pod_blocks: s.pod_blocks.clone(),
+                local_cidrs: s.local_cidrs.clone(),
+                manage_cni: s.manage_cni,
+                protocol: s.protocol,
+                cap: s.cap.as_ref().map(Cap::from),
+                loc: s.meta.loc.clone(),
+            });
+        }
+        for p in &pools_raw {
+            let name: Arc<str> = Arc::from(p.meta.name.as_str());
+            t.pool_by_name.insert(name.clone(), PoolId::from_idx(t.pools.len()));
+            t.pools.push(Pool {
+                name,
+                internal: p.internal,
+                routed_cidrs: p.routed_cidrs.clone(),
+                protocol: p.protocol,
+                cap: p.cap.as_ref().map(Cap::from),
+                gateways: Vec::new(),
+                loc: p.meta.loc.clone(),
+            });
+        }
+        t.site_peerings = self.relations(&t, "SitePeering", &peer_raw, true, false);
+        t.assignments = self.relations(&t, "SiteGatewayPoolAssignment", &asg_raw, true, true);
+        t.pool_peerings = self.relations(&t, "GatewayPoolPeering", &pp_raw, false, true);
+        self.nodes(&mut t, &pools_raw, &nodes_raw, &slices_raw, &gpn_raw);
+        self.indexes(&mut t);
+        self.overlaps(&t);
+        self.protocol_conflicts(&t);
+        let mut diags = self.diags;
+        sort_diagnostics(&mut diags);
+        t.diagnostics = diags;
+        t
+    }
+
+    fn relations(
+        &mut self,
+        t: &Topology,
+        kind: &str,
+        raw: &[&RawRelation],
+        has_sites: bool,
+        has_pools: bool,
+    ) -> Vec<Relation> {
+        let mut out = Vec::new();
+        for r in raw {
+            if !r.enabled {
+                continue;
+            }
+            let object = format!("{kind}/{}", r.meta.name);
+            let mut sites: Vec<SiteId> = Vec::new();
+            let mut pools: Vec<PoolId> = Vec::new();
+            let mut seen_names: Vec<&str> = Vec::new();
+            for m in &r.sites {
+                if seen_names.contains(&m.name.as_str()) {
+                    self.diags.push(warn(
+                        Code::DuplicateMember,
+                        &object,
+                        &m.field,
+                        format!("Site {} is listed more than once; it counts once", m.name),
+                        m.loc.clone(),
+                    ));
+                    continue;
+                }
+                seen_names.push(&m.name);
+                match t.site_id(&m.name) {
+                    Some(id) => sites.push(id),
+                    None => self.diags.push(warn(
+                        Code::MissingSite,
+                        &object,
+                        &m.field,
+                        format!("Site {} does not exist; this member is ignored", m.name),
+                        m.loc.clone(),
+                    )),
+                }
+            }
+            seen_names.clear();
+            for m in &r.pools {
+                if seen_names.contains(&m.name.as_str()) {
+                    self.diags.push(warn(
+                        Code::DuplicateMember,
+                        &object,
+                        &m.field,
+                        format!("GatewayPool {} is listed more than once; it counts once", m.name),
+                        m.loc.clone(),
+                    ));
+                    continue;
+                }
+                seen_names.push(&m.name);
+                match t.pool_id(&m.name) {
+                    Some(id) => pools.push(id),
+                    None => self.diags.push(warn(
+                        Code::MissingPool,
+                        &object,
+                        &m.field,
+                        format!("GatewayPool {} does not exist; this member is ignored", m.name),
+                        m.loc.clone(),
+                    )),
+                }
+            }
+            sites.sort();
+            pools.sort();
+            let relates = match (has_sites, has_pools) {
+                (true, false) => sites.len() >= 2,
+                (false, true) => pools.len() >= 2,
+                _ => !sites.is_empty() && !pools.is_empty(),
+            };
+            if !relates {
+                let what = match (has_sites, has_pools) {
+                    (true, false) => "fewer than two existing Sites",
+                    (false, true) => "fewer than two existing pools",
+                    _ => "no existing Site or no existing pool",
+                };
+                self.diags.push(warn(
+                    Code::TooFewMembers,
+                    &object,
+                    if has_sites && !has_pools { "spec.sites" } else if has_pools && !has_sites { "spec.gatewayPools" } else if sites.is_empty() { "spec.sites" } else { "spec.gatewayPools" },
+                    format!("it is left with {what}, so it relates nothing"),
+                    r.meta.loc.clone(),
+                ));
+            }
+            out.push(Relation {
+                name: Arc::from(r.meta.name.as_str()),
+                sites,
+                pools,
+                mesh: r.mesh_nodes,
+                protocol: r.protocol,
+                cap: r.cap.as_ref().map(Cap::from),
+                relates,
+                loc: r.meta.loc.clone(),
+            });
+        }
+        out
+    }
+
+    fn nodes(
+        &mut self,
+        t: &mut Topology,
+        pools_raw: &[&RawPool],
+        nodes_raw: &[&RawNode],
+        slices_raw: &[&RawSlice],
+        gpn_raw: &[&RawGatewayPoolNode],
+    ) {
+        let mut objs: BTreeMap<&str, &RawNode> = BTreeMap::new();
+        for n in nodes_raw {
+            objs.insert(&n.meta.name, n);
+        }
+        let mut slice_entries: BTreeMap<&str, (&RawSlice, &RawSliceNode)> = BTreeMap::new();
+        for s in slices_raw {
+            for e in &s.nodes {
+                slice_entries.entry(&e.name).or_insert((s, e));
+            }
+        }
+        // Status membership: for each pool with a non-empty status, the names it lists.
+        let mut status_entries: BTreeMap<&str, (PoolId, &RawStatusNode)> = BTreeMap::new();
+        for (pi, p) in pools_raw.iter().enumerate() {
+            for e in &p.status_nodes {
+                status_entries
+                    .entry(&e.name)
+                    .or_insert((PoolId::from_idx(pi), e));
+            }
+        }
+        let mut published: BTreeMap<&str, &RawGatewayPoolNode> = BTreeMap::new();
+        for g in gpn_raw {
+            published.entry(&g.node_name).or_insert(g);
+        }
+        let mut names: Vec<&str> = objs
+            .keys()
+            .chain(slice_entries.keys())
+            .chain(status_entries.keys())
+            .copied()
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            let obj = objs.get(name).copied();
+            let slice = slice_entries.get(name).copied();
+            let object = format!("Node/{name}");
+            let empty: Vec<(String, String)> = Vec::new();
+            let labels = obj.map(|o| &o.labels).unwrap_or(&empty);
+            let mut internal_ips = obj.map(|o| o.internal_ips.clone()).unwrap_or_default();
+            let mut external_ips = obj.map(|o| o.external_ips.clone()).unwrap_or_default();
+            let mut pod_cidrs = obj.map(|o| o.pod_cidrs.clone()).unwrap_or_default();
+            let mut loc = obj.and_then(|o| o.meta.loc.clone());
+            if obj.is_none()
+                && let Some((_, e)) = slice
+            {
+                internal_ips = e.internal_ips.clone();
+                pod_cidrs = e.pod_cidrs.clone();
+                loc = e.loc.clone();
+            }
+            // Pool membership.
+            let mut pool: Option<PoolId> = None;
+            let mut from_status = false;
+            let pool_label = labels.iter().find(|(k, _)| k == POOL_LABEL_KEY);
+            if let Some((_, v)) = pool_label {
+                if !v.is_empty() {
+                    match t.pool_id(v) {
+                        Some(p) => pool = Some(p),
+                        None => self.diags.push(warn(
+                            Code::MissingPool,
+                            &object,
+                            &format!("metadata.labels.{POOL_LABEL_KEY}"),
+                            format!("GatewayPool {v} does not exist; the node is a worker"),
+                            loc.clone(),
+                        )),
+                    }
+                }
+            } else {
+                let mut matched: Vec<PoolId> = Vec::new();
+                for (pi, p) in pools_raw.iter().enumerate() {
+                    let hit = if !p.status_nodes.is_empty() {
+                        p.status_nodes.iter().any(|e| e.name == name)
+                    } else {
+                        let has_external = !external_ips.is_empty();
+                        !p.node_selector.is_empty()
+                            && p
+                                .node_selector
+                                .iter()
+                                .all(|kv| labels.iter().any(|l| l == kv))
+                            && (p.internal || has_external)
+                    };
+                    if hit {
+                        matched.push(PoolId::from_idx(pi));
+                    }
+                }
+                if matched.len() > 1 {
+                    let names: Vec<String> = matched
+                        .iter()
+                        .map(|p| t.pool(*p).name.to_string())
+                        .collect();
+                    self.diags.push(warn(
+                        Code::MultiPool,
+                        &object,
+                        "metadata.labels",
+                        format!(
+                            "the node matches pools {}; it joins {} (first by name)",
+                            names.join(", "),
+                            names.first().map(String::as_str).unwrap_or("")
+                        ),
+                        loc.clone(),
+                    ));
+                }
+                pool = matched.first().copied();
+                if let Some(p) = pool
+                    && pools_raw
+                        .get(p.idx())
+                        .is_some_and(|r| !r.status_nodes.is_empty())
+                {
+                    from_status = true;
+                }
+            }
+            let status = pool.and_then(|p| {
+                pools_raw
+                    .get(p.idx())
+                    .and_then(|r| r.status_nodes.iter().find(|e| e.name == name))
+            });
+            if let Some(st) = status {
+                if internal_ips.is_empty() {
+                    internal_ips = st.internal_ips.clone();
+                }
+                if external_ips.is_empty() {
+                    external_ips = st.external_ips.clone();
+                }
+                if pod_cidrs.is_empty() {
+                    pod_cidrs = st.pod_cidrs.clone();
+                }
+                if loc.is_none() {
+                    loc = st.loc.clone();
+                }
+            }
+            // Site membership.
+            let mut site: Option<SiteId> = None;
+            if let Some(o) = obj {
+                if let Some(label) = site_label(o) {
+                    match t.site_id(label) {
+                        Some(s) => site = Some(s),
+                        None => self.diags.push(warn(
+                            Code::MissingSite,
+                            &object,
+                            &format!("metadata.labels.{}", crate::decode::SITE_LABEL_KEY),
+                            format!("Site {label} does not exist; membership falls back to nodeCidrs"),
+                            loc.clone(),
+                        )),
+                    }
+                }
+                if site.is_none() {
+                    let matched: Vec<SiteId> = (0..t.sites.len())
+                        .map(SiteId::from_idx)
+                        .filter(|s| {
+                            t.site(*s)
+                                .node_cidrs
+                                .iter()
+                                .any(|c| internal_ips.iter().any(|ip| c.contains(ip)))
+                        })
+                        .collect();
+                    if matched.len() > 1 {
+                        let names: Vec<String> =
+                            matched.iter().map(|s| t.site(*s).name.to_string()).collect();
+                        self.diags.push(warn(
+                            Code::MultiSite,
+                            &object,
+                            "status.addresses",
+                            format!(
+                                "the node's InternalIPs lie in the nodeCidrs of Sites {}; it joins {} (first by name)",
+                                names.join(", "),
+                                names.first().map(String::as_str).unwrap_or("")
+                            ),
+                            loc.clone(),
+                        ));
+                    }
+                    site = matched.first().copied();
+                }
+            } else if let Some((s, _)) = slice {
+                match s.site_name.as_deref() {
+                    Some(sn) => match t.site_id(sn) {
+                        Some(id) => site = Some(id),
+                        None => self.diags.push(warn(
+                            Code::MissingSite,
+                            &format!("SiteNodeSlice/{}", s.meta.name),
+                            "siteName",
+                            format!("Site {sn} does not exist"),
+                            s.meta.loc.clone(),
+                        )),
+                    },
+                    None => {}
+                }
+            }
+            if site.is_none()
+                && from_status
+                && let Some(st) = status
+                && let Some(sn) = st.site_name.as_deref()
+            {
+                site = t.site_id(sn);
+            }
+            let Some(site) = site else {
+                self.diags.push(warn(
+                    Code::NoSite,
+                    &object,
+                    "",
+                    "the node belongs to no Site (no site label naming an existing Site, no InternalIP in any Site's nodeCidrs); it is left out".to_string(),
+                    loc,
+                ));
+                continue;
+            };
+            let pub_vals = published
+                .get(name)
+                .map(|g| g.published.iter().map(|(p, m)| (*p, Mtu(*m))).collect())
+                .unwrap_or_default();
+            let id = NodeId::from_idx(t.nodes.len());
+            let name_arc: Arc<str> = Arc::from(name);
+            t.node_by_name.insert(name_arc.clone(), id);
+            t.nodes.push(NodeInfo {
+                name: name_arc,
+                site,
+                role: pool.map(Role::Gateway).unwrap_or(Role::Worker),
+                internal_ips,
+                external_ips,
+                pod_cidrs,
+                underlay: obj.and_then(|o| o.underlay.clone()),
+                underlay_max: obj.and_then(|o| o.underlay_max.clone()),
+                wg_port: status.and_then(|s| s.wg_port),
+                published: pub_vals,
+                loc,
+            });
+        }
+    }
+
+    fn indexes(&mut self, t: &mut Topology) {
+        let ns = t.sites.len();
+        let np = t.pools.len();
+        t.site_workers = vec![Vec::new(); ns];
+        t.site_gateways = vec![Vec::new(); ns];
+        for (i, n) in t.nodes.iter().enumerate() {
+            let id = NodeId::from_idx(i);
+            match n.role {
+                Role::Worker => {
+                    if let Some(v) = t.site_workers.get_mut(n.site.idx()) {
+                        v.push(id);
+                    }
+                }
+                Role::Gateway(p) => {
+                    if let Some(v) = t.site_gateways.get_mut(n.site.idx()) {
+                        v.push(id);
+                    }
+                    if let Some(pool) = t.pools.get_mut(p.idx()) {
+                        pool.gateways.push(id);
+                    }
+                }
+            }
+        }
+        t.peerings_of_site = vec![SmallVec::new(); ns];
+        for (i, r) in t.site_peerings.iter().enumerate() {
+            if !r.relates {
+                continue;
+            }
+            for s in &r.sites {
+                if let Some(v) = t.peerings_of_site.get_mut(s.idx()) {
+                    v.push(PeeringId::from_idx(i));
+                }
+            }
+        }
+        t.assignments_of_site = vec![SmallVec::new(); ns];
+        t.assignments_of_pool = vec![SmallVec::new(); np];
+        for (i, r) in t.assignments.iter().enumerate() {
+            if !r.relates {
+                continue;
+            }
+            for s in &r.sites {
+                if let Some(v) = t.assignments_of_site.get_mut(s.idx()) {
+                    v.push(AssignmentId::from_idx(i));
+                }
+            }
+            for p in &r.pools {
+                if let Some(v) = t.assignments_of_pool.get_mut(p.idx()) {
+                    v.push(AssignmentId::from_idx(i));
+                }
+            }
+        }
+        t.pool_peerings_of_pool = vec![SmallVec::new(); np];
+        for (i, r) in t.pool_peerings.iter().enumerate() {
+            if !r.relates {
+                continue;
+            }
+            for p in &r.pools {
+                if let Some(v) = t.pool_peerings_of_pool.get_mut(p.idx()) {
+                    v.push(PoolPeeringId::from_idx(i));
+                }
+            }
+        }
+        // Direct-mesh components: union-find over counting mesh SitePeerings.
+        let mut uf = petgraph::unionfind::UnionFind::<usize>::new(ns);
+        for r in &t.site_peerings {
+            if !(r.relates && r.mesh) {
+                continue;
+            }
+            if let Some(first) = r.sites.first() {
+                for s in r.sites.iter().skip(1) {
+                    uf.union(first.idx(), s.idx());
+                }
+            }
+        }
+        let mut root_to_comp: FxHashMap<usize, CompId> = FxHashMap::default();
+        t.comp_of = Vec::with_capacity(ns);
+        for s in 0..ns {
+            let root = uf.find(s);
+            let next = CompId::from_idx(root_to_comp.len());
+            let c = *root_to_comp.entry(root).or_insert(next);
+            if c == next {
+                t.components.push(Component {
+                    sites: Vec::new(),
+                    cap_objects: Vec::new(),
+                    cap: None,
+                });
+            }
+            t.comp_of.push(c);
+            if let Some(comp) = t.components.get_mut(c.idx()) {
+                comp.sites.push(SiteId::from_idx(s));
+            }
+        }
+        let mut contrib: Vec<(CompId, ObjRef, Mtu)> = Vec::new();
+        for (i, s) in t.sites.iter().enumerate() {
+            if let (Some(cap), Some(c)) = (&s.cap, t.comp_of.get(i)) {
+                contrib.push((*c, ObjRef::Site(SiteId::from_idx(i)), cap.mtu));
+            }
+        }
+        for (i, r) in t.site_peerings.iter().enumerate() {
+            if !(r.relates && r.mesh) {
+                continue;
+            }
+            if let (Some(cap), Some(first)) = (&r.cap, r.sites.first())
+                && let Some(c) = t.comp_of.get(first.idx())
+            {
+                contrib.push((*c, ObjRef::SitePeering(PeeringId::from_idx(i)), cap.mtu));
+            }
+        }
+        contrib.sort();
+        for (c, o, m) in contrib {
+            if let Some(comp) = t.components.get_mut(c.idx()) {
+                comp.cap_objects.push(o);
+                match comp.cap {
+                    Some((best, _)) if best <= m => {}
+                    _ => comp.cap = Some((m, o)),
+                }
+            }
+        }
+    }
+
+    fn overlaps(&mut self, t: &Topology) {
+        for (field, pick) in [
+            ("spec.nodeCidrs", 0usize),
+            ("spec.podCidrAssignments", 1usize),
+        ] {
+            let mut all: Vec<(IpNet, SiteId)> = Vec::new();
+            for (i, s) in t.sites.iter().enumerate() {
+                let list = if pick == 0 { &s.node_cidrs } else { &s.pod_blocks };
+                for c in list {
+                    all.push((*c, SiteId::from_idx(i)));
+                }
+            }
+            // Prefixes are nested or disjoint: sort by family, address, length and sweep.
+            all.sort_by(|a, b| {
+                (a.0.network(), a.0.prefix_len(), a.1).cmp(&(b.0.network(), b.0.prefix_len(), b.1))
+            });
+            let mut open: Vec<(IpNet, SiteId)> = Vec::new();
+            let mut pairs: std::collections::BTreeSet<(SiteId, SiteId, IpNet, IpNet)> =
+                std::collections::BTreeSet::new();
+            for (net, site) in all {
+                while let Some((top, _)) = open.last() {
+                    if top.contains(&net.network()) && top.prefix_len() <= net.prefix_len() {
+                        break;
+                    }
+                    open.pop();
+                }
+                for (outer, osite) in &open {
+                    if *osite != site {
+                        let (a, b, na, nb) = if *osite < site {
+                            (*osite, site, *outer, net)
+                        } else {
+                            (site, *osite, net, *outer)
+                        };
+                        pairs.insert((a, b, na, nb));
+                    }
+                }
+                open.push((net, site));
+            }
+            let mut reported: std::collections::BTreeSet<(SiteId, SiteId)> = Default::default();
+            for (a, b, na, nb) in pairs {
+                if !reported.insert((a, b)) {
+                    continue;
+                }
+                let sb = t.site(b);
+                self.diags.push(warn(
+                    Code::CidrOverlap,
+                    &format!("Site/{}", sb.name),
+                    field,
+                    format!(
+                        "{nb} overlaps {na} of Site/{}; both still count (identical prefixes merge into one route)",
+                        t.site(a).name
+                    ),
+                    sb.loc.clone(),
+                ));
+            }
+        }
+    }
+
+    fn protocol_conflicts(&mut self, t: &Topology) {
+        // Mesh SitePeerings sharing two Sites, assignments sharing a (Site, pool), pool peerings
+        // sharing two pools, that name different explicit protocols.
+        let conflict = |a: &Relation, b: &Relation, mesh: bool, sites: bool, pools: bool| -> bool {
+            if a.protocol.is_none() || b.protocol.is_none() || a.protocol == b.protocol {
+                return false;
+            }
+            if mesh && !(a.mesh && b.mesh) {
+                return false;
+            }
+            let shared_sites = a.sites.iter().filter(|s| b.sites.contains(s)).count();
+            let shared_pools = a.pools.iter().filter(|p| b.pools.contains(p)).count();
+            match (sites, pools) {
+                (true, false) => shared_sites >= 2,
+                (false, true) => shared_pools >= 2,
+                _ => shared_sites >= 1 && shared_pools >= 1,
+            }
+        };
+        for (kind, list, sites, pools) in [
+            ("SitePeering", &t.site_peerings, true, false),
+            ("SiteGatewayPoolAssignment", &t.assignments, true, true),
+            ("GatewayPoolPeering", &t.pool_peerings, false, true),
+        ] {
+            let explicit: Vec<&Relation> = list
+                .iter()
+                .filter(|r| r.relates && r.protocol.is_some())
+                .collect();
+            for (i, a) in explicit.iter().enumerate() {
+                for b in explicit.iter().skip(i.saturating_add(1)) {
+                    if conflict(a, b, kind == "SitePeering", sites, pools) {
+                        self.diags.push(warn(
+                            Code::ProtocolConflict,
+                            &format!("{kind}/{}", b.name),
+                            "spec.tunnelProtocol",
+                            format!(
+                                "{} disagrees with {kind}/{} ({}) on the protocol of links they both govern; {kind}/{} wins (first by name)",
+                                b.protocol.map(|p| p.as_str()).unwrap_or("Auto"),
+                                a.name,
+                                a.protocol.map(|p| p.as_str()).unwrap_or("Auto"),
+                                a.name
+                            ),
+                            b.loc.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}

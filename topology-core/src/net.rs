@@ -1,0 +1,938 @@
+//! Relations, links and forwarding: who links to whom over which protocol, and which paths
+//! traffic takes (`spec/forwarding.md`).
+//!
+//! [`Net`] is a lazily memoizing view over an immutable [`Topology`]. Pair lookups (two Sites, a
+//! Site and a pool, two pools) are computed on first use and memoized with `(x, y)` and `(y, x)`
+//! as one key, so the memo holds only pairs actually queried. Everything that only gateway paths
+//! need (the prefix table, breadth-first searches per destination, learned routes) is built on
+//! first use, so a worker whose Site has no assignment pays nothing for it.
+
+use crate::decode::Protocol;
+use crate::ids::*;
+use crate::model::{ObjRef, Role, Topology};
+use crate::mtu::Mtu;
+use ipnet::IpNet;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::cell::{OnceCell, RefCell};
+use std::net::IpAddr;
+use std::rc::Rc;
+
+/// Settings that shape links: what `Auto` resolves to and the tunnel IP family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LinkSettings {
+    /// `Auto` on links that cross public addresses (default WireGuard).
+    pub public_encap: Protocol,
+    /// `Auto` elsewhere (default GENEVE).
+    pub private_encap: Protocol,
+    /// The outer (tunnel) IP family is IPv6.
+    pub ipv6_outer: bool,
+}
+
+impl Default for LinkSettings {
+    fn default() -> Self {
+        LinkSettings {
+            public_encap: Protocol::WireGuard,
+            private_encap: Protocol::Geneve,
+            ipv6_outer: false,
+        }
+    }
+}
+
+/// Kind of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LinkKind {
+    /// Worker to worker.
+    Mesh,
+    /// Worker to a gateway of an assigned pool.
+    Uplink,
+    /// Gateway to a worker of a served Site.
+    Delivery,
+    /// Gateway to another gateway of its pool.
+    PoolMesh,
+    /// Gateway to a gateway of a peered pool.
+    Transit,
+}
+
+impl LinkKind {
+    /// The output name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkKind::Mesh => "mesh",
+            LinkKind::Uplink => "uplink",
+            LinkKind::Delivery => "delivery",
+            LinkKind::PoolMesh => "pool-mesh",
+            LinkKind::Transit => "transit",
+        }
+    }
+}
+
+/// Who decided a link's protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProtocolSource {
+    /// An object's explicit `tunnelProtocol`.
+    Object(ObjRef),
+    /// `Auto` on a link that crosses public addresses.
+    AutoPublic,
+    /// `Auto` elsewhere.
+    AutoPrivate,
+}
+
+/// A tunnel adjacency seen from one end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The other end.
+    pub peer: NodeId,
+    /// Kind.
+    pub kind: LinkKind,
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Who decided the protocol.
+    pub protocol_source: ProtocolSource,
+    /// The link crosses public addresses.
+    pub public: bool,
+    /// This end's underlay address.
+    pub local_addr: Option<IpAddr>,
+    /// The peer's underlay address.
+    pub peer_addr: Option<IpAddr>,
+}
+
+/// Route types of `cli.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteType {
+    /// A Site's pod block.
+    PodCidr,
+    /// A Site's node CIDR.
+    NodeCidr,
+    /// A pool's routed CIDR.
+    RoutedCidr,
+    /// A linked peer's own pod CIDR.
+    NodePod,
+}
+
+impl RouteType {
+    /// The output name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteType::PodCidr => "PodCidr",
+            RouteType::NodeCidr => "NodeCidr",
+            RouteType::RoutedCidr => "RoutedCidr",
+            RouteType::NodePod => "NodePod",
+        }
+    }
+}
+
+/// Where a learned prefix leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dest {
+    /// A Site's prefixes.
+    Site(SiteId),
+    /// A pool's routed CIDRs.
+    Pool(PoolId),
+}
+
+/// One origin of a learned prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    /// Route type.
+    pub ty: RouteType,
+    /// Destination.
+    pub dest: Dest,
+}
+
+impl Origin {
+    /// The receive-filter class: `NodeCidr` routes are also dropped by network-peered Sites.
+    fn class(self) -> (Dest, bool) {
+        (self.dest, self.ty == RouteType::NodeCidr)
+    }
+}
+
+/// A learned (gateway or transit) route before `localCidrs` are cut out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Learned {
+    /// The advertised prefix (uncut).
+    pub prefix: IpNet,
+    /// The origin selected (first of those at the minimum distance).
+    pub origin: Origin,
+    /// Every origin at the minimum distance (identical prefixes of several Sites merge).
+    pub origins: SmallVec<[Origin; 1]>,
+    /// Pools on the accepted hop list.
+    pub distance: u32,
+    /// Selected equal-cost next hops (gateways), sorted.
+    pub via: SmallVec<[NodeId; 4]>,
+}
+
+/// Pair facts between two Sites.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SitePair {
+    /// A mesh SitePeering lists both.
+    pub mesh: bool,
+    /// Any SitePeering lists both.
+    pub network: bool,
+    /// Caps of the SitePeerings listing both (every one: the lowest binds).
+    pub caps: SmallVec<[(Mtu, ObjRef); 1]>,
+    /// First explicit protocol of the mesh SitePeerings listing both (by name).
+    pub mesh_protocol: Option<(Protocol, ObjRef)>,
+}
+
+/// Caps and protocol of the objects relating a pair (Site and pool, or two pools).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PairCaps {
+    /// Caps of the relating objects.
+    pub caps: SmallVec<[(Mtu, ObjRef); 1]>,
+    /// First explicit protocol among them (by name).
+    pub protocol: Option<(Protocol, ObjRef)>,
+}
+
+/// Distances of one breadth-first search: pools on the best hop list each pool advertises.
+#[derive(Debug)]
+pub struct Bfs {
+    /// Per pool: `u32::MAX` when it advertises nothing for this destination.
+    pub dist: Vec<u32>,
+    /// Pools that originate the destination.
+    pub origins: Vec<PoolId>,
+}
+
+/// A learned prefix and its origins, in output order.
+#[derive(Debug)]
+struct PrefixTable {
+    entries: Vec<(IpNet, SmallVec<[Origin; 1]>)>,
+}
+
+/// The lazily memoizing view over a topology.
+pub struct Net<'t> {
+    /// The topology.
+    pub topo: &'t Topology,
+    /// Link settings.
+    pub settings: LinkSettings,
+    site_pairs: RefCell<FxHashMap<(SiteId, SiteId), Rc<SitePair>>>,
+    sgpa: RefCell<FxHashMap<(SiteId, PoolId), Rc<PairCaps>>>,
+    gpp: RefCell<FxHashMap<(PoolId, PoolId), Rc<PairCaps>>>,
+    prefixes: OnceCell<PrefixTable>,
+    served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
+    bfs: RefCell<FxHashMap<(Dest, bool), Rc<Bfs>>>,
+    site_routes: RefCell<FxHashMap<SiteId, Rc<[Learned]>>>,
+    gw_routes: RefCell<FxHashMap<(PoolId, SiteId), Rc<[Learned]>>>,
+}
+
+fn sorted_pair<T: Ord>(a: T, b: T) -> (T, T) {
+    if a <= b { (a, b) } else { (b, a) }
+}
+
+fn intersect<T: Ord + Copy>(a: &[T], b: &[T]) -> SmallVec<[T; 2]> {
+    let mut out = SmallVec::new();
+    let (mut i, mut j) = (0usize, 0usize);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        match x.cmp(y) {
+            std::cmp::Ordering::Less => i = i.saturating_add(1),
+            std::cmp::Ordering::Greater => j = j.saturating_add(1),
+            std::cmp::Ordering::Equal => {
+                out.push(*x);
+                i = i.saturating_add(1);
+                j = j.saturating_add(1);
+            }
+        }
+    }
+    out
+}
+
+impl<'t> Net<'t> {
+    /// A fresh view (empty memos).
+    pub fn new(topo: &'t Topology, settings: LinkSettings) -> Self {
+        Net {
+            topo,
+            settings,
+            site_pairs: RefCell::default(),
+            sgpa: RefCell::default(),
+            gpp: RefCell::default(),
+            prefixes: OnceCell::new(),
+            served: OnceCell::new(),
+            bfs: RefCell::default(),
+            site_routes: RefCell::default(),
+            gw_routes: RefCell::default(),
+        }
+    }
+
+    /// Entries held by the pair memos (for the complexity tests).
+    pub fn pair_memo_len(&self) -> usize {
+        self.site_pairs
+            .borrow()
+            .len()
+            .saturating_add(self.sgpa.borrow().len())
+            .saturating_add(self.gpp.borrow().len())
+    }
+
+    /// Whether any gateway-only index has been built (for the complexity tests).
+    pub fn gateway_indexes_built(&self) -> bool {
+        self.prefixes.get().is_some()
+            || self.served.get().is_some()
+            || !self.bfs.borrow().is_empty()
+    }
+
+    /// Facts about two Sites (`s ≠ t`), memoized symmetrically.
+    pub fn site_pair(&self, s: SiteId, t: SiteId) -> Rc<SitePair> {
+        let key = sorted_pair(s, t);
+        if let Some(p) = self.site_pairs.borrow().get(&key) {
+            return p.clone();
+        }
+        let topo = self.topo;
+        let mut pair = SitePair::default();
+        for pid in intersect(topo.peerings_of(key.0), topo.peerings_of(key.1)) {
+            let r = topo.site_peering(pid);
+            pair.network = true;
+            if r.mesh {
+                pair.mesh = true;
+                if pair.mesh_protocol.is_none()
+                    && let Some(p) = r.protocol
+                {
+                    pair.mesh_protocol = Some((p, ObjRef::SitePeering(pid)));
+                }
+            }
+            if let Some(c) = &r.cap {
+                pair.caps.push((c.mtu, ObjRef::SitePeering(pid)));
+            }
+        }
+        let rc = Rc::new(pair);
+        self.site_pairs.borrow_mut().insert(key, rc.clone());
+        rc
+    }
+
+    /// `meshPeered(s, t)`.
+    pub fn mesh_peered(&self, s: SiteId, t: SiteId) -> bool {
+        s == t || self.site_pair(s, t).mesh
+    }
+
+    /// `networkPeered(s, t)`.
+    pub fn network_peered(&self, s: SiteId, t: SiteId) -> bool {
+        s == t || self.site_pair(s, t).network
+    }
+
+    /// Assignments listing Site `s` and pool `p`: caps and protocol.
+    pub fn sgpa(&self, s: SiteId, p: PoolId) -> Rc<PairCaps> {
+        if let Some(x) = self.sgpa.borrow().get(&(s, p)) {
+            return x.clone();
+        }
+        let topo = self.topo;
+        let mut out = PairCaps::default();
+        for a in intersect(topo.assignments_of(s), topo.assignments_of_pool(p)) {
+            let r = topo.assignment(a);
+            if let Some(c) = &r.cap {
+                out.caps.push((c.mtu, ObjRef::Assignment(a)));
+            }
+            if out.protocol.is_none()
+                && let Some(pr) = r.protocol
+            {
+                out.protocol = Some((pr, ObjRef::Assignment(a)));
+            }
+        }
+        let rc = Rc::new(out);
+        self.sgpa.borrow_mut().insert((s, p), rc.clone());
+        rc
+    }
+
+    /// Pool peerings listing pools `p` and `q`: caps and protocol, memoized symmetrically.
+    pub fn gpp(&self, p: PoolId, q: PoolId) -> Rc<PairCaps> {
+        let key = sorted_pair(p, q);
+        if let Some(x) = self.gpp.borrow().get(&key) {
+            return x.clone();
+        }
+        let topo = self.topo;
+        let mut out = PairCaps::default();
+        for r_id in intersect(topo.pool_peerings_of(key.0), topo.pool_peerings_of(key.1)) {
+            let r = topo.pool_peering(r_id);
+            if let Some(c) = &r.cap {
+                out.caps.push((c.mtu, ObjRef::PoolPeering(r_id)));
+            }
+            if out.protocol.is_none()
+                && let Some(pr) = r.protocol
+            {
+                out.protocol = Some((pr, ObjRef::PoolPeering(r_id)));
+            }
+        }
+        let rc = Rc::new(out);
+        self.gpp.borrow_mut().insert(key, rc.clone());
+        rc
+    }
+
+    /// `assigned(s)`: pools assigned to Site `s`, sorted.
+    pub fn assigned(&self, s: SiteId) -> SmallVec<[PoolId; 4]> {
+        let mut out: SmallVec<[PoolId; 4]> = SmallVec::new();
+        for a in self.topo.assignments_of(s) {
+            out.extend(self.topo.assignment(*a).pools.iter().copied());
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// `assignedSites(p)`: Sites served by pool `p`, sorted (gateway-only index, built lazily).
+    pub fn served_sites(&self, p: PoolId) -> &[SiteId] {
+        let served = self.served.get_or_init(|| {
+            let topo = self.topo;
+            let mut v: Vec<SmallVec<[SiteId; 4]>> = vec![SmallVec::new(); topo.pools.len()];
+            for (pi, slot) in v.iter_mut().enumerate() {
+                for a in topo.assignments_of_pool(PoolId::from_idx(pi)) {
+                    slot.extend(topo.assignment(*a).sites.iter().copied());
+                }
+                slot.sort_unstable();
+                slot.dedup();
+            }
+            v
+        });
+        served.get(p.idx()).map(|s| s.as_slice()).unwrap_or(&[])
+    }
+
+    /// Whether pool `p` serves Site `s`.
+    pub fn serves(&self, p: PoolId, s: SiteId) -> bool {
+        self.served_sites(p).binary_search(&s).is_ok()
+    }
+
+    /// `peeredPools(p)`, sorted, without `p`.
+    pub fn peered_pools(&self, p: PoolId) -> SmallVec<[PoolId; 4]> {
+        let mut out: SmallVec<[PoolId; 4]> = SmallVec::new();
+        for r in self.topo.pool_peerings_of(p) {
+            out.extend(self.topo.pool_peering(*r).pools.iter().copied().filter(|q| *q != p));
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether the link `a–b` crosses public addresses (`mtu.md` §2).
+    pub fn crosses_public(&self, a: NodeId, b: NodeId) -> bool {
+        let topo = self.topo;
+        let (na, nb) = (topo.node(a), topo.node(b));
+        if na.site == nb.site || self.network_peered(na.site, nb.site) {
+            return false;
+        }
+        let external_gw = |n: &crate::model::NodeInfo| match n.role {
+            Role::Gateway(p) => !topo.pool(p).internal,
+            Role::Worker => false,
+        };
+        external_gw(na) || external_gw(nb)
+    }
+
+    /// The underlay address of node `n` on a link (`model.md`).
+    pub fn underlay_addr(&self, n: NodeId, public: bool) -> Option<IpAddr> {
+        let topo = self.topo;
+        let node = topo.node(n);
+        if public
+            && let Role::Gateway(p) = node.role
+            && !topo.pool(p).internal
+            && let Some(ext) = self.pick_family(&node.external_ips)
+        {
+            return Some(ext);
+        }
+        self.pick_family(&node.internal_ips)
+    }
+
+    fn pick_family(&self, addrs: &[IpAddr]) -> Option<IpAddr> {
+        addrs
+            .iter()
+            .find(|a| a.is_ipv6() == self.settings.ipv6_outer)
+            .or_else(|| addrs.first())
+            .copied()
+    }
+
+    /// The protocol of a link and who decided it (`mtu.md` §2).
+    pub fn link_protocol(&self, a: NodeId, b: NodeId, kind: LinkKind) -> (Protocol, ProtocolSource, bool) {
+        let topo = self.topo;
+        let (na, nb) = (topo.node(a), topo.node(b));
+        let explicit: Option<(Protocol, ObjRef)> = match kind {
+            LinkKind::Mesh => {
+                if na.site == nb.site {
+                    topo.site(na.site)
+                        .protocol
+                        .map(|p| (p, ObjRef::Site(na.site)))
+                } else {
+                    self.site_pair(na.site, nb.site).mesh_protocol
+                }
+            }
+            LinkKind::Uplink | LinkKind::Delivery => {
+                let (w, g) = if kind == LinkKind::Uplink { (na, nb) } else { (nb, na) };
+                let pool = g.pool();
+                let from_sgpa = pool.and_then(|p| self.sgpa(w.site, p).protocol);
+                from_sgpa.or_else(|| {
+                    if w.site == g.site {
+                        topo.site(w.site).protocol.map(|p| (p, ObjRef::Site(w.site)))
+                    } else {
+                        None
+                    }
+                })
+            }
+            LinkKind::PoolMesh => na
+                .pool()
+                .and_then(|p| topo.pool(p).protocol.map(|pr| (pr, ObjRef::Pool(p)))),
+            LinkKind::Transit => match (na.pool(), nb.pool()) {
+                (Some(p), Some(q)) => self.gpp(p, q).protocol,
+                _ => None,
+            },
+        };
+        let public = self.crosses_public(a, b);
+        match explicit {
+            Some((p, o)) => (p, ProtocolSource::Object(o), public),
+            None if public => (self.settings.public_encap, ProtocolSource::AutoPublic, public),
+            None => (self.settings.private_encap, ProtocolSource::AutoPrivate, public),
+        }
+    }
+
+    fn make_link(&self, n: NodeId, peer: NodeId, kind: LinkKind) -> Link {
+        let (protocol, protocol_source, public) = self.link_protocol(n, peer, kind);
+        Link {
+            peer,
+            kind,
+            protocol,
+            protocol_source,
+            public,
+            local_addr: self.underlay_addr(n, public),
+            peer_addr: self.underlay_addr(peer, public),
+        }
+    }
+
+    /// The peers of node `n` with the link kind, sorted by peer (cheap: no protocol work).
+    pub fn link_peers(&self, n: NodeId) -> Vec<(NodeId, LinkKind)> {
+        let topo = self.topo;
+        let node = topo.node(n);
+        let mut out: Vec<(NodeId, LinkKind)> = Vec::new();
+        match node.role {
+            Role::Worker => {
+                let s = node.site;
+                let mut sites: SmallVec<[SiteId; 8]> = SmallVec::new();
+                if topo.site(s).manage_cni {
+                    sites.push(s);
+                }
+                for pid in topo.peerings_of(s) {
+                    let r = topo.site_peering(*pid);
+                    if r.mesh {
+                        sites.extend(r.sites.iter().copied().filter(|t| *t != s));
+                    }
+                }
+                sites.sort_unstable();
+                sites.dedup();
+                for t in sites {
+                    out.extend(
+                        topo.workers_of(t)
+                            .iter()
+                            .filter(|w| **w != n)
+                            .map(|w| (*w, LinkKind::Mesh)),
+                    );
+                }
+                for p in self.assigned(s) {
+                    out.extend(topo.pool(p).gateways.iter().map(|g| (*g, LinkKind::Uplink)));
+                }
+            }
+            Role::Gateway(p) => {
+                for s in self.served_sites(p) {
+                    out.extend(topo.workers_of(*s).iter().map(|w| (*w, LinkKind::Delivery)));
+                }
+                out.extend(
+                    topo.pool(p)
+                        .gateways
+                        .iter()
+                        .filter(|g| **g != n)
+                        .map(|g| (*g, LinkKind::PoolMesh)),
+                );
+                for q in self.peered_pools(p) {
+                    out.extend(topo.pool(q).gateways.iter().map(|g| (*g, LinkKind::Transit)));
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup_by_key(|x| x.0);
+        out
+    }
+
+    /// The links of node `n`, sorted by peer.
+    pub fn links(&self, n: NodeId) -> Vec<Link> {
+        self.link_peers(n)
+            .into_iter()
+            .map(|(peer, kind)| self.make_link(n, peer, kind))
+            .collect()
+    }
+
+    /// The link from `n` to `peer`, if they are linked.
+    pub fn link(&self, n: NodeId, peer: NodeId) -> Option<Link> {
+        self.link_kind(n, peer).map(|k| self.make_link(n, peer, k))
+    }
+
+    /// The kind of the link from `n` to `peer`, if they are linked (no enumeration).
+    pub fn link_kind(&self, n: NodeId, peer: NodeId) -> Option<LinkKind> {
+        let topo = self.topo;
+        if n == peer {
+            return None;
+        }
+        let (a, b) = (topo.node(n), topo.node(peer));
+        match (a.role, b.role) {
+            (Role::Worker, Role::Worker) => {
+                let ok = if a.site == b.site {
+                    topo.site(a.site).manage_cni
+                } else {
+                    self.site_pair(a.site, b.site).mesh
+                };
+                ok.then_some(LinkKind::Mesh)
+            }
+            (Role::Worker, Role::Gateway(p)) => self.serves(p, a.site).then_some(LinkKind::Uplink),
+            (Role::Gateway(p), Role::Worker) => self.serves(p, b.site).then_some(LinkKind::Delivery),
+            (Role::Gateway(p), Role::Gateway(q)) => {
+                if p == q {
+                    Some(LinkKind::PoolMesh)
+                } else if self.peered_pools(p).contains(&q) {
+                    Some(LinkKind::Transit)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    fn prefix_table(&self) -> &PrefixTable {
+        self.prefixes.get_or_init(|| {
+            let topo = self.topo;
+            let mut all: Vec<(IpNet, Origin)> = Vec::new();
+            for (si, s) in topo.sites.iter().enumerate() {
+                let sid = SiteId::from_idx(si);
+                for b in &s.pod_blocks {
+                    all.push((*b, Origin { ty: RouteType::PodCidr, dest: Dest::Site(sid) }));
+                }
+                for c in &s.node_cidrs {
+                    all.push((*c, Origin { ty: RouteType::NodeCidr, dest: Dest::Site(sid) }));
+                }
+            }
+            for (pi, p) in topo.pools.iter().enumerate() {
+                for c in &p.routed_cidrs {
+                    all.push((*c, Origin { ty: RouteType::RoutedCidr, dest: Dest::Pool(PoolId::from_idx(pi)) }));
+                }
+            }
+            all.sort_by(|a, b| crate::net::prefix_order(&a.0, &b.0).then(a.1.cmp(&b.1)));
+            all.dedup();
+            let mut entries: Vec<(IpNet, SmallVec<[Origin; 1]>)> = Vec::new();
+            for (p, o) in all {
+                match entries.last_mut() {
+                    Some((lp, os)) if *lp == p => os.push(o),
+                    _ => entries.push((p, smallvec::smallvec![o])),
+                }
+            }
+            PrefixTable { entries }
+        })
+    }
+
+    /// Whether a gateway located in Site `x` accepts hop lists of this origin class.
+    fn allowed(&self, x: SiteId, class: (Dest, bool)) -> bool {
+        match class.0 {
+            Dest::Pool(_) => true,
+            Dest::Site(d) => x != d && !(class.1 && self.network_peered(x, d)),
+        }
+    }
+
+    /// Pools that originate a destination.
+    pub fn origin_pools(&self, dest: Dest) -> SmallVec<[PoolId; 4]> {
+        let topo = self.topo;
+        match dest {
+            Dest::Pool(o) => smallvec::smallvec![o],
+            Dest::Site(d) => {
+                let mut out: SmallVec<[PoolId; 4]> = SmallVec::new();
+                for a in topo.assignments_of(d) {
+                    out.extend(topo.assignment(*a).pools.iter().copied());
+                }
+                out.sort_unstable();
+                out.dedup();
+                out
+            }
+        }
+    }
+
+    /// Breadth-first search over (pool, gateway Site) vertices for one destination class:
+    /// hub vertices are the pool peerings, each expanded once.
+    pub fn bfs(&self, dest: Dest, node_cidr: bool) -> Rc<Bfs> {
+        let key = (dest, node_cidr);
+        if let Some(b) = self.bfs.borrow().get(&key) {
+            return b.clone();
+        }
+        let topo = self.topo;
+        let np = topo.pools.len();
+        let mut dist = vec![u32::MAX; np];
+        let mut hub_done = vec![false; topo.pool_peerings.len()];
+        let origins: Vec<PoolId> = self
+            .origin_pools(dest)
+            .into_iter()
+            .filter(|p| !topo.pool(*p).gateways.is_empty())
+            .collect();
+        let mut frontier: Vec<PoolId> = Vec::new();
+        for p in &origins {
+            if let Some(d) = dist.get_mut(p.idx()) {
+                *d = 1;
+                frontier.push(*p);
+            }
+        }
+        // A pool is traversable when one of its gateways accepts the destination's hop lists.
+        let traversable = |p: PoolId| {
+            topo.pool(p)
+                .gateways
+                .iter()
+                .any(|g| self.allowed(topo.node(*g).site, key))
+        };
+        let mut level = 1u32;
+        while !frontier.is_empty() {
+            let mut next: Vec<PoolId> = Vec::new();
+            let next_level = level.saturating_add(1);
+            for p in &frontier {
+                for h in topo.pool_peerings_of(*p) {
+                    let Some(done) = hub_done.get_mut(h.idx()) else { continue };
+                    if *done {
+                        continue;
+                    }
+                    *done = true;
+                    for q in &topo.pool_peering(*h).pools {
+                        if let Some(d) = dist.get_mut(q.idx())
+                            && *d == u32::MAX
+                            && traversable(*q)
+                        {
+                            *d = next_level;
+                            next.push(*q);
+                        }
+                    }
+                }
+            }
+            frontier = next;
+            level = next_level;
+        }
+        let rc = Rc::new(Bfs { dist, origins });
+        self.bfs.borrow_mut().insert(key, rc.clone());
+        rc
+    }
+
+    /// Distance via a gateway of pool `p` located in Site `x` for an origin: what that gateway
+    /// advertises (`None`: nothing).
+    fn advertised(&self, p: PoolId, x: SiteId, o: Origin) -> Option<u32> {
+        let bfs = self.bfs(o.dest, o.ty == RouteType::NodeCidr);
+        if bfs.origins.contains(&p) {
+            return Some(1);
+        }
+        if !self.allowed(x, o.class()) {
+            return None;
+        }
+        bfs.dist.get(p.idx()).copied().filter(|d| *d != u32::MAX)
+    }
+
+    /// Learned routes of the workers of Site `s` (shared by all of them), uncut.
+    pub fn worker_learned(&self, s: SiteId) -> Rc<[Learned]> {
+        if let Some(r) = self.site_routes.borrow().get(&s) {
+            return r.clone();
+        }
+        let topo = self.topo;
+        let pools = self.assigned(s);
+        let mut out: Vec<Learned> = Vec::new();
+        if !pools.is_empty() {
+            let gws: Vec<(NodeId, PoolId, SiteId)> = pools
+                .iter()
+                .flat_map(|p| topo.pool(*p).gateways.iter().map(move |g| (*g, *p)))
+                .map(|(g, p)| (g, p, topo.node(g).site))
+                .collect();
+            for (prefix, origins) in &self.prefix_table().entries {
+                let mut best: Option<Learned> = None;
+                for o in origins {
+                    if let Dest::Site(d) = o.dest {
+                        if d == s {
+                            continue;
+                        }
+                        if o.ty == RouteType::NodeCidr && self.network_peered(s, d) {
+                            continue;
+                        }
+                    }
+                    for (g, p, x) in &gws {
+                        if let Some(d) = self.advertised(*p, *x, *o) {
+                            consider(&mut best, *prefix, *o, d, *g);
+                        }
+                    }
+                }
+                if let Some(l) = best {
+                    out.push(finish(l));
+                }
+            }
+        }
+        let rc: Rc<[Learned]> = out.into();
+        self.site_routes.borrow_mut().insert(s, rc.clone());
+        rc
+    }
+
+    /// Learned (transit) routes of a gateway of pool `q` located in Site `x`, uncut.
+    pub fn gateway_learned(&self, q: PoolId, x: SiteId) -> Rc<[Learned]> {
+        if let Some(r) = self.gw_routes.borrow().get(&(q, x)) {
+            return r.clone();
+        }
+        let topo = self.topo;
+        let peers: Vec<(NodeId, PoolId, SiteId)> = self
+            .peered_pools(q)
+            .into_iter()
+            .flat_map(|p| topo.pool(p).gateways.iter().map(move |g| (*g, p)))
+            .map(|(g, p)| (g, p, topo.node(g).site))
+            .collect();
+        let mut out: Vec<Learned> = Vec::new();
+        if !peers.is_empty() {
+            for (prefix, origins) in &self.prefix_table().entries {
+                let own = origins.iter().any(|o| self.origin_pools(o.dest).contains(&q));
+                if own {
+                    // Rule 6: a serving gateway delivers; an owning pool hands it to its underlay.
+                    continue;
+                }
+                let mut best: Option<Learned> = None;
+                for o in origins {
+                    if !self.allowed(x, o.class()) {
+                        continue;
+                    }
+                    for (h, p, y) in &peers {
+                        if let Some(d) = self.advertised(*p, *y, *o) {
+                            consider(&mut best, *prefix, *o, d, *h);
+                        }
+                    }
+                }
+                if let Some(l) = best {
+                    out.push(finish(l));
+                }
+            }
+        }
+        let rc: Rc<[Learned]> = out.into();
+        self.gw_routes.borrow_mut().insert((q, x), rc.clone());
+        rc
+    }
+
+    /// Learned routes of any node, uncut.
+    pub fn learned(&self, n: NodeId) -> Rc<[Learned]> {
+        let node = self.topo.node(n);
+        match node.role {
+            Role::Worker => self.worker_learned(node.site),
+            Role::Gateway(p) => self.gateway_learned(p, node.site),
+        }
+    }
+
+    /// The learned route of node `n` for `prefix` (uncut), if any.
+    pub fn learned_for(&self, n: NodeId, prefix: &IpNet) -> Option<Learned> {
+        let routes = self.learned(n);
+        routes
+            .binary_search_by(|l| prefix_order(&l.prefix, prefix))
+            .ok()
+            .and_then(|i| routes.get(i))
+            .cloned()
+    }
+
+    /// Whether gateway `g`'s pool originates (serves or owns) the destination.
+    pub fn originates(&self, g: NodeId, dest: Dest) -> bool {
+        match self.topo.node(g).pool() {
+            Some(p) => match dest {
+                Dest::Pool(o) => o == p,
+                Dest::Site(d) => self.serves(p, d),
+            },
+            None => false,
+        }
+    }
+
+    /// Forwarding paths of node `n` for a learned prefix: hop sequences (node IDs, first hop
+    /// first), at most `limit` of them, and how many there are in all.
+    pub fn paths(&self, n: NodeId, prefix: &IpNet, limit: usize) -> (Vec<Vec<NodeId>>, u64) {
+        let Some(l) = self.learned_for(n, prefix) else {
+            return (Vec::new(), 0);
+        };
+        let mut found: Vec<Vec<NodeId>> = Vec::new();
+        let mut total: u64 = 0;
+        for g in &l.via {
+            self.walk(*g, prefix, &l.origins, &mut vec![*g], &mut found, &mut total, limit, 0);
+        }
+        (found, total)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        g: NodeId,
+        prefix: &IpNet,
+        origins: &[Origin],
+        path: &mut Vec<NodeId>,
+        found: &mut Vec<Vec<NodeId>>,
+        total: &mut u64,
+        limit: usize,
+        depth: usize,
+    ) {
+        if origins.iter().any(|o| self.originates(g, o.dest)) || depth > self.topo.pools.len() {
+            *total = total.saturating_add(1);
+            if found.len() < limit {
+                found.push(path.clone());
+            }
+            return;
+        }
+        let Some(next) = self.learned_for(g, prefix) else {
+            return;
+        };
+        for h in &next.via {
+            path.push(*h);
+            self.walk(*h, prefix, &next.origins, path, found, total, limit, depth.saturating_add(1));
+            path.pop();
+        }
+    }
+}
+
+fn consider(best: &mut Option<Learned>, prefix: IpNet, o: Origin, d: u32, g: NodeId) {
+    match best {
+        Some(b) if b.distance < d => {}
+        Some(b) if b.distance == d => {
+            b.via.push(g);
+            if !b.origins.contains(&o) {
+                b.origins.push(o);
+            }
+        }
+        _ => {
+            *best = Some(Learned {
+                prefix,
+                origin: o,
+                origins: smallvec::smallvec![o],
+                distance: d,
+                via: smallvec::smallvec![g],
+            })
+        }
+    }
+}
+
+fn finish(mut l: Learned) -> Learned {
+    l.via.sort_unstable();
+    l.via.dedup();
+    l.origins.sort_unstable();
+    if let Some(o) = l.origins.first() {
+        l.origin = *o;
+    }
+    l
+}
+
+/// Output order of prefixes: IPv4 before IPv6, then network address, then prefix length.
+pub fn prefix_order(a: &IpNet, b: &IpNet) -> std::cmp::Ordering {
+    let fam = |n: &IpNet| u8::from(matches!(n, IpNet::V6(_)));
+    (fam(a), a.network(), a.prefix_len()).cmp(&(fam(b), b.network(), b.prefix_len()))
+}
+
+/// `prefix` with every one of `locals` cut out: the largest prefixes that remain, in order.
+pub fn cut(prefix: IpNet, locals: &[IpNet]) -> Vec<IpNet> {
+    let mut out = Vec::new();
+    let mut stack = vec![prefix];
+    while let Some(p) = stack.pop() {
+        if locals.iter().any(|l| l.contains(&p)) {
+            continue;
+        }
+        if !locals.iter().any(|l| p.contains(l)) {
+            out.push(p);
+            continue;
+        }
+        match p.subnets(p.prefix_len().saturating_add(1)) {
+            Ok(mut halves) => {
+                let a = halves.next();
+                let b = halves.next();
+                if let Some(b) = b {
+                    stack.push(b);
+                }
+                if let Some(a) = a {
+                    stack.push(a);
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    out.sort_by(prefix_order);
+    out
+}
