@@ -17,3 +17,7 @@ pub mod ids;
 pub mod mtu;
 pub mod model;
 pub mod net;
+#[cfg(feature = "reference")]
+pub mod reference;
+#[cfg(feature = "testkit")]
+pub mod testkit;

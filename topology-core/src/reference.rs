@@ -1,0 +1,1 @@
+//! The naive reference oracle (feature `reference`, tests and benches only).

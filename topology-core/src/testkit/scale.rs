@@ -1,0 +1,1 @@
+//! Seeded scale generator (the standard cluster of the performance budgets).
