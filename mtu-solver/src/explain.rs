@@ -167,6 +167,14 @@ impl Explanations {
         self.combine(children, false)
     }
 
+    /// The minimum of `first` and `others` (always exists).
+    pub fn min_with(&mut self, first: ExplId, others: &[ExplId]) -> ExplId {
+        let mut all: SmallVec<[ExplId; 8]> = SmallVec::with_capacity(others.len().saturating_add(1));
+        all.push(first);
+        all.extend_from_slice(others);
+        self.min(&all).unwrap_or(first)
+    }
+
     /// The maximum of `children`.
     pub fn max(&mut self, children: &[ExplId]) -> Option<ExplId> {
         self.combine(children, true)

@@ -29,16 +29,23 @@ const WIREGUARD: u32 = 32;
 /// | IPIP      | 20 | 40 | outer IP header |
 /// | None      | 0  | 0  | no encapsulation |
 pub fn overhead(protocol: Protocol, ipv6_outer: bool) -> u32 {
-    let ip = if ipv6_outer { IPV6 } else { IPV4 };
-    match protocol {
-        // wg-quick subtracts 80 whatever the family: the IPv6 figure, safe over both.
-        Protocol::WireGuard => IPV6 + UDP + WIREGUARD,
-        Protocol::Geneve => ip + UDP + GENEVE + ETHERNET + GENEVE_OPTIONS,
-        Protocol::Vxlan => ip + UDP + VXLAN + ETHERNET,
-        Protocol::Ipip => ip,
-        Protocol::None => 0,
-    }
+    let (v4, v6) = match protocol {
+        Protocol::WireGuard => WIREGUARD_BOTH,
+        Protocol::Geneve => GENEVE_BOTH,
+        Protocol::Vxlan => VXLAN_BOTH,
+        Protocol::Ipip => (IPV4, IPV6),
+        Protocol::None => (0, 0),
+    };
+    if ipv6_outer { v6 } else { v4 }
 }
+
+// wg-quick subtracts 80 whatever the family: the IPv6 figure, safe over both.
+const WIREGUARD_BOTH: (u32, u32) = (IPV6 + UDP + WIREGUARD, IPV6 + UDP + WIREGUARD);
+const GENEVE_BOTH: (u32, u32) = (
+    IPV4 + UDP + GENEVE + ETHERNET + GENEVE_OPTIONS,
+    IPV6 + UDP + GENEVE + ETHERNET + GENEVE_OPTIONS,
+);
+const VXLAN_BOTH: (u32, u32) = (IPV4 + UDP + VXLAN + ETHERNET, IPV6 + UDP + VXLAN + ETHERNET);
 
 #[cfg(test)]
 mod tests {

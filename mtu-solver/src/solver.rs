@@ -9,11 +9,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::rc::Rc;
 use topology_core::decode::Protocol;
 use topology_core::diag::{Code, Diagnostic};
 use topology_core::ids::{NodeId, PoolId, SiteId};
-use topology_core::model::{ObjRef, Role, Topology};
+use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::{MIN_MTU, Mtu, UnderlayMtu};
 use topology_core::net::{
     Dest, Learned, Link, LinkKind, LinkSettings, Net, Origin, ProtocolSource, RouteType, cut,
@@ -344,7 +343,7 @@ impl<'t> Solver<'t> {
 
     fn link_expl(&mut self, n: NodeId, link: &Link) -> ExplId {
         let mut kids: SmallVec<[ExplId; 4]> = SmallVec::new();
-        kids.push(self.auto_leaf(n, link.peer, link.protocol));
+        let auto = self.auto_leaf(n, link.peer, link.protocol);
         if let Some(c) = self.cfg_leaf(n) {
             kids.push(c);
         }
@@ -352,14 +351,14 @@ impl<'t> Solver<'t> {
             kids.push(c);
         }
         // The auto term is always present, so the minimum always exists.
-        self.expl.min(&kids).unwrap_or_else(|| kids[0])
+        self.expl.min_with(auto, &kids)
     }
 
     /// `reach(g, X)`: the smallest configured cap along `g`'s selected paths to `X`'s destination.
     pub fn reach(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
         let topo = self.topo();
         let gn = topo.node(g);
-        let Some(pool) = gn.pool() else { return None };
+        let pool = gn.pool()?;
         let key = (pool, gn.site, prefix);
         if let Some(x) = self.reach_memo.get(&key) {
             return *x;
@@ -615,15 +614,18 @@ impl<'t> Solver<'t> {
         for l in &links {
             kids.push(l.mtu.expl);
         }
-        if links.is_empty() {
-            let (u, src) = self.underlay(n);
-            let o = overhead(Protocol::WireGuard, self.settings.link.ipv6_outer);
-            kids.push(self.expl.leaf(
-                Leaf::Underlay { node: n, underlay: u.0, source: src, minus: Some((Protocol::WireGuard, o)) },
-                u.minus_overhead(o),
-            ));
-        }
-        let fabric_e = self.expl.min(&kids).unwrap_or_else(|| kids[0]);
+        let base = match links.first() {
+            Some(l) => l.mtu.expl,
+            None => {
+                let (u, src) = self.underlay(n);
+                let o = overhead(Protocol::WireGuard, self.settings.link.ipv6_outer);
+                self.expl.leaf(
+                    Leaf::Underlay { node: n, underlay: u.0, source: src, minus: Some((Protocol::WireGuard, o)) },
+                    u.minus_overhead(o),
+                )
+            }
+        };
+        let fabric_e = self.expl.min_with(base, &kids);
         let fabric = Value { mtu: self.expl.value(fabric_e), expl: fabric_e };
         // Published values (gateways).
         let published = node.pool().map(|p| self.published(n, p, &links, &routes));
@@ -823,16 +825,5 @@ pub fn protocol_object(src: ProtocolSource) -> Option<ObjRef> {
     match src {
         ProtocolSource::Object(o) => Some(o),
         _ => None,
-    }
-}
-
-#[allow(dead_code)]
-fn _assert_rc(_: Rc<()>) {}
-
-#[allow(dead_code)]
-fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::Worker => "worker",
-        Role::Gateway(_) => "gateway",
     }
 }

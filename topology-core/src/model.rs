@@ -733,8 +733,8 @@ impl Builder {
                     site = matched.first().copied();
                 }
             } else if let Some((s, _)) = slice {
-                match s.site_name.as_deref() {
-                    Some(sn) => match t.site_id(sn) {
+                if let Some(sn) = s.site_name.as_deref() {
+                    match t.site_id(sn) {
                         Some(id) => site = Some(id),
                         None => self.diags.push(warn(
                             Code::MissingSite,
@@ -743,8 +743,7 @@ impl Builder {
                             format!("Site {sn} does not exist"),
                             s.meta.loc.clone(),
                         )),
-                    },
-                    None => {}
+                    }
                 }
             }
             if site.is_none()

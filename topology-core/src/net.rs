@@ -199,6 +199,8 @@ struct PrefixTable {
     entries: Vec<(IpNet, SmallVec<[Origin; 1]>)>,
 }
 
+type LearnedMemo = FxHashMap<(PoolId, SiteId), Rc<[Learned]>>;
+
 /// The lazily memoizing view over a topology.
 pub struct Net<'t> {
     /// The topology.
@@ -212,7 +214,7 @@ pub struct Net<'t> {
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
     bfs: RefCell<FxHashMap<(Dest, bool), Rc<Bfs>>>,
     site_routes: RefCell<FxHashMap<SiteId, Rc<[Learned]>>>,
-    gw_routes: RefCell<FxHashMap<(PoolId, SiteId), Rc<[Learned]>>>,
+    gw_routes: RefCell<LearnedMemo>,
 }
 
 fn sorted_pair<T: Ord>(a: T, b: T) -> (T, T) {
@@ -919,18 +921,15 @@ pub fn cut(prefix: IpNet, locals: &[IpNet]) -> Vec<IpNet> {
             out.push(p);
             continue;
         }
-        match p.subnets(p.prefix_len().saturating_add(1)) {
-            Ok(mut halves) => {
-                let a = halves.next();
-                let b = halves.next();
-                if let Some(b) = b {
-                    stack.push(b);
-                }
-                if let Some(a) = a {
-                    stack.push(a);
-                }
+        if let Ok(mut halves) = p.subnets(p.prefix_len().saturating_add(1)) {
+            let a = halves.next();
+            let b = halves.next();
+            if let Some(b) = b {
+                stack.push(b);
             }
-            Err(_) => {}
+            if let Some(a) = a {
+                stack.push(a);
+            }
         }
     }
     out.sort_by(prefix_order);
