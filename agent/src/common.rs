@@ -30,6 +30,7 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(ExitError { code: 2, message: message.into() })
 }
 
+/// The protocol an `--*-encap` option names.
 pub fn protocol(e: Encap) -> Protocol {
     match e {
         Encap::WireGuard => Protocol::WireGuard,

@@ -1,12 +1,8 @@
 //! `unbounded-mtu`: the node agent and the offline resolve, explain, what-if and graph commands.
 
-mod cli;
-mod common;
-mod input;
-mod resolve;
-
 use clap::Parser;
 use std::process::ExitCode;
+use unbounded_mtu::{cli, common, resolve};
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

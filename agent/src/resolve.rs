@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use topology_core::diag::{Diagnostic, sort_diagnostics};
 use topology_core::ids::NodeId;
 
+/// Runs `resolve`.
 pub fn run(args: &ResolveArgs) -> Result<()> {
     let decoded = common::load(&args.common.files)?;
     let topo = common::topology(&decoded);
