@@ -15,7 +15,7 @@ use futures::StreamExt;
 use ipnet::IpNet;
 use netlink_packet_core::{
     NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkMessage,
-    NetlinkPayload,
+    NetlinkPayload, Nla,
 };
 use netlink_packet_route::link::{
     InfoData, InfoGeneve, InfoIpTunnel, InfoKind, InfoVxlan, LinkAttribute, LinkFlags, LinkInfo,
@@ -151,6 +151,30 @@ fn parse_encap(attrs: &[RouteAttribute]) -> Option<Encap> {
             RouteLwTunnelEncap::Ip(RouteIpTunnel::Destination(d)) => dst = Some(IpAddr::V4(*d)),
             RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Id(i)) => id = *i,
             RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Destination(d)) => dst = Some(IpAddr::V6(*d)),
+            // Inside RTA_MULTIPATH the parser does not know the per-hop encap type and keeps
+            // raw attributes: LWTUNNEL_IP{,6}_ID = 1 (be64), LWTUNNEL_IP{,6}_DST = 2.
+            RouteLwTunnelEncap::Other(nla) => {
+                let mut value = vec![0u8; nla.value_len()];
+                nla.emit_value(&mut value);
+                match (nla.kind() & 0x3fff, value.len()) {
+                    (1, 8) => {
+                        let mut b = [0u8; 8];
+                        b.copy_from_slice(&value);
+                        id = u64::from_be_bytes(b);
+                    }
+                    (2, 4) => {
+                        let mut b = [0u8; 4];
+                        b.copy_from_slice(&value);
+                        dst = Some(IpAddr::from(b));
+                    }
+                    (2, 16) => {
+                        let mut b = [0u8; 16];
+                        b.copy_from_slice(&value);
+                        dst = Some(IpAddr::from(b));
+                    }
+                    _ => {}
+                }
+            }
             _ => {}
         }
     }
