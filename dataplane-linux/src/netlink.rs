@@ -531,14 +531,14 @@ impl NetlinkKernel {
     /// `umtuprobe*` devices in the current namespace).
     pub fn probe(&mut self) -> Probe {
         let mut p = Probe::default();
-        let kinds: [(&str, Option<TunnelKind>); 4] = [
-            ("vxlan", Some(TunnelKind::Vxlan)),
-            ("geneve", Some(TunnelKind::Geneve)),
-            ("ipip", Some(TunnelKind::Ipip)),
-            ("wireguard", None),
+        let kinds: [(&str, &str, Option<TunnelKind>); 4] = [
+            ("vxlan", "umtuprobevx", Some(TunnelKind::Vxlan)),
+            ("geneve", "umtuprobege", Some(TunnelKind::Geneve)),
+            ("ipip", "umtuprobeip", Some(TunnelKind::Ipip)),
+            ("wireguard", "umtuprobewg", None),
         ];
-        for (label, kind) in kinds {
-            let name = format!("umtuprobe{}", &label[..2]);
+        for (label, name, kind) in kinds {
+            let name = name.to_string();
             let res = match kind {
                 Some(k) => self.apply(&Op::CreateTunnel {
                     name: name.clone(),

@@ -414,6 +414,7 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     }
 
     // Endpoint routes and plan routes.
+    let held: BTreeMap<IpNet, &Route> = state.routes.iter().map(|r| (r.destination, r)).collect();
     let endpoints = endpoint_routes(desired, settings, state, &mut plan);
     let mut wanted: BTreeMap<IpNet, Route> = BTreeMap::new();
     for spec in &desired.routes {
@@ -432,7 +433,7 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
             ));
             continue;
         }
-        match state.routes.iter().find(|o| o.destination == *dst) {
+        match held.get(dst) {
             Some(o) if o.same_forwarding(r) && o.protocol == r.protocol => {}
             _ => plan.push(Phase::Create, Op::ReplaceRoute(r.clone())),
         }
@@ -603,7 +604,7 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     // Plan routes: down and deletions (3), up and new (6).
     let mut routes_up: Vec<Op> = Vec::new();
     for (dst, r) in &wanted {
-        match state.routes.iter().find(|o| o.destination == *dst) {
+        match held.get(dst) {
             None => routes_up.push(Op::ReplaceRoute(r.clone())),
             Some(o) if o.same_forwarding(r) && o.protocol == r.protocol => {}
             Some(o) => {
@@ -698,12 +699,12 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
 /// Phase 7: after the writes, every planned route holds its planned MTU and next hops, and
 /// every device is at least each route through it. Returns the first discrepancy.
 pub fn verify(desired: &DesiredState, settings: &Settings, state: &KernelState) -> Result<()> {
+    let held_routes: BTreeMap<IpNet, &Route> =
+        state.routes.iter().map(|r| (r.destination, r)).collect();
     for spec in &desired.routes {
         let want = kernel_route(spec, settings);
-        let held = state
-            .routes
-            .iter()
-            .find(|o| o.destination == want.destination)
+        let held = held_routes
+            .get(&want.destination)
             .ok_or_else(|| Error::Verification(format!("route {} missing", want.destination)))?;
         if !held.same_forwarding(&want) {
             return Err(Error::Verification(format!(
