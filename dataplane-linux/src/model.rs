@@ -280,11 +280,15 @@ impl fmt::Display for Op {
                 mtu,
                 mac,
                 port,
-            } => write!(
-                f,
-                "link add {name} type {kind:?} external dstport {port} mtu {mtu} address {}",
-                format_mac(mac)
-            ),
+            } => match kind {
+                TunnelKind::Ipip => write!(f, "link add {name} type ipip external mtu {mtu}"),
+                _ => write!(
+                    f,
+                    "link add {name} type {} external dstport {port} mtu {mtu} address {}",
+                    format!("{kind:?}").to_lowercase(),
+                    format_mac(mac)
+                ),
+            },
             Op::CreateBridge { name, mtu } => write!(f, "link add {name} type bridge mtu {mtu}"),
             Op::SetMtu { link, mtu } => write!(f, "link set {link} mtu {mtu}"),
             Op::SetMaster { link, master } => write!(f, "link set {link} master {master}"),

@@ -645,6 +645,12 @@ fn two_nodes_pods_ping_and_df_limits() {
             String::from_utf8_lossy(&o.stdout).into_owned(),
         )
     };
+    // Above the pod's own MTU the pod's kernel refuses locally.
+    let (code, out) = ping(1450 - 28 + 1);
+    println!("ping -M do -s {}: exit {code:?}\n{out}", 1450 - 28 + 1);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(out.to_lowercase().contains("message too long"), "{out}");
+    assert!(out.contains("mtu=1450"), "the pod's own MTU: {out}");
     let (code, out) = ping(1400 - 28);
     println!("ping -M do -s {}: exit {code:?}\n{out}", 1400 - 28);
     assert_eq!(code, Some(0), "{out}");
@@ -658,9 +664,4 @@ fn two_nodes_pods_ping_and_df_limits() {
             || lower.contains("message too long"),
         "no error text: {out}"
     );
-    // Above the pod's own MTU the pod's kernel refuses locally.
-    let (code, out) = ping(1450 - 28 + 1);
-    println!("ping -M do -s {}: exit {code:?}\n{out}", 1450 - 28 + 1);
-    assert_ne!(code, Some(0), "{out}");
-    assert!(out.to_lowercase().contains("message too long"), "{out}");
 }
