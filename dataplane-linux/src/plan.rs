@@ -107,8 +107,9 @@ pub fn own_devices(desired: &DesiredState, settings: &Settings) -> BTreeSet<Stri
 }
 
 /// Underlay detection (`agent.md`): the `main` route towards `peer` (longest prefix), skipping
-/// routes over `own` devices and routes carrying the adapter's protocol; without a peer, or
-/// when nothing matches, the default route. MTU = the route's MTU metric, else its device's MTU.
+/// routes over `own` devices and routes carrying the adapter's protocol: MTU = that route's MTU
+/// metric, else its device's MTU. Without a peer, or when only the default route matches: the
+/// MTU of the default route's device.
 pub fn detect_underlay(
     state: &KernelState,
     peer: Option<IpAddr>,
@@ -128,19 +129,25 @@ pub fn detect_underlay(
             .filter(|r| r.destination.contains(&p))
             .max_by_key(|r| r.destination.prefix_len())
     });
-    let best =
-        best.or_else(|| {
-            let fam = peer.map(Family::of).unwrap_or(Family::V4);
-            state.main_routes.iter().filter(usable).find(|r| {
+    let specific = best.filter(|r| r.destination.prefix_len() > 0);
+    let fam = peer.map(Family::of).unwrap_or(Family::V4);
+    let route =
+        match specific {
+            Some(r) => r,
+            None => state.main_routes.iter().filter(usable).find(|r| {
                 r.destination.prefix_len() == 0 && Family::of(r.destination.addr()) == fam
-            })
-        })?;
-    let hop = best.hops.first()?;
+            })?,
+        };
+    let hop = route.hops.first()?;
     let link = state.link(&hop.device)?;
     Some(Underlay {
         device: hop.device.clone(),
         gateway: hop.gateway,
-        mtu: best.mtu.unwrap_or(link.mtu),
+        // A specific route's MTU metric counts; the fallback is the default route's device.
+        mtu: match specific {
+            Some(r) => r.mtu.unwrap_or(link.mtu),
+            None => link.mtu,
+        },
     })
 }
 

@@ -429,3 +429,35 @@ fn underlay_detection_skips_own_devices() {
     let u = dp.detect_underlay(&base(), None).unwrap().unwrap();
     assert_eq!(u.device, "eth0");
 }
+
+/// Deterministic pseudo-random states (route MTUs ≤ their devices, fabric ≤ every device):
+/// every transition between consecutive states, with every write failing in turn.
+#[test]
+fn random_transitions_every_failure_converges() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |lo: u32, hi: u32| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        lo + ((seed >> 33) as u32) % (hi - lo + 1)
+    };
+    let mut states = Vec::new();
+    for _ in 0..12 {
+        let vx = next(1280, 1500);
+        let w = next(1280, 1440);
+        let r = [
+            next(1280, vx),
+            next(1280, vx),
+            next(1280, w),
+            next(1280, vx),
+        ];
+        let fabric = next(1280, vx.min(w));
+        let extra = next(0, 1) == 1;
+        states.push(state(vx, w, r, fabric, extra));
+    }
+    for pair in states.windows(2) {
+        if pair[0] != pair[1] {
+            transition(&pair[0], &pair[1], "random");
+        }
+    }
+}

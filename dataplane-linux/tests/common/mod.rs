@@ -100,7 +100,27 @@ pub fn can_run(test: &str) -> bool {
         println!("SKIP {test}: cannot create a network namespace (ip netns add failed)");
         return false;
     }
+    let vxlan = Command::new("ip")
+        .args([
+            "-n",
+            &probe,
+            "link",
+            "add",
+            "umtuprobe",
+            "type",
+            "vxlan",
+            "external",
+            "dstport",
+            "4789",
+        ])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
     let _ = Command::new("ip").args(["netns", "del", &probe]).output();
+    if !vxlan {
+        println!("SKIP {test}: this kernel cannot create a flow-based VXLAN device");
+        return false;
+    }
     true
 }
 
