@@ -245,6 +245,30 @@ fn endpoint_routes(
     out
 }
 
+/// Checks the settings: a table of its own (not unspec/default/main/local) and a rule that
+/// sorts before `main` (priority below 32766).
+pub fn validate_settings(settings: &Settings) -> Result<()> {
+    if matches!(settings.table, 0 | 253..=255) {
+        return Err(Error::Invalid(format!(
+            "table {} is reserved (unspec/default/main/local)",
+            settings.table
+        )));
+    }
+    if settings.rule_priority == 0 || settings.rule_priority >= 32766 {
+        return Err(Error::Invalid(format!(
+            "rule priority {} must be in 1..32766 (before main)",
+            settings.rule_priority
+        )));
+    }
+    if settings.route_protocol <= 4 {
+        return Err(Error::Invalid(format!(
+            "route protocol {} is reserved by the kernel (0-4)",
+            settings.route_protocol
+        )));
+    }
+    Ok(())
+}
+
 fn validate(desired: &DesiredState, state: &KernelState) -> Result<BTreeMap<String, u32>> {
     // Final MTU of every device a route or pod element relies on.
     let mut dev_mtu: BTreeMap<String, u32> = BTreeMap::new();
@@ -328,6 +352,7 @@ fn pod_phase(old: u32, new: u32) -> Option<Phase> {
 
 /// Computes the ordered writes that make `state` match `desired`.
 pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) -> Result<Plan> {
+    validate_settings(settings)?;
     validate(desired, state)?;
     let mut plan = Plan::default();
     let own_mac = tunnel_mac(desired.underlay_addr);

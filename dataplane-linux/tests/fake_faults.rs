@@ -461,3 +461,59 @@ fn random_transitions_every_failure_converges() {
         }
     }
 }
+
+#[test]
+fn reserved_settings_are_rejected() {
+    for s in [
+        Settings {
+            table: 254,
+            ..Settings::default()
+        },
+        Settings {
+            rule_priority: 32766,
+            ..Settings::default()
+        },
+        Settings {
+            route_protocol: 4,
+            ..Settings::default()
+        },
+    ] {
+        let mut dp = Dataplane::new(node(), s);
+        assert!(matches!(
+            dp.reconcile(&base()),
+            Err(dataplane_linux::Error::Invalid(_))
+        ));
+        assert!(dp.kernel().log().is_empty());
+    }
+}
+
+#[test]
+fn plan_is_deterministic_whatever_the_input_order() {
+    let dp = converged_node(&base());
+    let mut a = mixed();
+    let mut b = mixed();
+    b.routes.reverse();
+    for r in &mut b.routes {
+        r.next_hops.reverse();
+    }
+    let pa = Dataplane::new(dp.kernel().clone(), Settings::default())
+        .plan(&a)
+        .unwrap();
+    let pb = Dataplane::new(dp.kernel().clone(), Settings::default())
+        .plan(&b)
+        .unwrap();
+    assert_eq!(pa, pb);
+    a.routes.clear();
+    let pc = Dataplane::new(dp.kernel().clone(), Settings::default())
+        .plan(&a)
+        .unwrap();
+    assert!(pc.steps.iter().all(|s| matches!(
+        s.op,
+        Op::DeleteRoute { .. }
+            | Op::DeleteNeighbour { .. }
+            | Op::DeleteRule(_)
+            | Op::SetMtu { .. }
+            | Op::SetPodMtu { .. }
+            | Op::SetCniMtu { .. }
+    )));
+}
