@@ -411,3 +411,50 @@ impl Kernel for FakeKernel {
         res
     }
 }
+
+/// Wraps any kernel (e.g. the real one) and fails the write with 0-based attempt number `k`.
+#[derive(Debug)]
+pub struct Faulty<K> {
+    /// The wrapped kernel.
+    pub inner: K,
+    attempts: usize,
+    fail_at: Option<(usize, i32)>,
+}
+
+impl<K: Kernel> Faulty<K> {
+    /// Wraps `inner` without failures.
+    pub fn new(inner: K) -> Self {
+        Faulty {
+            inner,
+            attempts: 0,
+            fail_at: None,
+        }
+    }
+
+    /// Fails the write with attempt number `k` (counted from now) with `errno`.
+    pub fn fail_in(&mut self, k: usize, errno: i32) {
+        self.fail_at = Some((self.attempts + k, errno));
+    }
+
+    /// Removes the injected failure.
+    pub fn clear(&mut self) {
+        self.fail_at = None;
+    }
+}
+
+impl<K: Kernel> Kernel for Faulty<K> {
+    fn read(&mut self, scope: &ReadScope) -> Result<KernelState> {
+        self.inner.read(scope)
+    }
+
+    fn apply(&mut self, op: &Op) -> Result<()> {
+        let k = self.attempts;
+        self.attempts += 1;
+        if let Some((at, errno)) = self.fail_at {
+            if at == k {
+                return Err(Error::kernel(format!("{op} (injected)"), errno));
+            }
+        }
+        self.inner.apply(op)
+    }
+}

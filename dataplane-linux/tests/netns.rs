@@ -665,3 +665,54 @@ fn two_nodes_pods_ping_and_df_limits() {
         "no error text: {out}"
     );
 }
+
+/// The real kernel behind a fault injector: lowering and raising with each write failing in
+/// turn; after the failure the kernel holds no route above its device, and the next reconcile
+/// (towards the new or the reverted state) converges.
+#[test]
+fn real_kernel_every_failure_converges() {
+    require_root!("real_kernel_every_failure_converges");
+    let ns = node("faulty", 1500);
+    let path = ns.path();
+    let res = dataplane_linux::netlink::in_netns(&path, move || {
+        use dataplane_linux::fake::Faulty;
+        let k = Faulty::new(dataplane_linux::NetlinkKernel::new().expect("netlink"));
+        let mut dp = dataplane_linux::Dataplane::new(k, Settings::default());
+        let a = desired(1450, 1400);
+        let b = desired(1350, 1300);
+        dp.reconcile(&a).expect("a");
+        let mut checked = 0;
+        for (from, to) in [(&a, &b), (&b, &a)] {
+            dp.reconcile(from).expect("from");
+            let n = dp.plan(to).expect("plan").steps.len();
+            assert!(n > 3, "{n}");
+            for k in 0..n {
+                for revert in [false, true] {
+                    dp.reconcile(from).expect("reset");
+                    dp.kernel_mut().fail_in(k, 16);
+                    let err = dp.reconcile(to).expect_err("injected");
+                    assert_eq!(err.kind(), Some(ErrorKind::Transient));
+                    dp.kernel_mut().clear();
+                    let st = dp.kernel_mut().read(&scope()).expect("read");
+                    for r in &st.routes {
+                        for h in &r.hops {
+                            let dev = st.link(&h.device).expect("device");
+                            if let Some(m) = r.mtu {
+                                assert!(m <= dev.mtu, "k={k}: {r:?} over {dev:?}");
+                            }
+                        }
+                    }
+                    let target = if revert { from } else { to };
+                    dp.reconcile(target).expect("converge");
+                    let again = dp.reconcile(target).expect("again");
+                    assert!(again.writes.is_empty(), "k={k}: {:?}", again.writes);
+                    checked += 1;
+                }
+            }
+        }
+        checked
+    })
+    .expect("netns");
+    println!("real kernel: {res} injected failures, each followed by a converging reconcile");
+    assert!(res > 8, "{res}");
+}
