@@ -1,2 +1,145 @@
-//! Linux dataplane adapter: applies a node plan over netlink in the safe write order of
-//! `agent.md`. Filled by the dataplane issue; nothing here pretends to work yet.
+//! Linux dataplane adapter: makes the kernel match a node's desired state (tunnel devices,
+//! encapsulation routes with MTU metrics, endpoint routes, one policy rule, neighbours,
+//! WireGuard MTUs, the pod bridge, its ports, pod veths and the CNI configuration's `mtu`),
+//! in the safe write order of `agent.md`.
+//!
+//! Layers, like `netlink-packet-route` vs `rtnetlink`:
+//! - [`types`]: the public input ([`DesiredState`], [`Settings`]), plain data;
+//! - [`model`]: what the kernel holds ([`KernelState`]) and the writes ([`Op`]);
+//! - [`plan`](mod@plan): pure diff `desired × kernel state -> ordered writes` (no I/O);
+//! - [`Kernel`]: the boundary, implemented by [`NetlinkKernel`] (rtnetlink) and
+//!   [`FakeKernel`] (in memory, ordered write log, fault injection);
+//! - [`Dataplane`]: read, plan, write, read back, finish.
+
+pub mod cni;
+pub mod error;
+pub mod fake;
+pub mod model;
+pub mod netlink;
+pub mod plan;
+pub mod types;
+
+pub use error::{Error, ErrorKind, Result};
+pub use fake::FakeKernel;
+pub use model::{KernelState, Op, ReadScope};
+pub use netlink::{NetlinkKernel, Probe};
+pub use plan::{Phase, Plan, Step, Underlay, detect_underlay, plan, verify};
+pub use types::{
+    DesiredState, Fabric, HopProtocol, NextHop, PodSpec, RouteSpec, Settings, TunnelDevice,
+    TunnelKind, WireguardMtu, tunnel_mac,
+};
+
+use std::net::IpAddr;
+
+/// The boundary between planning and the kernel.
+pub trait Kernel {
+    /// Reads everything the adapter owns within `scope`.
+    fn read(&mut self, scope: &ReadScope) -> Result<KernelState>;
+    /// Performs one write.
+    fn apply(&mut self, op: &Op) -> Result<()>;
+}
+
+/// Outcome of a successful reconcile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The writes performed, in order.
+    pub writes: Vec<Op>,
+    /// What was left alone and why.
+    pub notes: Vec<String>,
+}
+
+/// The adapter: a kernel plus the settings naming what it owns.
+#[derive(Debug)]
+pub struct Dataplane<K: Kernel> {
+    kernel: K,
+    settings: Settings,
+}
+
+impl<K: Kernel> Dataplane<K> {
+    /// Wraps a kernel.
+    pub fn new(kernel: K, settings: Settings) -> Self {
+        Dataplane { kernel, settings }
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> &K {
+        &self.kernel
+    }
+
+    /// The kernel, mutably.
+    pub fn kernel_mut(&mut self) -> &mut K {
+        &mut self.kernel
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Reads the kernel and returns the plan that would be applied (no writes).
+    pub fn plan(&mut self, desired: &DesiredState) -> Result<Plan> {
+        let scope = plan::read_scope(desired, &self.settings);
+        let state = self.kernel.read(&scope)?;
+        plan::plan(desired, &self.settings, &state)
+    }
+
+    /// Makes the kernel match `desired`: read, plan, write phases 1–6, read back (7), write
+    /// phases 8–9. Stops at the first failed write; the next call resumes from what the
+    /// kernel then holds. A second call with the same state writes nothing.
+    pub fn reconcile(&mut self, desired: &DesiredState) -> Result<Report> {
+        let scope = plan::read_scope(desired, &self.settings);
+        let state = self.kernel.read(&scope)?;
+        let plan = plan::plan(desired, &self.settings, &state)?;
+        let mut report = Report {
+            writes: Vec::with_capacity(plan.steps.len()),
+            notes: plan.notes,
+        };
+        let mut verified = false;
+        for step in plan.steps {
+            if step.phase > Phase::RoutesUp && !verified {
+                self.read_back(desired, &scope, &report)?;
+                verified = true;
+            }
+            self.kernel.apply(&step.op)?;
+            report.writes.push(step.op);
+        }
+        if !verified {
+            self.read_back(desired, &scope, &report)?;
+        }
+        Ok(report)
+    }
+
+    fn read_back(
+        &mut self,
+        desired: &DesiredState,
+        scope: &ReadScope,
+        report: &Report,
+    ) -> Result<()> {
+        if report.writes.is_empty() {
+            return Ok(());
+        }
+        let state = self.kernel.read(scope)?;
+        plan::verify(desired, &self.settings, &state)
+    }
+
+    /// Underlay detection towards `peer` (or the default route without one), skipping the
+    /// adapter's own devices and routes.
+    pub fn detect_underlay(
+        &mut self,
+        desired: &DesiredState,
+        peer: Option<IpAddr>,
+    ) -> Result<Option<Underlay>> {
+        let scope = ReadScope {
+            table: self.settings.table,
+            ..ReadScope::default()
+        };
+        let state = self.kernel.read(&scope)?;
+        let own = plan::own_devices(desired, &self.settings);
+        Ok(plan::detect_underlay(
+            &state,
+            peer,
+            &own,
+            self.settings.route_protocol,
+        ))
+    }
+}
