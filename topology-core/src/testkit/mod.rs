@@ -1,4 +1,523 @@
 //! Test kit (feature `testkit`, tests and benches only): proptest strategies for random
 //! topologies and a seeded scale generator.
+//!
+//! [`arb_spec`] generates a structured [`TopoSpec`] (small: 1–5 Sites, 0–4 pools, 1–4 nodes per
+//! Site) that tests can mutate before rendering it with [`TopoSpec::to_yaml`];
+//! [`arb_manifests`] is the rendered multi-document YAML stream. Names sort in index order
+//! (`s0`..`s4`, `p0`..`p3`, `n<site>-<j>`), so arena IDs follow the spec's indexes.
+//!
+//! Addressing: Site `i` has nodeCidrs `10.<i>.0.0/16` and pod block `10.<100+i>.0.0/16`; its
+//! node `j` has InternalIP `10.<i>.0.<j+1>`, podCIDR `10.<100+i>.<j>.0/24` and (when it has one)
+//! ExternalIP `198.51.100.<10i+j+1>`. Pool `k` selects `pool: p<k>` and may route
+//! `172.<16+k>.0.0/16`.
+// Test-only code: plain indexing and arithmetic on small generated values.
+#![allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 pub mod scale;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config as ProptestConfig, FileFailurePersistence};
+use std::fmt::Write as _;
+
+/// A proptest configuration with `cases` cases whose failures persist in `file` (callers pass
+/// `concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/<name>.txt")`, so regressions
+/// land in the repository's `proptest-regressions/` directory).
+pub fn proptest_config(cases: u32, file: &'static str) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
+        max_shrink_iters: 4096,
+        ..ProptestConfig::default()
+    }
+}
+
+/// A Site of a generated topology.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteSpec {
+    /// `spec.tunnelMTU`.
+    pub cap: Option<u32>,
+    /// `spec.manageCniPlugin`.
+    pub manage_cni: bool,
+    /// `spec.localCidrs`.
+    pub local_cidrs: Vec<String>,
+    /// `spec.tunnelProtocol`.
+    pub protocol: Option<&'static str>,
+}
+
+/// A GatewayPool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolSpec {
+    /// `Internal` (else `External`).
+    pub internal: bool,
+    /// Routes `172.<16+k>.0.0/16`.
+    pub routed: bool,
+    /// `spec.tunnelMTU`.
+    pub cap: Option<u32>,
+    /// `spec.tunnelProtocol`.
+    pub protocol: Option<&'static str>,
+}
+
+/// A SitePeering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeeringSpec {
+    /// Member Site indexes (may repeat).
+    pub sites: Vec<usize>,
+    /// `meshNodes`.
+    pub mesh: bool,
+    /// `tunnelMTU`.
+    pub cap: Option<u32>,
+    /// `enabled`.
+    pub enabled: bool,
+    /// `tunnelProtocol`.
+    pub protocol: Option<&'static str>,
+}
+
+/// A SiteGatewayPoolAssignment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssignmentSpec {
+    /// Member Site indexes.
+    pub sites: Vec<usize>,
+    /// Member pool indexes.
+    pub pools: Vec<usize>,
+    /// `tunnelMTU`.
+    pub cap: Option<u32>,
+    /// `enabled`.
+    pub enabled: bool,
+    /// `tunnelProtocol`.
+    pub protocol: Option<&'static str>,
+}
+
+/// A GatewayPoolPeering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolPeeringSpec {
+    /// Member pool indexes.
+    pub pools: Vec<usize>,
+    /// `tunnelMTU`.
+    pub cap: Option<u32>,
+    /// `enabled`.
+    pub enabled: bool,
+    /// `tunnelProtocol`.
+    pub protocol: Option<&'static str>,
+}
+
+/// A v1 Node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSpec {
+    /// Its Site index (addresses are taken from it).
+    pub site: usize,
+    /// Index within the Site.
+    pub index: usize,
+    /// Labelled `pool: p<k>`.
+    pub pool: Option<usize>,
+    /// Has an ExternalIP.
+    pub external_ip: bool,
+    /// `mtu.unbounded-cloud.io/underlay-mtu`.
+    pub underlay: Option<u32>,
+    /// A GatewayPoolNode with these published values (prefix, MTU), when `Some`.
+    pub published: Option<Vec<(String, u32)>>,
+}
+
+impl NodeSpec {
+    /// The node's name.
+    pub fn name(&self) -> String {
+        format!("n{}-{}", self.site, self.index)
+    }
+}
+
+/// A generated topology, before rendering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopoSpec {
+    /// Sites `s<i>`.
+    pub sites: Vec<SiteSpec>,
+    /// Pools `p<k>`.
+    pub pools: Vec<PoolSpec>,
+    /// SitePeerings `sp<i>`.
+    pub peerings: Vec<PeeringSpec>,
+    /// Assignments `sa<i>`.
+    pub assignments: Vec<AssignmentSpec>,
+    /// GatewayPoolPeerings `pp<i>`.
+    pub pool_peerings: Vec<PoolPeeringSpec>,
+    /// Nodes, by Site then index.
+    pub nodes: Vec<NodeSpec>,
+}
+
+fn opt_fields(out: &mut String, cap: Option<u32>, protocol: Option<&str>) {
+    if let Some(c) = cap {
+        let _ = writeln!(out, "  tunnelMTU: {c}");
+    }
+    if let Some(p) = protocol {
+        let _ = writeln!(out, "  tunnelProtocol: {p}");
+    }
+}
+
+fn list(out: &mut String, key: &str, items: impl IntoIterator<Item = String>) {
+    let _ = writeln!(out, "  {key}:");
+    for i in items {
+        let _ = writeln!(out, "    - {i}");
+    }
+}
+
+impl TopoSpec {
+    /// Site `i`'s name.
+    pub fn site_name(i: usize) -> String {
+        format!("s{i}")
+    }
+    /// Pool `k`'s name.
+    pub fn pool_name(k: usize) -> String {
+        format!("p{k}")
+    }
+    /// Site `i`'s node CIDR.
+    pub fn node_cidr(i: usize) -> String {
+        format!("10.{i}.0.0/16")
+    }
+    /// Site `i`'s pod block.
+    pub fn pod_block(i: usize) -> String {
+        format!("10.{}.0.0/16", 100 + i)
+    }
+    /// Pool `k`'s routed CIDR.
+    pub fn routed_cidr(k: usize) -> String {
+        format!("172.{}.0.0/16", 16 + k)
+    }
+
+    /// The documents of the stream, one string each (without separators), in a fixed order.
+    pub fn documents(&self) -> Vec<String> {
+        let mut docs = Vec::new();
+        for (i, s) in self.sites.iter().enumerate() {
+            let mut d = String::new();
+            let _ = writeln!(d, "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site");
+            let _ = writeln!(d, "metadata:\n  name: {}\nspec:", Self::site_name(i));
+            list(&mut d, "nodeCidrs", [Self::node_cidr(i)]);
+            let _ = writeln!(
+                d,
+                "  podCidrAssignments:\n    - cidrBlocks:\n        - {}",
+                Self::pod_block(i)
+            );
+            let _ = writeln!(d, "  manageCniPlugin: {}", s.manage_cni);
+            if !s.local_cidrs.is_empty() {
+                list(&mut d, "localCidrs", s.local_cidrs.iter().cloned());
+            }
+            opt_fields(&mut d, s.cap, s.protocol);
+            docs.push(d);
+        }
+        for (k, p) in self.pools.iter().enumerate() {
+            let mut d = String::new();
+            let _ = writeln!(
+                d,
+                "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: GatewayPool"
+            );
+            let _ = writeln!(d, "metadata:\n  name: {}\nspec:", Self::pool_name(k));
+            let _ = writeln!(
+                d,
+                "  type: {}",
+                if p.internal { "Internal" } else { "External" }
+            );
+            let _ = writeln!(d, "  nodeSelector:\n    pool: p{k}");
+            if p.routed {
+                list(&mut d, "routedCidrs", [Self::routed_cidr(k)]);
+            }
+            opt_fields(&mut d, p.cap, p.protocol);
+            docs.push(d);
+        }
+        for (i, r) in self.peerings.iter().enumerate() {
+            let mut d = String::new();
+            let _ = writeln!(
+                d,
+                "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: SitePeering"
+            );
+            let _ = writeln!(d, "metadata:\n  name: sp{i}\nspec:");
+            let _ = writeln!(d, "  enabled: {}\n  meshNodes: {}", r.enabled, r.mesh);
+            list(&mut d, "sites", r.sites.iter().map(|s| Self::site_name(*s)));
+            opt_fields(&mut d, r.cap, r.protocol);
+            docs.push(d);
+        }
+        for (i, r) in self.assignments.iter().enumerate() {
+            let mut d = String::new();
+            let _ = writeln!(
+                d,
+                "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: SiteGatewayPoolAssignment"
+            );
+            let _ = writeln!(d, "metadata:\n  name: sa{i}\nspec:");
+            let _ = writeln!(d, "  enabled: {}", r.enabled);
+            list(&mut d, "sites", r.sites.iter().map(|s| Self::site_name(*s)));
+            list(
+                &mut d,
+                "gatewayPools",
+                r.pools.iter().map(|p| Self::pool_name(*p)),
+            );
+            opt_fields(&mut d, r.cap, r.protocol);
+            docs.push(d);
+        }
+        for (i, r) in self.pool_peerings.iter().enumerate() {
+            let mut d = String::new();
+            let _ = writeln!(
+                d,
+                "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: GatewayPoolPeering"
+            );
+            let _ = writeln!(d, "metadata:\n  name: pp{i}\nspec:");
+            let _ = writeln!(d, "  enabled: {}", r.enabled);
+            list(
+                &mut d,
+                "gatewayPools",
+                r.pools.iter().map(|p| Self::pool_name(*p)),
+            );
+            opt_fields(&mut d, r.cap, r.protocol);
+            docs.push(d);
+        }
+        for n in &self.nodes {
+            let mut d = String::new();
+            let _ = writeln!(
+                d,
+                "apiVersion: v1\nkind: Node\nmetadata:\n  name: {}",
+                n.name()
+            );
+            if let Some(k) = n.pool {
+                let _ = writeln!(d, "  labels:\n    pool: p{k}");
+            }
+            if let Some(u) = n.underlay {
+                let _ = writeln!(
+                    d,
+                    "  annotations:\n    mtu.unbounded-cloud.io/underlay-mtu: \"{u}\""
+                );
+            }
+            let _ = writeln!(
+                d,
+                "spec:\n  podCIDRs:\n    - 10.{}.{}.0/24",
+                100 + n.site,
+                n.index
+            );
+            let _ = writeln!(
+                d,
+                "status:\n  addresses:\n    - type: InternalIP\n      address: 10.{}.0.{}",
+                n.site,
+                n.index + 1
+            );
+            if n.external_ip {
+                let _ = writeln!(
+                    d,
+                    "    - type: ExternalIP\n      address: 198.51.100.{}",
+                    10 * n.site + n.index + 1
+                );
+            }
+            docs.push(d);
+            if let Some(pubs) = &n.published {
+                let mut d = String::new();
+                let _ = writeln!(
+                    d,
+                    "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: GatewayPoolNode"
+                );
+                let json: Vec<String> = pubs
+                    .iter()
+                    .map(|(p, m)| format!("\\\"{p}\\\": {m}"))
+                    .collect();
+                let _ = writeln!(
+                    d,
+                    "metadata:\n  name: {}\n  annotations:\n    mtu.unbounded-cloud.io/forwarding-mtus: \"{{{}}}\"",
+                    n.name(),
+                    json.join(", ")
+                );
+                let _ = writeln!(d, "spec:\n  nodeName: {}", n.name());
+                docs.push(d);
+            }
+        }
+        docs
+    }
+
+    /// The multi-document YAML stream.
+    pub fn to_yaml(&self) -> String {
+        join_documents(&self.documents())
+    }
+}
+
+/// Joins documents into one YAML stream.
+pub fn join_documents(docs: &[String]) -> String {
+    let mut out = String::new();
+    for d in docs {
+        out.push_str("---\n");
+        out.push_str(d);
+    }
+    out
+}
+
+fn arb_cap() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        3 => prop::sample::select(vec![576u32, 1200, 1280, 1300, 1350, 1380, 1400, 1420, 1450, 1480, 1500, 9000]),
+        1 => 576u32..=9000,
+    ]
+}
+
+fn arb_opt_cap(p: f64) -> impl Strategy<Value = Option<u32>> {
+    prop::option::weighted(p, arb_cap())
+}
+
+fn arb_protocol() -> impl Strategy<Value = Option<&'static str>> {
+    prop::option::weighted(
+        0.15,
+        prop::sample::select(vec!["WireGuard", "GENEVE", "VXLAN", "IPIP", "None", "Auto"]),
+    )
+}
+
+fn arb_site(ns: usize, np: usize) -> impl Strategy<Value = SiteSpec> {
+    let local = prop_oneof![
+        (0..ns).prop_map(|k| format!("10.{}.0.0/17", 100 + k)),
+        (0..ns).prop_map(|k| format!("10.{}.0.0/24", 100 + k)),
+        (0..ns).prop_map(|k| format!("10.{k}.0.0/18")),
+        (0..np.max(1)).prop_map(|k| format!("172.{}.128.0/17", 16 + k)),
+        (0..np.max(1)).prop_map(|k| format!("172.{}.0.0/16", 16 + k)),
+    ];
+    (
+        arb_opt_cap(0.35),
+        prop::bool::weighted(0.8),
+        prop::option::weighted(0.15, prop::collection::vec(local, 1..=2)),
+        arb_protocol(),
+    )
+        .prop_map(|(cap, manage_cni, locals, protocol)| SiteSpec {
+            cap,
+            manage_cni,
+            local_cidrs: locals.unwrap_or_default(),
+            protocol,
+        })
+}
+
+fn arb_pool() -> impl Strategy<Value = PoolSpec> {
+    (
+        prop::bool::weighted(0.3),
+        prop::bool::weighted(0.4),
+        arb_opt_cap(0.3),
+        arb_protocol(),
+    )
+        .prop_map(|(internal, routed, cap, protocol)| PoolSpec {
+            internal,
+            routed,
+            cap,
+            protocol,
+        })
+}
+
+/// Every prefix a gateway may publish for: pod blocks, node CIDRs, routed CIDRs.
+fn all_prefixes(ns: usize, np: usize) -> Vec<String> {
+    let mut v = Vec::new();
+    for i in 0..ns {
+        v.push(TopoSpec::pod_block(i));
+        v.push(TopoSpec::node_cidr(i));
+    }
+    for k in 0..np {
+        v.push(TopoSpec::routed_cidr(k));
+    }
+    v
+}
+
+fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
+    let prefixes = all_prefixes(ns, np);
+    let published = prop::option::weighted(
+        0.3,
+        prop::collection::btree_map(
+            prop::sample::select(prefixes),
+            prop_oneof![
+                2 => prop::sample::select(vec![1280u32, 1300, 1350, 1400, 1420, 1450, 1500]),
+                1 => 576u32..=9000
+            ],
+            1..=4,
+        ),
+    );
+    let node = (
+        prop::option::weighted(0.45, 0..np.max(1)).prop_map(move |p| p.filter(|_| np > 0)),
+        prop::bool::weighted(0.85),
+        prop::option::weighted(0.5, prop::sample::select(vec![1280u32, 1500, 9000])),
+        published,
+    );
+    prop::collection::vec(prop::collection::vec(node, 1..=4), ns).prop_map(|per_site| {
+        let mut out = Vec::new();
+        for (site, nodes) in per_site.into_iter().enumerate() {
+            for (index, (pool, external_ip, underlay, published)) in nodes.into_iter().enumerate() {
+                out.push(NodeSpec {
+                    site,
+                    index,
+                    pool,
+                    external_ip,
+                    underlay,
+                    published: pool.and(published).map(|m| m.into_iter().collect()),
+                });
+            }
+        }
+        out
+    })
+}
+
+/// A structured random topology (see the module documentation for its shape).
+pub fn arb_spec() -> impl Strategy<Value = TopoSpec> {
+    (1usize..=5, 0usize..=4).prop_flat_map(|(ns, np)| {
+        let sites = prop::collection::vec(arb_site(ns, np), ns);
+        let pools = prop::collection::vec(arb_pool(), np);
+        let peering = (
+            prop::collection::vec(0..ns, 2..=3),
+            prop::bool::weighted(0.65),
+            arb_opt_cap(0.35),
+            prop::bool::weighted(0.9),
+            arb_protocol(),
+        )
+            .prop_map(|(sites, mesh, cap, enabled, protocol)| PeeringSpec {
+                sites,
+                mesh,
+                cap,
+                enabled,
+                protocol,
+            });
+        let peerings = prop::collection::vec(peering, if ns > 1 { 0..=3 } else { 0..=0 });
+        let assignment = (
+            prop::collection::vec(0..ns, 1..=2),
+            prop::collection::vec(0..np.max(1), 1..=2),
+            arb_opt_cap(0.3),
+            prop::bool::weighted(0.9),
+            arb_protocol(),
+        )
+            .prop_map(|(sites, pools, cap, enabled, protocol)| AssignmentSpec {
+                sites,
+                pools,
+                cap,
+                enabled,
+                protocol,
+            });
+        let assignments = prop::collection::vec(assignment, if np > 0 { 0..=4 } else { 0..=0 });
+        let pool_peering = (
+            prop::collection::vec(0..np.max(1), 2..=3),
+            arb_opt_cap(0.3),
+            prop::bool::weighted(0.9),
+            arb_protocol(),
+        )
+            .prop_map(|(pools, cap, enabled, protocol)| PoolPeeringSpec {
+                pools,
+                cap,
+                enabled,
+                protocol,
+            });
+        let pool_peerings = prop::collection::vec(pool_peering, if np > 1 { 0..=4 } else { 0..=0 });
+        (
+            sites,
+            pools,
+            peerings,
+            assignments,
+            pool_peerings,
+            arb_nodes(ns, np),
+        )
+            .prop_map(
+                |(sites, pools, peerings, assignments, pool_peerings, nodes)| TopoSpec {
+                    sites,
+                    pools,
+                    peerings,
+                    assignments,
+                    pool_peerings,
+                    nodes,
+                },
+            )
+    })
+}
+
+/// A random topology as a multi-document YAML stream.
+pub fn arb_manifests() -> impl Strategy<Value = String> {
+    arb_spec().prop_map(|s| s.to_yaml())
+}
