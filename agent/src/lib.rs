@@ -5,3 +5,4 @@ pub mod cli;
 pub mod common;
 pub mod input;
 pub mod resolve;
+pub mod whatif;

@@ -2,13 +2,17 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use unbounded_mtu::{cli, common, resolve};
+use unbounded_mtu::{cli, common, resolve, whatif};
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match &cli.command {
         cli::Command::Resolve(a) => resolve::run(a),
-        cli::Command::Explain(_) | cli::Command::WhatIf(_) | cli::Command::Graph(_) => {
+        cli::Command::WhatIf(a) => {
+            let raw: Vec<String> = std::env::args().collect();
+            whatif::run(a, &raw)
+        }
+        cli::Command::Explain(_) | cli::Command::Graph(_) => {
             Err(common::usage("this command is not built yet"))
         }
     };

@@ -18,7 +18,9 @@ pub mod explain;
 pub mod overhead;
 pub mod plan;
 pub mod report;
+pub mod snapshot;
 pub mod solver;
+pub mod whatif;
 
 pub use plan::*;
 pub use solver::{DeviceNames, Settings, Solver};

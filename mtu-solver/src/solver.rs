@@ -451,8 +451,9 @@ impl<'t> Solver<'t> {
         }
     }
 
-    /// The route MTU of a learned route on node `n` (worker: gateway route; gateway: transit).
-    fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
+    /// The route MTU of a learned route on node `n` (worker: gateway route; gateway: transit):
+    /// the minimum over its next hops of the link, `reach` and (workers) `pubPath`.
+    pub fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         for g in &l.via {
             if let Some((_, e)) = self.link_value(n, *g) {

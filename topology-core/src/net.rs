@@ -215,6 +215,14 @@ pub struct Net<'t> {
     bfs: RefCell<FxHashMap<(Dest, bool), Rc<Bfs>>>,
     site_routes: RefCell<FxHashMap<SiteId, Rc<[Learned]>>>,
     gw_routes: RefCell<LearnedMemo>,
+    one_route: RefCell<FxHashMap<(NodeKey, IpNet), Option<Learned>>>,
+}
+
+/// Nodes sharing learned routes: workers of one Site, gateways of one pool in one Site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum NodeKey {
+    Worker(SiteId),
+    Gateway(PoolId, SiteId),
 }
 
 fn sorted_pair<T: Ord>(a: T, b: T) -> (T, T) {
@@ -252,6 +260,7 @@ impl<'t> Net<'t> {
             bfs: RefCell::default(),
             site_routes: RefCell::default(),
             gw_routes: RefCell::default(),
+            one_route: RefCell::default(),
         }
     }
 
@@ -716,39 +725,88 @@ impl<'t> Net<'t> {
         bfs.dist.get(p.idx()).copied().filter(|d| *d != u32::MAX)
     }
 
+    fn uplink_gateways(&self, s: SiteId) -> Vec<(NodeId, PoolId, SiteId)> {
+        let topo = self.topo;
+        self.assigned(s)
+            .iter()
+            .flat_map(|p| topo.pool(*p).gateways.iter().map(move |g| (*g, *p)))
+            .map(|(g, p)| (g, p, topo.node(g).site))
+            .collect()
+    }
+
+    fn transit_peers(&self, q: PoolId) -> Vec<(NodeId, PoolId, SiteId)> {
+        let topo = self.topo;
+        self.peered_pools(q)
+            .into_iter()
+            .flat_map(|p| topo.pool(p).gateways.iter().map(move |g| (*g, p)))
+            .map(|(g, p)| (g, p, topo.node(g).site))
+            .collect()
+    }
+
+    fn worker_route(
+        &self,
+        s: SiteId,
+        prefix: IpNet,
+        origins: &[Origin],
+        gws: &[(NodeId, PoolId, SiteId)],
+    ) -> Option<Learned> {
+        let mut best: Option<Learned> = None;
+        for o in origins {
+            if let Dest::Site(d) = o.dest {
+                if d == s {
+                    continue;
+                }
+                if o.ty == RouteType::NodeCidr && self.network_peered(s, d) {
+                    continue;
+                }
+            }
+            for (g, p, x) in gws {
+                if let Some(d) = self.advertised(*p, *x, *o) {
+                    consider(&mut best, prefix, *o, d, *g);
+                }
+            }
+        }
+        best.map(finish)
+    }
+
+    fn gateway_route(
+        &self,
+        q: PoolId,
+        x: SiteId,
+        prefix: IpNet,
+        origins: &[Origin],
+        peers: &[(NodeId, PoolId, SiteId)],
+    ) -> Option<Learned> {
+        let own = origins.iter().any(|o| self.origin_pools(o.dest).contains(&q));
+        if own {
+            // Rule 6: a serving gateway delivers; an owning pool hands it to its underlay.
+            return None;
+        }
+        let mut best: Option<Learned> = None;
+        for o in origins {
+            if !self.allowed(x, o.class()) {
+                continue;
+            }
+            for (h, p, y) in peers {
+                if let Some(d) = self.advertised(*p, *y, *o) {
+                    consider(&mut best, prefix, *o, d, *h);
+                }
+            }
+        }
+        best.map(finish)
+    }
+
     /// Learned routes of the workers of Site `s` (shared by all of them), uncut.
     pub fn worker_learned(&self, s: SiteId) -> Rc<[Learned]> {
         if let Some(r) = self.site_routes.borrow().get(&s) {
             return r.clone();
         }
-        let topo = self.topo;
-        let pools = self.assigned(s);
+        let gws = self.uplink_gateways(s);
         let mut out: Vec<Learned> = Vec::new();
-        if !pools.is_empty() {
-            let gws: Vec<(NodeId, PoolId, SiteId)> = pools
-                .iter()
-                .flat_map(|p| topo.pool(*p).gateways.iter().map(move |g| (*g, *p)))
-                .map(|(g, p)| (g, p, topo.node(g).site))
-                .collect();
+        if !gws.is_empty() {
             for (prefix, origins) in &self.prefix_table().entries {
-                let mut best: Option<Learned> = None;
-                for o in origins {
-                    if let Dest::Site(d) = o.dest {
-                        if d == s {
-                            continue;
-                        }
-                        if o.ty == RouteType::NodeCidr && self.network_peered(s, d) {
-                            continue;
-                        }
-                    }
-                    for (g, p, x) in &gws {
-                        if let Some(d) = self.advertised(*p, *x, *o) {
-                            consider(&mut best, *prefix, *o, d, *g);
-                        }
-                    }
-                }
-                if let Some(l) = best {
-                    out.push(finish(l));
+                if let Some(l) = self.worker_route(s, *prefix, origins, &gws) {
+                    out.push(l);
                 }
             }
         }
@@ -762,40 +820,34 @@ impl<'t> Net<'t> {
         if let Some(r) = self.gw_routes.borrow().get(&(q, x)) {
             return r.clone();
         }
-        let topo = self.topo;
-        let peers: Vec<(NodeId, PoolId, SiteId)> = self
-            .peered_pools(q)
-            .into_iter()
-            .flat_map(|p| topo.pool(p).gateways.iter().map(move |g| (*g, p)))
-            .map(|(g, p)| (g, p, topo.node(g).site))
-            .collect();
+        let peers = self.transit_peers(q);
         let mut out: Vec<Learned> = Vec::new();
         if !peers.is_empty() {
             for (prefix, origins) in &self.prefix_table().entries {
-                let own = origins.iter().any(|o| self.origin_pools(o.dest).contains(&q));
-                if own {
-                    // Rule 6: a serving gateway delivers; an owning pool hands it to its underlay.
-                    continue;
-                }
-                let mut best: Option<Learned> = None;
-                for o in origins {
-                    if !self.allowed(x, o.class()) {
-                        continue;
-                    }
-                    for (h, p, y) in &peers {
-                        if let Some(d) = self.advertised(*p, *y, *o) {
-                            consider(&mut best, *prefix, *o, d, *h);
-                        }
-                    }
-                }
-                if let Some(l) = best {
-                    out.push(finish(l));
+                if let Some(l) = self.gateway_route(q, x, *prefix, origins, &peers) {
+                    out.push(l);
                 }
             }
         }
         let rc: Rc<[Learned]> = out.into();
         self.gw_routes.borrow_mut().insert((q, x), rc.clone());
         rc
+    }
+
+    /// The origins of a learned prefix (empty when nothing advertises it).
+    pub fn origins_of(&self, prefix: &IpNet) -> SmallVec<[Origin; 1]> {
+        let entries = &self.prefix_table().entries;
+        entries
+            .binary_search_by(|(p, _)| prefix_order(p, prefix))
+            .ok()
+            .and_then(|i| entries.get(i))
+            .map(|(_, o)| o.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every advertised prefix with its origins, in output order (gateway-only index).
+    pub fn advertised_prefixes(&self) -> impl Iterator<Item = (&IpNet, &[Origin])> {
+        self.prefix_table().entries.iter().map(|(p, o)| (p, o.as_slice()))
     }
 
     /// Learned routes of any node, uncut.
@@ -807,14 +859,45 @@ impl<'t> Net<'t> {
         }
     }
 
-    /// The learned route of node `n` for `prefix` (uncut), if any.
+    /// The learned route of node `n` for `prefix` (uncut), if any. Uses the node's full route
+    /// list when it was already computed, else computes (and memoizes) this prefix alone.
     pub fn learned_for(&self, n: NodeId, prefix: &IpNet) -> Option<Learned> {
-        let routes = self.learned(n);
-        routes
-            .binary_search_by(|l| prefix_order(&l.prefix, prefix))
-            .ok()
-            .and_then(|i| routes.get(i))
-            .cloned()
+        let node = self.topo.node(n);
+        let key = match node.role {
+            Role::Worker => NodeKey::Worker(node.site),
+            Role::Gateway(p) => NodeKey::Gateway(p, node.site),
+        };
+        let full = match key {
+            NodeKey::Worker(s) => self.site_routes.borrow().get(&s).cloned(),
+            NodeKey::Gateway(p, x) => self.gw_routes.borrow().get(&(p, x)).cloned(),
+        };
+        if let Some(routes) = full {
+            return routes
+                .binary_search_by(|l| prefix_order(&l.prefix, prefix))
+                .ok()
+                .and_then(|i| routes.get(i))
+                .cloned();
+        }
+        if let Some(r) = self.one_route.borrow().get(&(key, *prefix)) {
+            return r.clone();
+        }
+        let origins = self.origins_of(prefix);
+        let r = if origins.is_empty() {
+            None
+        } else {
+            match key {
+                NodeKey::Worker(s) => {
+                    let gws = self.uplink_gateways(s);
+                    self.worker_route(s, *prefix, &origins, &gws)
+                }
+                NodeKey::Gateway(q, x) => {
+                    let peers = self.transit_peers(q);
+                    self.gateway_route(q, x, *prefix, &origins, &peers)
+                }
+            }
+        };
+        self.one_route.borrow_mut().insert((key, *prefix), r.clone());
+        r
     }
 
     /// Whether gateway `g`'s pool originates (serves or owns) the destination.

@@ -1,0 +1,97 @@
+//! Name-keyed values of a node plan: what what-if and the incremental resolver compare.
+//! Items sort in the output order of `cli.md` (link, route, device, fabric, published).
+
+use crate::explain::ExplId;
+use crate::plan::{DeviceRef, NodePlan, RouteKind};
+use ipnet::IpNet;
+use std::cmp::Ordering;
+use topology_core::model::Topology;
+use topology_core::net::prefix_order;
+
+/// A prefix in output order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Prefix(pub IpNet);
+
+impl PartialOrd for Prefix {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Prefix {
+    fn cmp(&self, other: &Self) -> Ordering {
+        prefix_order(&self.0, &other.0)
+    }
+}
+
+/// Which value of a node.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Item {
+    /// A link, by peer name.
+    Link {
+        /// Peer name.
+        peer: String,
+    },
+    /// A route, by destination and kind.
+    Route {
+        /// Destination.
+        destination: Prefix,
+        /// Kind.
+        kind: RouteKind,
+    },
+    /// A device: named ones by name, unnamed ones last by peer.
+    Device {
+        /// Unnamed devices sort last.
+        unnamed: bool,
+        /// Name (empty when unnamed).
+        name: String,
+        /// Peer of a per-peer device (empty otherwise).
+        peer: String,
+    },
+    /// The fabric.
+    Fabric,
+    /// A published value.
+    Published {
+        /// Prefix.
+        destination: Prefix,
+    },
+}
+
+/// Every value of a plan, keyed by name, with its explanation.
+pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
+    let mut out = Vec::with_capacity(plan.links.len() + plan.routes.len() + 4);
+    for l in &plan.links {
+        out.push((Item::Link { peer: topo.node(l.peer).name.to_string() }, l.mtu.mtu.0, l.mtu.expl));
+    }
+    for r in &plan.routes {
+        out.push((
+            Item::Route { destination: Prefix(r.destination), kind: r.kind },
+            r.mtu.mtu.0,
+            r.mtu.expl,
+        ));
+    }
+    for d in &plan.devices {
+        let item = match &d.device {
+            DeviceRef::Shared(n) => Item::Device { unnamed: false, name: n.clone(), peer: String::new() },
+            DeviceRef::PerPeer { name: Some(n), peer } => Item::Device {
+                unnamed: false,
+                name: n.clone(),
+                peer: topo.node(*peer).name.to_string(),
+            },
+            DeviceRef::PerPeer { name: None, peer } => Item::Device {
+                unnamed: true,
+                name: String::new(),
+                peer: topo.node(*peer).name.to_string(),
+            },
+            DeviceRef::Underlay => continue,
+        };
+        out.push((item, d.mtu.mtu.0, d.mtu.expl));
+    }
+    out.push((Item::Fabric, plan.fabric.mtu.0, plan.fabric.expl));
+    if let Some(ps) = &plan.published {
+        for p in ps {
+            out.push((Item::Published { destination: Prefix(p.destination) }, p.mtu.mtu.0, p.mtu.expl));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}

@@ -1,0 +1,614 @@
+//! What-if (`mtu.md` §9): apply mutations to a base input and report every value that changes,
+//! with its explanation after. Cap changes keep every object, link and path, so they are
+//! answered per value: the nodes near the capped object are re-resolved, and elsewhere only the
+//! learned routes whose next hops' `reach` changed (the cost follows what changed, not the
+//! cluster). Other mutations re-resolve the nodes they can affect, or every node when the
+//! forwarding itself changes.
+
+use crate::explain::ExplId;
+use crate::plan::{NodePlan, RouteKind};
+use crate::report::{ExplOut, Renderer};
+use crate::snapshot::{Item, Prefix, items};
+use crate::solver::{Settings, Solver};
+use rustc_hash::FxHashSet;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use topology_core::decode::{Kind, Member, RawCap, RawObject, RawRelation, POOL_LABEL_KEY};
+use topology_core::diag::Diagnostic;
+use topology_core::ids::{NodeId, SiteId};
+use topology_core::model::{ObjRef, Topology};
+use topology_core::mtu::{MAX_CAP, MIN_MTU};
+use topology_core::net::{Dest, Learned, cut};
+
+/// The input of a resolve: decoded objects, decoder findings and settings.
+#[derive(Clone, Debug, Default)]
+pub struct Input {
+    /// Decoded objects.
+    pub objects: Vec<RawObject>,
+    /// Findings that belong to no object.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Settings.
+    pub settings: Settings,
+}
+
+impl Input {
+    /// Builds the validated topology of this input.
+    pub fn topology(&self) -> Topology {
+        Topology::build(self.objects.iter(), self.diagnostics.iter().cloned())
+    }
+}
+
+/// One mutation of `mtu.md` §9.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    /// Set `tunnelMTU`.
+    SetCap {
+        /// Kind.
+        kind: Kind,
+        /// Name.
+        name: String,
+        /// Value (validated like a manifest: outside 576..9000 fails closed to 576).
+        mtu: i64,
+    },
+    /// Remove `tunnelMTU`.
+    ClearCap {
+        /// Kind.
+        kind: Kind,
+        /// Name.
+        name: String,
+    },
+    /// Enable or disable a SitePeering, assignment or pool peering.
+    SetEnabled {
+        /// Kind.
+        kind: Kind,
+        /// Name.
+        name: String,
+        /// Enabled.
+        enabled: bool,
+    },
+    /// Add or remove a member Site or pool.
+    Member {
+        /// Kind of the relationship.
+        kind: Kind,
+        /// Its name.
+        name: String,
+        /// `Site` or `GatewayPool`.
+        member_kind: Kind,
+        /// The member's name.
+        member: String,
+        /// Add (true) or remove (false).
+        add: bool,
+    },
+    /// Demote a gateway to a worker.
+    Demote {
+        /// Node.
+        node: String,
+    },
+    /// Promote a node into a pool.
+    Promote {
+        /// Node.
+        node: String,
+        /// Pool.
+        pool: String,
+    },
+    /// Change a node's underlay MTU.
+    Underlay {
+        /// Node.
+        node: String,
+        /// MTU.
+        mtu: u32,
+    },
+    /// Change the agent `mtu` of every node.
+    AgentMtu(u32),
+}
+
+/// Why a mutation cannot apply.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MutationError {
+    /// The object does not exist.
+    #[error("{0} does not exist")]
+    NoSuchObject(String),
+    /// The mutation does not fit the object.
+    #[error("{0}")]
+    NotApplicable(String),
+}
+
+fn find<'a>(objects: &'a mut [RawObject], kind: Kind, name: &str) -> Vec<&'a mut RawObject> {
+    objects
+        .iter_mut()
+        .filter(|o| o.kind() == kind && o.name() == name)
+        .collect()
+}
+
+fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
+    match o {
+        RawObject::Site(s) => Some(&mut s.cap),
+        RawObject::Pool(p) => Some(&mut p.cap),
+        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => Some(&mut r.cap),
+        _ => None,
+    }
+}
+
+fn relation(o: &mut RawObject) -> Option<&mut RawRelation> {
+    match o {
+        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// Applies one mutation to an input.
+pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
+    let label = |k: Kind, n: &str| format!("{k}/{n}");
+    match m {
+        Mutation::SetCap { kind, name, mtu } => {
+            let cap = if (i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
+                Some(RawCap { mtu: u32::try_from(*mtu).unwrap_or(MIN_MTU), invalid: None, loc: None })
+            } else if *mtu == 0 {
+                None
+            } else {
+                Some(RawCap { mtu: MIN_MTU, invalid: Some(mtu.to_string()), loc: None })
+            };
+            let found = find(&mut input.objects, *kind, name);
+            if found.is_empty() {
+                return Err(MutationError::NoSuchObject(label(*kind, name)));
+            }
+            for o in found {
+                let slot = cap_slot(o).ok_or_else(|| {
+                    MutationError::NotApplicable(format!("{} has no tunnelMTU", label(*kind, name)))
+                })?;
+                *slot = cap.clone();
+            }
+        }
+        Mutation::ClearCap { kind, name } => {
+            let found = find(&mut input.objects, *kind, name);
+            if found.is_empty() {
+                return Err(MutationError::NoSuchObject(label(*kind, name)));
+            }
+            for o in found {
+                let slot = cap_slot(o).ok_or_else(|| {
+                    MutationError::NotApplicable(format!("{} has no tunnelMTU", label(*kind, name)))
+                })?;
+                *slot = None;
+            }
+        }
+        Mutation::SetEnabled { kind, name, enabled } => {
+            let found = find(&mut input.objects, *kind, name);
+            if found.is_empty() {
+                return Err(MutationError::NoSuchObject(label(*kind, name)));
+            }
+            for o in found {
+                let r = relation(o).ok_or_else(|| {
+                    MutationError::NotApplicable(format!(
+                        "only SitePeerings, SiteGatewayPoolAssignments and GatewayPoolPeerings can be enabled or disabled, not {}",
+                        label(*kind, name)
+                    ))
+                })?;
+                r.enabled = *enabled;
+            }
+        }
+        Mutation::Member { kind, name, member_kind, member, add } => {
+            let found = find(&mut input.objects, *kind, name);
+            if found.is_empty() {
+                return Err(MutationError::NoSuchObject(label(*kind, name)));
+            }
+            for o in found {
+                let k = o.kind();
+                let r = relation(o).ok_or_else(|| {
+                    MutationError::NotApplicable(format!("{} has no members", label(*kind, name)))
+                })?;
+                let (list, field) = match (member_kind, k) {
+                    (Kind::Site, Kind::SitePeering | Kind::SiteGatewayPoolAssignment) => (&mut r.sites, "spec.sites"),
+                    (Kind::GatewayPool, Kind::GatewayPoolPeering | Kind::SiteGatewayPoolAssignment) => {
+                        (&mut r.pools, "spec.gatewayPools")
+                    }
+                    _ => {
+                        return Err(MutationError::NotApplicable(format!(
+                            "{} has no {} members",
+                            label(*kind, name),
+                            member_kind
+                        )));
+                    }
+                };
+                if *add {
+                    if !list.iter().any(|x| &x.name == member) {
+                        let field = format!("{field}[{}]", list.len());
+                        list.push(Member { name: member.clone(), field, loc: None });
+                    }
+                } else {
+                    list.retain(|x| &x.name != member);
+                }
+            }
+        }
+        Mutation::Demote { node } => {
+            let mut hit = false;
+            for o in input.objects.iter_mut() {
+                match o {
+                    RawObject::Node(n) if n.meta.name == *node => {
+                        n.labels.retain(|(k, _)| k != POOL_LABEL_KEY);
+                        n.labels.push((POOL_LABEL_KEY.to_string(), String::new()));
+                        hit = true;
+                    }
+                    RawObject::Pool(p) => {
+                        let before = p.status_nodes.len();
+                        p.status_nodes.retain(|s| s.name != *node);
+                        hit |= before != p.status_nodes.len();
+                    }
+                    _ => {}
+                }
+            }
+            if !hit {
+                return Err(MutationError::NoSuchObject(format!("Node/{node}")));
+            }
+        }
+        Mutation::Promote { node, pool } => {
+            if !input.objects.iter().any(|o| o.kind() == Kind::GatewayPool && o.name() == pool) {
+                return Err(MutationError::NoSuchObject(format!("GatewayPool/{pool}")));
+            }
+            let mut hit = false;
+            for o in input.objects.iter_mut() {
+                if let RawObject::Node(n) = o
+                    && n.meta.name == *node
+                {
+                    n.labels.retain(|(k, _)| k != POOL_LABEL_KEY);
+                    n.labels.push((POOL_LABEL_KEY.to_string(), pool.clone()));
+                    hit = true;
+                }
+            }
+            if !hit {
+                return Err(MutationError::NoSuchObject(format!("Node/{node} (promotion needs a Node object)")));
+            }
+        }
+        Mutation::Underlay { node, mtu } => {
+            input.settings.underlay_overrides.insert(node.clone(), *mtu);
+        }
+        Mutation::AgentMtu(v) => input.settings.cfg_mtu = *v,
+    }
+    Ok(())
+}
+
+/// One changed value.
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// Node name.
+    pub node: String,
+    /// Which value.
+    pub item: Item,
+    /// Before (None: it appears).
+    pub before: Option<u32>,
+    /// After (None: it disappears).
+    pub after: Option<u32>,
+    /// The explanation after (when the value exists after).
+    pub explanation: Option<Rc<ExplOut>>,
+}
+
+/// The result of a what-if.
+#[derive(Debug)]
+pub struct WhatIf {
+    /// Changes, sorted by node then item.
+    pub changes: Vec<Change>,
+    /// How the answer was computed (`per-value`, `near-nodes`, `all-nodes`).
+    pub strategy: &'static str,
+    /// Plans resolved (both sides) and learned routes re-evaluated: the cost actually paid.
+    pub work: usize,
+}
+
+impl WhatIf {
+    /// Nodes with at least one change.
+    pub fn nodes_affected(&self) -> usize {
+        let mut names: Vec<&str> = self.changes.iter().map(|c| c.node.as_str()).collect();
+        names.dedup();
+        names.len()
+    }
+}
+
+/// Runs a what-if: `mutations` applied in order to `base`.
+pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatIf, MutationError> {
+    let mut after = base.clone();
+    for m in mutations {
+        apply(&mut after, m)?;
+    }
+    let tb = base.topology();
+    let ta = after.topology();
+    for m in mutations {
+        if let Mutation::Underlay { node, .. } = m
+            && tb.node_id(node).is_none()
+        {
+            return Err(MutationError::NoSuchObject(format!("Node/{node}")));
+        }
+    }
+    let caps_only = mutations
+        .iter()
+        .all(|m| matches!(m, Mutation::SetCap { .. } | Mutation::ClearCap { .. }));
+    let underlay_only = mutations.iter().all(|m| matches!(m, Mutation::Underlay { .. }));
+    let mut sb = Solver::new(&tb, base.settings.clone());
+    let mut sa = Solver::new(&ta, after.settings.clone());
+    if caps_only {
+        let objs: Vec<ObjRef> = mutations
+            .iter()
+            .filter_map(|m| match m {
+                Mutation::SetCap { kind, name, .. } | Mutation::ClearCap { kind, name } => obj_ref(&tb, *kind, name),
+                _ => None,
+            })
+            .collect();
+        let (changes, work) = per_value(&mut sb, &mut sa, &objs, full);
+        return Ok(WhatIf { changes, strategy: "per-value", work });
+    }
+    if underlay_only {
+        let mut near: FxHashSet<NodeId> = FxHashSet::default();
+        for m in mutations {
+            if let Mutation::Underlay { node, .. } = m
+                && let Some(n) = tb.node_id(node)
+            {
+                near.insert(n);
+                for (p, _) in sb.net.link_peers(n) {
+                    near.insert(p);
+                }
+            }
+        }
+        let mut nodes: Vec<NodeId> = near.into_iter().collect();
+        nodes.sort();
+        let work = nodes.len() * 2;
+        let changes = diff_nodes(&mut sb, &mut sa, &nodes, &nodes, full);
+        return Ok(WhatIf { changes, strategy: "near-nodes", work });
+    }
+    let all_b: Vec<NodeId> = (0..tb.nodes.len()).map(NodeId::from_idx).collect();
+    let all_a: Vec<NodeId> = (0..ta.nodes.len()).map(NodeId::from_idx).collect();
+    let work = all_b.len() + all_a.len();
+    let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
+    Ok(WhatIf { changes, strategy: "all-nodes", work })
+}
+
+/// Compares two complete inputs (`--after PATH`).
+pub fn compare(base: &Input, after: &Input, full: bool) -> WhatIf {
+    let tb = base.topology();
+    let ta = after.topology();
+    let mut sb = Solver::new(&tb, base.settings.clone());
+    let mut sa = Solver::new(&ta, after.settings.clone());
+    let all_b: Vec<NodeId> = (0..tb.nodes.len()).map(NodeId::from_idx).collect();
+    let all_a: Vec<NodeId> = (0..ta.nodes.len()).map(NodeId::from_idx).collect();
+    let work = all_b.len() + all_a.len();
+    let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
+    WhatIf { changes, strategy: "all-nodes", work }
+}
+
+/// The reference of a kind and name in a topology.
+pub fn obj_ref(t: &Topology, kind: Kind, name: &str) -> Option<ObjRef> {
+    match kind {
+        Kind::Site => t.site_id(name).map(ObjRef::Site),
+        Kind::GatewayPool => t.pool_id(name).map(ObjRef::Pool),
+        Kind::SitePeering => t
+            .site_peerings
+            .iter()
+            .position(|r| &*r.name == name)
+            .map(|i| ObjRef::SitePeering(topology_core::ids::PeeringId::from_idx(i))),
+        Kind::SiteGatewayPoolAssignment => t
+            .assignments
+            .iter()
+            .position(|r| &*r.name == name)
+            .map(|i| ObjRef::Assignment(topology_core::ids::AssignmentId::from_idx(i))),
+        Kind::GatewayPoolPeering => t
+            .pool_peerings
+            .iter()
+            .position(|r| &*r.name == name)
+            .map(|i| ObjRef::PoolPeering(topology_core::ids::PoolPeeringId::from_idx(i))),
+        _ => None,
+    }
+}
+
+fn diff_items(
+    node: &str,
+    before: &[(Item, u32, ExplId)],
+    after: &[(Item, u32, ExplId)],
+    r: &mut Renderer<'_, '_>,
+    out: &mut Vec<Change>,
+) {
+    let b: BTreeMap<&Item, u32> = before.iter().map(|(i, v, _)| (i, *v)).collect();
+    let a: BTreeMap<&Item, (u32, ExplId)> = after.iter().map(|(i, v, e)| (i, (*v, *e))).collect();
+    let mut keys: Vec<&Item> = b.keys().chain(a.keys()).copied().collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        let bv = b.get(k).copied();
+        let av = a.get(k).copied();
+        if bv == av.map(|x| x.0) {
+            continue;
+        }
+        out.push(Change {
+            node: node.to_string(),
+            item: k.clone(),
+            before: bv,
+            after: av.map(|x| x.0),
+            explanation: av.map(|x| r.expl(x.1)),
+        });
+    }
+}
+
+fn diff_nodes(sb: &mut Solver<'_>, sa: &mut Solver<'_>, nodes_b: &[NodeId], nodes_a: &[NodeId], full: bool) -> Vec<Change> {
+    let tb = sb.topo();
+    let ta = sa.topo();
+    let mut before: BTreeMap<String, Vec<(Item, u32, ExplId)>> = BTreeMap::new();
+    for n in nodes_b {
+        let p = sb.plan(*n);
+        before.insert(tb.node(*n).name.to_string(), items(tb, &p));
+    }
+    let mut after_plans: BTreeMap<String, NodePlan> = BTreeMap::new();
+    for n in nodes_a {
+        after_plans.insert(ta.node(*n).name.to_string(), sa.plan(*n));
+    }
+    let mut r = Renderer::new(sa, full);
+    let mut out = Vec::new();
+    let mut names: Vec<&String> = before.keys().chain(after_plans.keys()).collect();
+    names.sort();
+    names.dedup();
+    let empty: Vec<(Item, u32, ExplId)> = Vec::new();
+    for name in names {
+        let b = before.get(name).unwrap_or(&empty);
+        let a = after_plans.get(name).map(|p| items(ta, p)).unwrap_or_default();
+        diff_items(name, b, &a, &mut r, &mut out);
+    }
+    out
+}
+
+/// Nodes whose links, fabric, devices or published values can involve a cap of `o`.
+fn near(s: &Solver<'_>, o: ObjRef) -> FxHashSet<NodeId> {
+    let t = s.topo();
+    let mut core: FxHashSet<NodeId> = FxHashSet::default();
+    let mut with_peers = true;
+    let add_site = |core: &mut FxHashSet<NodeId>, site: SiteId| {
+        core.extend(t.workers_of(site).iter().copied());
+        core.extend(t.gateways_in(site).iter().copied());
+    };
+    // Gateways of pools serving a Site publish for it even without workers there.
+    let add_serving = |core: &mut FxHashSet<NodeId>, site: SiteId| {
+        for a in t.assignments_of(site) {
+            for p in &t.assignment(*a).pools {
+                core.extend(t.pool(*p).gateways.iter().copied());
+            }
+        }
+    };
+    match o {
+        ObjRef::Site(site) => {
+            for x in &t.component(t.comp(site)).sites {
+                add_site(&mut core, *x);
+                add_serving(&mut core, *x);
+            }
+        }
+        ObjRef::SitePeering(p) => {
+            let r = t.site_peering(p);
+            for x in &r.sites {
+                for y in &t.component(t.comp(*x)).sites {
+                    add_site(&mut core, *y);
+                    add_serving(&mut core, *y);
+                }
+            }
+        }
+        ObjRef::Assignment(a) => {
+            let r = t.assignment(a);
+            for x in &r.sites {
+                core.extend(t.workers_of(*x).iter().copied());
+            }
+            for p in &r.pools {
+                core.extend(t.pool(*p).gateways.iter().copied());
+            }
+            with_peers = false;
+        }
+        ObjRef::Pool(p) => core.extend(t.pool(p).gateways.iter().copied()),
+        ObjRef::PoolPeering(r) => {
+            for p in &t.pool_peering(r).pools {
+                core.extend(t.pool(*p).gateways.iter().copied());
+            }
+            with_peers = false;
+        }
+    }
+    if with_peers {
+        let mut all = core.clone();
+        for n in &core {
+            all.extend(s.net.link_peers(*n).into_iter().map(|(p, _)| p));
+        }
+        all
+    } else {
+        core
+    }
+}
+
+/// Destinations whose paths can involve the cap of `o` (None: any).
+fn dest_filter(t: &Topology, o: ObjRef) -> Option<FxHashSet<Dest>> {
+    match o {
+        ObjRef::Assignment(a) => Some(t.assignment(a).sites.iter().map(|s| Dest::Site(*s)).collect()),
+        _ => None,
+    }
+}
+
+fn per_value(sb: &mut Solver<'_>, sa: &mut Solver<'_>, objs: &[ObjRef], full: bool) -> (Vec<Change>, usize) {
+    let t = sb.topo();
+    let mut near_set: FxHashSet<NodeId> = FxHashSet::default();
+    let mut filter: Option<FxHashSet<Dest>> = Some(FxHashSet::default());
+    for o in objs {
+        near_set.extend(near(sb, *o));
+        match (dest_filter(t, *o), &mut filter) {
+            (Some(d), Some(f)) => f.extend(d),
+            _ => filter = None,
+        }
+    }
+    let mut near_nodes: Vec<NodeId> = near_set.iter().copied().collect();
+    near_nodes.sort();
+    let mut work = near_nodes.len() * 2;
+    let mut changes = diff_nodes(sb, sa, &near_nodes, &near_nodes, full);
+    // Elsewhere only learned routes (and gateways' published values for them) can change.
+    let prefixes: Vec<(ipnet::IpNet, Vec<topology_core::net::Origin>)> = sb
+        .net
+        .advertised_prefixes()
+        .filter(|(_, origins)| match &filter {
+            None => true,
+            Some(f) => origins.iter().any(|o| f.contains(&o.dest)),
+        })
+        .map(|(p, o)| (*p, o.to_vec()))
+        .collect();
+    let mut remote: Vec<(Change, Option<ExplId>)> = Vec::new();
+    // Nodes that share learned routes: workers of a Site, gateways of a pool in a Site.
+    let mut groups: BTreeMap<(bool, u32, u32), Vec<NodeId>> = BTreeMap::new();
+    for (i, node) in t.nodes.iter().enumerate() {
+        let id = NodeId::from_idx(i);
+        if near_set.contains(&id) {
+            continue;
+        }
+        let key = match node.pool() {
+            None => (false, node.site.0, 0),
+            Some(p) => (true, p.0, node.site.0),
+        };
+        groups.entry(key).or_default().push(id);
+    }
+    for ((gateway, _, _), members) in groups {
+        let Some(first) = members.first().copied() else { continue };
+        for (prefix, _) in &prefixes {
+            let Some(l) = sb.net.learned_for(first, prefix) else { continue };
+            let changed = l.via.iter().any(|g| {
+                let rb = sb.reach(*g, l.prefix, &l.origins).map(|e| sb.expl.value(e));
+                let ra = sa.reach(*g, l.prefix, &l.origins).map(|e| sa.expl.value(e));
+                rb != ra
+            });
+            if !changed {
+                continue;
+            }
+            for n in &members {
+                work += 1;
+                route_changes(sb, sa, *n, &l, !gateway, &mut remote);
+            }
+        }
+    }
+    let mut r = Renderer::new(sa, full);
+    for (mut c, e) in remote {
+        c.explanation = e.map(|e| r.expl(e));
+        changes.push(c);
+    }
+    changes.sort_by(|a, b| a.node.cmp(&b.node).then_with(|| a.item.cmp(&b.item)));
+    (changes, work)
+}
+
+fn route_changes(
+    sb: &mut Solver<'_>,
+    sa: &mut Solver<'_>,
+    n: NodeId,
+    l: &Learned,
+    worker: bool,
+    out: &mut Vec<(Change, Option<ExplId>)>,
+) {
+    let t = sb.topo();
+    let node = t.node(n);
+    let vb = sb.learned_value(n, l, worker).map(|e| sb.expl.value(e).0);
+    let ea = sa.learned_value(n, l, worker);
+    let va = ea.map(|e| sa.expl.value(e).0);
+    if vb == va {
+        return;
+    }
+    let locals = &t.site(node.site).local_cidrs;
+    let pieces = if locals.is_empty() { vec![l.prefix] } else { cut(l.prefix, locals) };
+    let kind = if worker { RouteKind::Gateway } else { RouteKind::Transit };
+    let change = |item: Item| Change { node: node.name.to_string(), item, before: vb, after: va, explanation: None };
+    for piece in pieces {
+        out.push((change(Item::Route { destination: Prefix(piece), kind }), ea));
+    }
+    if !worker {
+        out.push((change(Item::Published { destination: Prefix(l.prefix) }), ea));
+    }
+}
