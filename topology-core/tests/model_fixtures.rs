@@ -8,7 +8,7 @@
 //! The table lists, in order:
 //! - `node NAME site=SITE worker|gateway pool=POOL|- [underlay=..] [underlay-max=..]`, every node
 //!   that has a Site (nodes without one are left out, spec "Membership");
-//! - `site NAME nodeCidrs=.. pods=.. [protocol=..] [cap=..]`;
+//! - `site NAME nodeCidrs=.. pods=.. [manageCniPlugin=false] [protocol=..] [cap=..]`;
 //! - `pool NAME External|Internal [protocol=..] [cap=..] gateways=[..]`;
 //! - `KIND NAME relates|relates-nothing sites=[..] pools=[..] [mesh|no-mesh] [protocol=..]
 //!   [cap=..]`, for every enabled SitePeering, assignment and pool peering;
@@ -102,6 +102,9 @@ pub fn render(t: &Topology) -> String {
             bracket(&s.node_cidrs),
             bracket(&s.pod_blocks)
         );
+        if !s.manage_cni {
+            out.push_str(" manageCniPlugin=false");
+        }
         if let Some(p) = s.protocol {
             let _ = write!(out, " protocol={p}");
         }
@@ -255,6 +258,7 @@ fixtures! {
     json_input => "json-input.json",
     bom => "bom.yaml",
     decode_errors => "decode-errors.yaml",
+    pod_blocks => "pod-blocks.yaml",
 }
 
 /// Every fixture in the directory has a test, and every one has an expectation.
@@ -291,6 +295,26 @@ fn every_code_is_covered() {
         .filter(|c| !all.lines().any(|l| l.split(' ').nth(1) == Some(c)))
         .collect();
     assert!(missing.is_empty(), "codes without a fixture: {missing:?}");
+}
+
+/// The core decodes `(source name, bytes)` pairs; two objects of one kind and name in two
+/// sources are one E-DUPLICATE at the first location (by source, then line), listing both, and
+/// the result does not depend on the order of the sources.
+#[test]
+fn duplicates_across_sources() {
+    let one = "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: a}\n";
+    let two = "# a comment\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: a}\n---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: b}\n";
+    let build = |sources: [(&'static str, &'static str); 2]| {
+        let d = decode(sources.map(|(n, t)| (n, t.as_bytes())));
+        render(&Topology::build(&d.objects, d.diagnostics))
+    };
+    let forward = build([("dir/one.yaml", one), ("dir/two.yaml", two)]);
+    let backward = build([("dir/two.yaml", two), ("dir/one.yaml", one)]);
+    assert_eq!(forward, backward);
+    assert_eq!(
+        forward,
+        "site b nodeCidrs=[] pods=[]\ncomponent [b] cap=-\nerror E-DUPLICATE Site/a metadata.name dir/one.yaml:1\n"
+    );
 }
 
 /// Production behaviour that differs from `spec/model.md`. Each test is a minimal input, the spec
