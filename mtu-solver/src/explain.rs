@@ -82,13 +82,6 @@ pub enum Leaf {
         /// The (uncut) prefix.
         prefix: IpNet,
     },
-    /// A link's MTU, as a term of a shared device (a maximum).
-    LinkMtu {
-        /// The node the device is on.
-        node: NodeId,
-        /// The link's other end.
-        peer: NodeId,
-    },
 }
 
 /// How a node combines.
@@ -100,6 +93,15 @@ pub enum Kind {
     Min(SmallVec<[ExplId; 4]>),
     /// The maximum of its children.
     Max(SmallVec<[ExplId; 4]>),
+    /// A link's MTU as one term of a device (a maximum): its own explanation is `inner`.
+    Link {
+        /// The node the device is on.
+        node: NodeId,
+        /// The link's other end.
+        peer: NodeId,
+        /// The link MTU's explanation.
+        inner: ExplId,
+    },
 }
 
 /// An explanation node with its value and the leaf that binds it.
@@ -175,6 +177,12 @@ impl Explanations {
         self.min(&all).unwrap_or(first)
     }
 
+    /// The link from `node` to `peer` whose MTU is explained by `inner`, as a device term.
+    pub fn link(&mut self, node: NodeId, peer: NodeId, inner: ExplId) -> ExplId {
+        let value = self.value(inner);
+        self.intern(Kind::Link { node, peer, inner }, value, None)
+    }
+
     /// The maximum of `children`.
     pub fn max(&mut self, children: &[ExplId]) -> Option<ExplId> {
         self.combine(children, true)
@@ -215,7 +223,7 @@ impl Explanations {
                 continue;
             }
             match &self.get(x).kind {
-                Kind::Leaf(_) => out.push(x),
+                Kind::Leaf(_) | Kind::Link { .. } => out.push(x),
                 Kind::Min(k) => stack.extend(k.iter().copied()),
                 Kind::Max(k) => out.extend(k.iter().copied()),
             }
@@ -229,13 +237,20 @@ impl Explanations {
     /// cap enters the component): what locality (invariant 4) is checked against.
     pub fn objects(&self, id: ExplId, topo: &Topology) -> Vec<ObjRef> {
         let mut out = Vec::new();
-        for l in self.leaves(id) {
-            match &self.get(l).kind {
+        let mut stack = vec![id];
+        let mut seen = rustc_hash::FxHashSet::default();
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            match &self.get(x).kind {
                 Kind::Leaf(Leaf::Cap { obj }) => out.push(*obj),
                 Kind::Leaf(Leaf::Comp { site, .. }) => {
                     out.extend(topo.component(topo.comp(*site)).cap_objects.iter().copied())
                 }
-                _ => {}
+                Kind::Leaf(_) => {}
+                Kind::Min(k) | Kind::Max(k) => stack.extend(k.iter().copied()),
+                Kind::Link { inner, .. } => stack.push(*inner),
             }
         }
         out.sort();
@@ -255,9 +270,10 @@ impl Explanations {
                 Leaf::Published { gateway, .. } => {
                     format!("published by {}", topo.node(*gateway).name)
                 }
-                Leaf::LinkMtu { peer, .. } => format!("link to {}", topo.node(*peer).name),
             },
-            Kind::Min(_) | Kind::Max(_) => "min".to_string(),
+            Kind::Link { peer, .. } => format!("link to {}", topo.node(*peer).name),
+            Kind::Min(_) => "min".to_string(),
+            Kind::Max(_) => "max".to_string(),
         }
     }
 
@@ -324,10 +340,13 @@ impl Explanations {
                     topo.node(*gateway).name,
                     prefix
                 ),
-                Leaf::LinkMtu { peer, .. } => {
-                    format!("link MTU to {} {}", topo.node(*peer).name, node.value)
-                }
             },
+            Kind::Link { peer, inner, .. } => format!(
+                "link MTU to {} {} (bound by {})",
+                topo.node(*peer).name,
+                node.value,
+                self.term_name(self.get(*inner).bound, topo)
+            ),
             Kind::Min(k) => format!("minimum of {} terms", k.len()),
             Kind::Max(k) => format!("maximum of {} links", k.len()),
         }

@@ -15,6 +15,7 @@
 )]
 
 pub mod explain;
+pub mod incremental;
 pub mod overhead;
 pub mod plan;
 pub mod report;

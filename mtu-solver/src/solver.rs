@@ -581,7 +581,7 @@ impl<'t> Solver<'t> {
             if l.device == DeviceRef::Underlay {
                 continue;
             }
-            let leaf = self.expl.leaf(Leaf::LinkMtu { node: n, peer: l.peer }, l.mtu.mtu);
+            let leaf = self.expl.link(n, l.peer, l.mtu.expl);
             dev_links
                 .entry(l.device.clone())
                 .or_insert_with(|| (l.protocol, SmallVec::new()))

@@ -307,68 +307,144 @@ pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatI
     for m in mutations {
         apply(&mut after, m)?;
     }
-    let tb = base.topology();
-    let ta = after.topology();
     for m in mutations {
         if let Mutation::Underlay { node, .. } = m
-            && tb.node_id(node).is_none()
+            && !base.objects.iter().any(|o| o.name() == node.as_str() && o.kind() == Kind::Node)
+            && base.topology().node_id(node).is_none()
         {
             return Err(MutationError::NoSuchObject(format!("Node/{node}")));
         }
     }
-    let caps_only = mutations
-        .iter()
-        .all(|m| matches!(m, Mutation::SetCap { .. } | Mutation::ClearCap { .. }));
-    let underlay_only = mutations.iter().all(|m| matches!(m, Mutation::Underlay { .. }));
-    let mut sb = Solver::new(&tb, base.settings.clone());
-    let mut sa = Solver::new(&ta, after.settings.clone());
-    if caps_only {
-        let objs: Vec<ObjRef> = mutations
-            .iter()
-            .filter_map(|m| match m {
-                Mutation::SetCap { kind, name, .. } | Mutation::ClearCap { kind, name } => obj_ref(&tb, *kind, name),
-                _ => None,
-            })
-            .collect();
-        let (changes, work) = per_value(&mut sb, &mut sa, &objs, full);
-        return Ok(WhatIf { changes, strategy: "per-value", work });
-    }
-    if underlay_only {
-        let mut near: FxHashSet<NodeId> = FxHashSet::default();
-        for m in mutations {
-            if let Mutation::Underlay { node, .. } = m
-                && let Some(n) = tb.node_id(node)
-            {
-                near.insert(n);
-                for (p, _) in sb.net.link_peers(n) {
-                    near.insert(p);
-                }
-            }
-        }
-        let mut nodes: Vec<NodeId> = near.into_iter().collect();
-        nodes.sort();
-        let work = nodes.len() * 2;
-        let changes = diff_nodes(&mut sb, &mut sa, &nodes, &nodes, full);
-        return Ok(WhatIf { changes, strategy: "near-nodes", work });
-    }
-    let all_b: Vec<NodeId> = (0..tb.nodes.len()).map(NodeId::from_idx).collect();
-    let all_a: Vec<NodeId> = (0..ta.nodes.len()).map(NodeId::from_idx).collect();
-    let work = all_b.len() + all_a.len();
-    let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
-    Ok(WhatIf { changes, strategy: "all-nodes", work })
+    Ok(diff(base, &after, full))
 }
 
-/// Compares two complete inputs (`--after PATH`).
+/// Compares two complete inputs (`--after PATH`): the same as [`diff`].
 pub fn compare(base: &Input, after: &Input, full: bool) -> WhatIf {
+    diff(base, after, full)
+}
+
+/// How two inputs differ, for choosing how much to re-resolve.
+enum Difference {
+    /// Only caps of these objects (by kind and name).
+    Caps(Vec<(Kind, String)>),
+    /// Only the underlays of these nodes.
+    Underlays(Vec<String>),
+    /// Anything else: links or paths may change.
+    Structure,
+}
+
+fn without_cap(o: &RawObject) -> RawObject {
+    let mut c = o.clone();
+    c.meta_mut().diags.clear();
+    if let Some(slot) = cap_slot(&mut c) {
+        *slot = None;
+    }
+    c
+}
+
+fn without_underlay(o: &RawObject) -> RawObject {
+    let mut c = o.clone();
+    c.meta_mut().diags.clear();
+    if let RawObject::Node(n) = &mut c {
+        n.underlay = None;
+        n.underlay_max = None;
+    }
+    c
+}
+
+fn classify(base: &Input, after: &Input) -> Difference {
+    if base.diagnostics != after.diagnostics {
+        return Difference::Structure;
+    }
+    let index = |i: &Input| {
+        let mut m: BTreeMap<(Kind, String), Vec<RawObject>> = BTreeMap::new();
+        for o in &i.objects {
+            m.entry((o.kind(), o.name().to_string())).or_default().push(o.clone());
+        }
+        m
+    };
+    let (b, a) = (index(base), index(after));
+    if b.keys().ne(a.keys()) {
+        return Difference::Structure;
+    }
+    let mut caps = Vec::new();
+    let mut underlays: Vec<String> = Vec::new();
+    for (k, ob) in &b {
+        let Some(oa) = a.get(k) else { return Difference::Structure };
+        if ob == oa {
+            continue;
+        }
+        if ob.len() != 1 || oa.len() != 1 {
+            return Difference::Structure;
+        }
+        let (x, y) = (&ob[0], &oa[0]);
+        if without_cap(x) == without_cap(y) && cap_slot(&mut x.clone()).is_some() {
+            caps.push(k.clone());
+        } else if without_underlay(x) == without_underlay(y) && k.0 == Kind::Node {
+            underlays.push(k.1.clone());
+        } else if x.meta().diags != y.meta().diags && without_cap(x) == without_cap(y) {
+            continue;
+        } else {
+            return Difference::Structure;
+        }
+    }
+    let mut s = base.settings.clone();
+    s.underlay_overrides = after.settings.underlay_overrides.clone();
+    if s != after.settings {
+        return Difference::Structure;
+    }
+    let mut names: std::collections::BTreeSet<&String> = base.settings.underlay_overrides.keys().collect();
+    names.extend(after.settings.underlay_overrides.keys());
+    for n in names {
+        if base.settings.underlay_overrides.get(n) != after.settings.underlay_overrides.get(n) {
+            underlays.push(n.clone());
+        }
+    }
+    match (caps.is_empty(), underlays.is_empty()) {
+        (_, true) => Difference::Caps(caps),
+        (true, false) => Difference::Underlays(underlays),
+        (false, false) => Difference::Structure,
+    }
+}
+
+/// Every value that differs between two inputs, computed at a cost that follows what changed:
+/// per value for cap changes, the nodes around a node for underlay changes, every node when
+/// links or paths may change.
+pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
     let tb = base.topology();
     let ta = after.topology();
     let mut sb = Solver::new(&tb, base.settings.clone());
     let mut sa = Solver::new(&ta, after.settings.clone());
-    let all_b: Vec<NodeId> = (0..tb.nodes.len()).map(NodeId::from_idx).collect();
-    let all_a: Vec<NodeId> = (0..ta.nodes.len()).map(NodeId::from_idx).collect();
-    let work = all_b.len() + all_a.len();
-    let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
-    WhatIf { changes, strategy: "all-nodes", work }
+    match classify(base, after) {
+        Difference::Caps(objs) => {
+            let objs: Vec<ObjRef> = objs.iter().filter_map(|(k, n)| obj_ref(&tb, *k, n)).collect();
+            let (changes, work) = per_value(&mut sb, &mut sa, &objs, full);
+            WhatIf { changes, strategy: "per-value", work }
+        }
+        Difference::Underlays(names) => {
+            let mut near: FxHashSet<NodeId> = FxHashSet::default();
+            for name in &names {
+                if let Some(n) = tb.node_id(name) {
+                    near.insert(n);
+                    for (p, _) in sb.net.link_peers(n) {
+                        near.insert(p);
+                    }
+                }
+            }
+            let mut nodes: Vec<NodeId> = near.into_iter().collect();
+            nodes.sort();
+            let work = nodes.len() * 2;
+            let changes = diff_nodes(&mut sb, &mut sa, &nodes, &nodes, full);
+            WhatIf { changes, strategy: "near-nodes", work }
+        }
+        Difference::Structure => {
+            let all_b: Vec<NodeId> = (0..tb.nodes.len()).map(NodeId::from_idx).collect();
+            let all_a: Vec<NodeId> = (0..ta.nodes.len()).map(NodeId::from_idx).collect();
+            let work = all_b.len() + all_a.len();
+            let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
+            WhatIf { changes, strategy: "all-nodes", work }
+        }
+    }
 }
 
 /// The reference of a kind and name in a topology.
