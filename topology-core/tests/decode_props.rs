@@ -538,3 +538,42 @@ proptest! {
         prop_assert!(decode_errors <= 2, "{decode_errors} E-DECODE for one line: {:#?}", t.diagnostics);
     }
 }
+
+/// Known issue. Spec "Accepted input": "A document that fails to decode is an error diagnostic and
+/// the other documents still count." A middle document holding bytes that are not UTF-8 makes the
+/// decoder skip the whole source (one E-DECODE "the whole source is skipped", no Sites); expected:
+/// one E-DECODE for document 2 and Sites a and b from documents 1 and 3.
+#[test]
+fn non_utf8_middle_document_costs_only_itself() {
+    let mut bytes = b"apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: a}\n---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: \"".to_vec();
+    bytes.extend_from_slice(&[0xFF, 0xFE]);
+    bytes.extend_from_slice(
+        b"\"}\n---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: b}\n",
+    );
+    let d = decode([("bin.yaml", bytes.as_slice())]);
+    let t = Topology::build(&d.objects, d.diagnostics.clone());
+    let decode_errors: Vec<String> = t
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::Decode)
+        .map(|d| {
+            format!(
+                "{} {}",
+                d.object,
+                d.source.as_ref().map(|s| s.to_string()).unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        decode_errors,
+        ["document 2 bin.yaml:7"],
+        "{:#?}",
+        t.diagnostics
+    );
+    let sites: Vec<&str> = t.sites.iter().map(|s| &*s.name).collect();
+    assert_eq!(
+        sites,
+        ["a", "b"],
+        "the documents around the broken one still count"
+    );
+}
