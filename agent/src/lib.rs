@@ -3,6 +3,8 @@
 
 pub mod cli;
 pub mod common;
+pub mod explain;
+pub mod graph;
 pub mod input;
 pub mod resolve;
 pub mod whatif;

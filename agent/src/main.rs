@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use unbounded_mtu::{cli, common, resolve, whatif};
+use unbounded_mtu::{cli, common, explain, graph, resolve, whatif};
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -12,9 +12,8 @@ fn main() -> ExitCode {
             let raw: Vec<String> = std::env::args().collect();
             whatif::run(a, &raw)
         }
-        cli::Command::Explain(_) | cli::Command::Graph(_) => {
-            Err(common::usage("this command is not built yet"))
-        }
+        cli::Command::Explain(a) => explain::run(a),
+        cli::Command::Graph(a) => graph::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

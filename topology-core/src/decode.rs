@@ -382,44 +382,39 @@ impl Decoded {
     /// Decodes one more source into this set.
     pub fn add_source(&mut self, source: &str, bytes: &[u8]) {
         let source: Arc<str> = Arc::from(source);
-        let text = match std::str::from_utf8(bytes) {
-            Ok(t) => t,
-            Err(e) => {
-                let line = bytes
-                    .get(..e.valid_up_to())
-                    .map(|b| b.iter().filter(|&&c| c == b'\n').count())
-                    .unwrap_or(0);
-                self.diagnostics.push(Diagnostic::new(
-                    Code::Decode,
-                    "-",
-                    "",
-                    format!(
-                        "not UTF-8 text (invalid byte at offset {}); the whole source is skipped",
-                        e.valid_up_to()
-                    ),
-                    Some(SourceLoc {
-                        source: source.clone(),
-                        line: u32::try_from(line).unwrap_or(u32::MAX).saturating_add(1),
-                    }),
-                ));
-                return;
-            }
-        };
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        for (i, doc) in tree::parse_stream(text).into_iter().enumerate() {
-            let doc_label = format!("document {}", i.saturating_add(1));
-            match doc.result {
-                Ok(root) => self.add_node(&source, &doc_label, root),
-                Err((line, msg)) => self.diagnostics.push(Diagnostic::new(
-                    Code::Decode,
-                    doc_label,
-                    "",
-                    format!("not valid YAML/JSON: {msg}"),
-                    Some(SourceLoc {
-                        source: source.clone(),
-                        line,
-                    }),
-                )),
+        let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+        let mut doc_no = 0usize;
+        for (first_line, chunk) in tree::split_document_bytes(bytes) {
+            let docs = match std::str::from_utf8(chunk) {
+                Ok(text) => tree::parse_document_chunk(text, first_line),
+                Err(e) => {
+                    let line = chunk
+                        .get(..e.valid_up_to())
+                        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+                        .unwrap_or(0);
+                    let line = first_line.saturating_add(u32::try_from(line).unwrap_or(u32::MAX));
+                    vec![tree::ParsedDoc {
+                        line: first_line,
+                        result: Err((line, "not UTF-8 text".to_string())),
+                    }]
+                }
+            };
+            for doc in docs {
+                doc_no = doc_no.saturating_add(1);
+                let doc_label = format!("document {doc_no}");
+                match doc.result {
+                    Ok(root) => self.add_node(&source, &doc_label, root),
+                    Err((line, msg)) => self.diagnostics.push(Diagnostic::new(
+                        Code::Decode,
+                        doc_label,
+                        "",
+                        format!("not valid YAML/JSON: {msg}"),
+                        Some(SourceLoc {
+                            source: source.clone(),
+                            line,
+                        }),
+                    )),
+                }
             }
         }
     }
@@ -465,11 +460,22 @@ impl Decoded {
             _ => None,
         };
         if kind == "List" || (kind.ends_with("List") && root.get("items").is_some()) {
-            if let Some(items) = root.get("items")
-                && let Value::Seq(items) = items.node.value.clone()
-            {
-                for (i, item) in items.into_iter().enumerate() {
-                    self.add_node(source, &format!("{doc_label} items[{i}]"), item);
+            match root.get("items").map(|e| (&e.node.value, e.node.line)) {
+                Some((Value::Seq(items), _)) => {
+                    for (i, item) in items.clone().into_iter().enumerate() {
+                        self.add_node(source, &format!("{doc_label} items[{i}]"), item);
+                    }
+                }
+                Some((Value::Null, _)) | None => {}
+                Some((other, line)) => {
+                    let found = Node { line, value: other.clone() }.type_name();
+                    self.diagnostics.push(Diagnostic::new(
+                        Code::FieldType,
+                        format!("{kind} ({doc_label})"),
+                        "items",
+                        format!("expected a list, found {found}; nothing in it is read"),
+                        Some(loc(line)),
+                    ));
                 }
             }
             return;
@@ -528,6 +534,8 @@ impl Decoded {
             source: source.clone(),
             object: format!("{}/{}", kind_id.as_str(), name),
             diags: Vec::new(),
+            prefix: String::new(),
+            reported: Vec::new(),
         };
         let meta_loc = Some(loc(root.line));
         let obj = cx.object_of(kind_id, &root, name, meta_loc);
@@ -549,6 +557,10 @@ struct Cx {
     source: Arc<str>,
     object: String,
     diags: Vec<Diagnostic>,
+    /// Prepended to field paths while reading list entries (`nodes[2].`).
+    prefix: String,
+    /// Paths already reported as not being objects.
+    reported: Vec<String>,
 }
 
 const SITE_LABEL: &str = "net.unbounded-cloud.io/site";
@@ -573,6 +585,7 @@ impl Cx {
 
     fn report(&mut self, code: Code, field: &str, line: u32, message: impl Into<String>) {
         let loc = self.loc(line);
+        let field = format!("{}{field}", self.prefix);
         self.diags
             .push(Diagnostic::new(code, self.object.clone(), field, message, loc));
     }
@@ -586,9 +599,27 @@ impl Cx {
     }
 
     /// `path` is dotted (`spec.tunnelMTU`); returns the node when present and not null.
-    fn at<'n>(&self, root: &'n Node, path: &str) -> Option<&'n Node> {
+    fn at<'n>(&mut self, root: &'n Node, path: &str) -> Option<&'n Node> {
         let mut cur = root;
+        let mut walked = String::new();
         for part in path.split('.') {
+            if !walked.is_empty() {
+                if let Value::Map(_) | Value::Null = cur.value {
+                } else {
+                    let full = format!("{}{walked}", self.prefix);
+                    if !self.reported.contains(&full) {
+                        self.reported.push(full);
+                        let msg = format!(
+                            "expected an object, found {}; everything under it is read as absent",
+                            cur.type_name()
+                        );
+                        self.report(Code::FieldType, &walked.clone(), cur.line, msg);
+                    }
+                    return None;
+                }
+                walked.push('.');
+            }
+            walked.push_str(part);
             cur = &cur.get(part)?.node;
         }
         if cur.value == Value::Null {
@@ -742,7 +773,9 @@ impl Cx {
         let line = n.line;
         let (value, written): (Option<i128>, String) = match &n.value {
             Value::Int(i) => (Some(*i), i.to_string()),
-            Value::Float(f) if f.fract() == 0.0 || f.is_infinite() => (None, format!("{f}")),
+            Value::Float(f) if f.is_infinite() => (None, "a number too large for any integer".to_string()),
+            #[allow(clippy::cast_possible_truncation)]
+            Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e30 => (Some(*f as i128), format!("{f}")),
             _ => {
                 self.wrong_type(path, n, "an integer");
                 return None;
@@ -889,14 +922,16 @@ impl Cx {
                         self.wrong_type(&path, e, "an object");
                         continue;
                     }
+                    self.prefix = format!("{path}.");
                     let Some(name) = self.str_at(e, "name") else {
-                        self.report(Code::FieldType, &format!("{path}.name"), e.line, "a status node needs a name; the entry is ignored");
+                        self.report(Code::FieldType, "name", e.line, "a status node needs a name; the entry is ignored");
+                        self.prefix.clear();
                         continue;
                     };
                     let wg_port = match self.at(e, "gatewayWireguardPort") {
                         Some(Node { value: Value::Int(p), .. }) => u16::try_from(*p).ok(),
                         Some(n) => {
-                            self.wrong_type(&format!("{path}.gatewayWireguardPort"), n, "a port number");
+                            self.wrong_type("gatewayWireguardPort", n, "a port number");
                             None
                         }
                         None => None,
@@ -910,6 +945,7 @@ impl Cx {
                         loc: self.loc(e.line),
                         name,
                     });
+                    self.prefix.clear();
                 }
                 RawObject::Pool(RawPool {
                     internal,
@@ -990,8 +1026,10 @@ impl Cx {
                         self.wrong_type(&path, e, "an object");
                         continue;
                     }
+                    self.prefix = format!("{path}.");
                     let Some(name) = self.str_at(e, "name") else {
-                        self.report(Code::FieldType, &format!("{path}.name"), e.line, "a slice entry needs a name; the entry is ignored");
+                        self.report(Code::FieldType, "name", e.line, "a slice entry needs a name; the entry is ignored");
+                        self.prefix.clear();
                         continue;
                     };
                     nodes.push(RawSliceNode {
@@ -1000,6 +1038,7 @@ impl Cx {
                         loc: self.loc(e.line),
                         name,
                     });
+                    self.prefix.clear();
                 }
                 RawObject::Slice(RawSlice {
                     site_name,

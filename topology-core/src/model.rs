@@ -365,6 +365,12 @@ impl Builder {
         // 1. Group by kind and name; a name given twice within a kind is ignored entirely.
         let mut by_kind: BTreeMap<(crate::decode::Kind, &str), Vec<&RawObject>> = BTreeMap::new();
         for o in objects {
+            // An object with `enabled: false` is absent everywhere, silently.
+            if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) = o
+                && !r.enabled
+            {
+                continue;
+            }
             self.diags.extend(o.meta().diags.iter().cloned());
             by_kind.entry((o.kind(), o.name())).or_default().push(o);
         }
@@ -650,10 +656,21 @@ impl Builder {
                         .iter()
                         .map(|p| t.pool(*p).name.to_string())
                         .collect();
+                    let by_status = matched.iter().any(|p| {
+                        pools_raw.get(p.idx()).is_some_and(|r| !r.status_nodes.is_empty())
+                    });
+                    if loc.is_none() {
+                        loc = matched.iter().find_map(|p| {
+                            pools_raw
+                                .get(p.idx())
+                                .and_then(|r| r.status_nodes.iter().find(|e| e.name == name))
+                                .and_then(|e| e.loc.clone())
+                        });
+                    }
                     self.diags.push(warn(
                         Code::MultiPool,
                         &object,
-                        "metadata.labels",
+                        if by_status { "status.nodes" } else { "metadata.labels" },
                         format!(
                             "the node matches pools {}; it joins {} (first by name)",
                             names.join(", "),

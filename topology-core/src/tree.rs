@@ -173,6 +173,41 @@ pub fn split_documents(text: &str) -> Vec<(u32, &str)> {
     chunks
 }
 
+/// Splits raw bytes into documents at `---` lines, keeping line offsets, so a document that is
+/// not UTF-8 costs only itself.
+pub fn split_document_bytes(bytes: &[u8]) -> Vec<(u32, &[u8])> {
+    let mut chunks = Vec::new();
+    let mut start_byte = 0usize;
+    let mut start_line = 1u32;
+    let mut line_no = 1u32;
+    let mut offset = 0usize;
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        let marker = line.strip_prefix(b"---").is_some_and(|rest| {
+            rest.is_empty() || matches!(rest.first(), Some(b' ' | b'\t' | b'\r' | b'\n'))
+        });
+        if line_no > 1 && marker {
+            if let Some(chunk) = bytes.get(start_byte..offset) {
+                chunks.push((start_line, chunk));
+            }
+            start_byte = offset;
+            start_line = line_no;
+        }
+        offset = offset.saturating_add(line.len());
+        line_no = line_no.saturating_add(1);
+    }
+    if let Some(chunk) = bytes.get(start_byte..) {
+        chunks.push((start_line, chunk));
+    }
+    chunks
+}
+
+/// Parses one chunk that starts at 1-based line `first_line` (see [`split_documents`]).
+pub fn parse_document_chunk(chunk: &str, first_line: u32) -> Vec<ParsedDoc> {
+    let mut docs = Vec::new();
+    parse_chunk(chunk, first_line, &mut docs);
+    docs
+}
+
 fn is_doc_start(line: &str) -> bool {
     let rest = match line.strip_prefix("---") {
         Some(r) => r,

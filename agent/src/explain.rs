@@ -1,0 +1,241 @@
+//! `unbounded-mtu explain`: why each value of a node is what it is, for a person.
+
+use crate::cli::{ExplainArgs, Output};
+use crate::common::{self, usage};
+use anyhow::Result;
+use ipnet::IpNet;
+use mtu_solver::explain::ExplId;
+use mtu_solver::report::{Renderer, TermOut};
+use mtu_solver::{NodePlan, RouteKind, Solver};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use topology_core::ids::NodeId;
+use topology_core::model::Topology;
+
+/// One explained value.
+#[derive(Serialize)]
+struct Explained {
+    item: String,
+    value: u32,
+    bound: TermOut,
+    terms: Vec<TermOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paths: Option<Paths>,
+}
+
+#[derive(Serialize)]
+struct Paths {
+    total: u64,
+    shown: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Doc {
+    node: String,
+    site: String,
+    role: String,
+    values: Vec<Explained>,
+}
+
+fn describe(topo: &Topology, n: NodeId) -> String {
+    let node = topo.node(n);
+    let site = &topo.site(node.site).name;
+    match node.pool() {
+        Some(p) => format!("{} (pool {}, Site {})", node.name, topo.pool(p).name, site),
+        None => format!("{}@{}", node.name, site),
+    }
+}
+
+fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet) -> String {
+    let topo = solver.topo();
+    let mut s = describe(topo, from);
+    for h in hops {
+        s.push_str(" -> ");
+        s.push_str(&describe(topo, *h));
+    }
+    let origins = solver.net.origins_of(prefix);
+    let last = hops.last().copied();
+    let end = origins
+        .iter()
+        .find(|o| last.is_some_and(|g| solver.net.originates(g, o.dest)))
+        .map(|o| match o.dest {
+            topology_core::net::Dest::Site(d) => format!(" -> Site {}", topo.site(d).name),
+            topology_core::net::Dest::Pool(p) => {
+                format!(" -> leaves the overlay (routed by pool {})", topo.pool(p).name)
+            }
+        })
+        .unwrap_or_default();
+    s.push_str(&end);
+    s
+}
+
+fn explained(r: &Renderer<'_, '_>, solver: &Solver<'_>, item: String, e: ExplId) -> Explained {
+    let node = solver.expl.get(e);
+    Explained {
+        item,
+        value: node.value.0,
+        bound: r.term(node.bound),
+        terms: solver.expl.leaves(e).into_iter().map(|l| r.term(l)).collect(),
+        paths: None,
+    }
+}
+
+fn wanted_route(dest: &IpNet, want: &Option<Want>) -> bool {
+    match want {
+        None => true,
+        Some(Want::Net(n)) => dest == n,
+        Some(Want::Addr(a)) => dest.contains(a),
+        Some(Want::Peer(_)) => false,
+    }
+}
+
+enum Want {
+    Net(IpNet),
+    Addr(IpAddr),
+    Peer(NodeId),
+}
+
+/// Runs `explain`.
+pub fn run(args: &ExplainArgs) -> Result<()> {
+    let decoded = common::load(&args.common.files)?;
+    let topo = common::topology(&decoded);
+    let n = topo
+        .node_id(&args.node)
+        .ok_or_else(|| usage(format!("node {} does not exist (or belongs to no Site)", args.node)))?;
+    let want = if let Some(p) = &args.peer {
+        let id = topo.node_id(p).ok_or_else(|| usage(format!("node {p} does not exist")))?;
+        Some(Want::Peer(id))
+    } else if let Some(d) = &args.destination {
+        if let Ok(net) = d.parse::<IpNet>() {
+            Some(Want::Net(net.trunc()))
+        } else if let Ok(a) = d.parse::<IpAddr>() {
+            Some(Want::Addr(a))
+        } else {
+            return Err(usage(format!("--destination {d}: neither a CIDR nor an IP address")));
+        }
+    } else {
+        None
+    };
+    let mut solver = Solver::new(&topo, common::settings(&args.common));
+    let plan: NodePlan = solver.plan(n);
+    // Paths for the routes that will be shown.
+    let mut route_paths: Vec<Option<Paths>> = Vec::new();
+    for rt in &plan.routes {
+        if rt.kind == RouteKind::Direct || !wanted_route(&rt.destination, &want) {
+            route_paths.push(None);
+            continue;
+        }
+        let (found, total) = solver.net.paths(n, &rt.advertised, args.paths);
+        let shown = found.iter().map(|p| path_text(&solver, n, p, &rt.advertised)).collect();
+        route_paths.push(Some(Paths { total, shown }));
+    }
+    let r = Renderer::new(&solver, true);
+    let mut values: Vec<Explained> = Vec::new();
+    let show_all = want.is_none();
+    for l in &plan.links {
+        let hit = matches!(want, Some(Want::Peer(p)) if p == l.peer);
+        if show_all || hit {
+            values.push(explained(
+                &r,
+                &solver,
+                format!("link to {} ({}, {})", topo.node(l.peer).name, l.kind.as_str(), l.protocol),
+                l.mtu.expl,
+            ));
+        }
+    }
+    let mut matched_routes = 0usize;
+    for (rt, paths) in plan.routes.iter().zip(route_paths) {
+        let via_peer = matches!(want, Some(Want::Peer(p)) if rt.kind == RouteKind::Direct && rt.via.contains(&p));
+        if !(wanted_route(&rt.destination, &want) || via_peer) {
+            continue;
+        }
+        matched_routes += 1;
+        let mut e = explained(
+            &r,
+            &solver,
+            format!(
+                "route {} ({}, {}, distance {}, via {})",
+                rt.destination,
+                rt.ty.as_str(),
+                rt.kind.as_str(),
+                rt.distance,
+                rt.via.iter().map(|v| topo.node(*v).name.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+            rt.mtu.expl,
+        );
+        e.paths = paths;
+        values.push(e);
+    }
+    if show_all {
+        for d in &plan.devices {
+            let name = match &d.device {
+                mtu_solver::DeviceRef::Shared(n) => n.clone(),
+                mtu_solver::DeviceRef::PerPeer { name, peer } => name
+                    .clone()
+                    .unwrap_or_else(|| format!("(WireGuard device for {})", topo.node(*peer).name)),
+                mtu_solver::DeviceRef::Underlay => continue,
+            };
+            values.push(explained(&r, &solver, format!("device {name} (largest link it carries)"), d.mtu.expl));
+        }
+        values.push(explained(&r, &solver, "fabric (pods, bridge, CNI)".to_string(), plan.fabric.expl));
+        if let Some(ps) = &plan.published {
+            for p in ps {
+                values.push(explained(&r, &solver, format!("published for {}", p.destination), p.mtu.expl));
+            }
+        }
+    }
+    if let Some(Want::Net(_) | Want::Addr(_)) = want
+        && matched_routes == 0
+    {
+        return Err(usage(format!(
+            "node {} has no route to {}",
+            args.node,
+            args.destination.as_deref().unwrap_or("")
+        )));
+    }
+    let node = topo.node(n);
+    let doc = Doc {
+        node: node.name.to_string(),
+        site: topo.site(node.site).name.to_string(),
+        role: match node.pool() {
+            Some(p) => format!("gateway of {}", topo.pool(p).name),
+            None => "worker".to_string(),
+        },
+        values,
+    };
+    match common::output(&args.common) {
+        Output::Table => print!("{}", text(&doc)),
+        out => common::write_data(&doc, out)?,
+    }
+    Ok(())
+}
+
+fn text(doc: &Doc) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{} in Site {}, {}\n", doc.node, doc.site, doc.role);
+    for v in &doc.values {
+        let _ = writeln!(s, "{}: {}", v.item, v.value);
+        let _ = writeln!(s, "  bound by {} = {}: {}", v.bound.term, v.bound.value, v.bound.source);
+        if v.terms.len() > 1 {
+            let _ = writeln!(s, "  terms considered (lowest first):");
+            for t in &v.terms {
+                let mark = if t == &v.bound { "  <- binds" } else { "" };
+                let _ = writeln!(s, "    {:>5}  {}{}", t.value, t.source, mark);
+            }
+        }
+        if let Some(p) = &v.paths {
+            let _ = writeln!(
+                s,
+                "  forwarding paths ({} shown of {}):",
+                p.shown.len(),
+                p.total
+            );
+            for line in &p.shown {
+                let _ = writeln!(s, "    {line}");
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
