@@ -21,9 +21,8 @@ fn main() -> ExitCode {
             if let Some(x) = e.downcast_ref::<common::ExitError>() {
                 eprintln!("unbounded-mtu: {}", x.message);
                 ExitCode::from(x.code)
-            } else if let Some(io) = e.downcast_ref::<std::io::Error>()
-                && io.kind() == std::io::ErrorKind::BrokenPipe
-            {
+            } else if broken_pipe(&e) {
+                // The reader went away (`| head`): not an error of ours.
                 ExitCode::SUCCESS
             } else {
                 eprintln!("unbounded-mtu: {e:#}");
@@ -31,4 +30,13 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
+    })
 }

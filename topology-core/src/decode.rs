@@ -552,6 +552,16 @@ pub fn decode<'a>(sources: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Dec
     d
 }
 
+/// Shortens user text quoted in messages (a 10 MB value must not become a 10 MB message).
+fn short(s: &str) -> String {
+    const MAX: usize = 80;
+    if s.len() <= MAX {
+        return format!("{s:?}");
+    }
+    let cut = (0..=MAX).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+    format!("{:?}… ({} bytes)", s.get(..cut).unwrap_or(""), s.len())
+}
+
 /// Field extraction context for one object: reports with object, field and line.
 struct Cx {
     source: Arc<str>,
@@ -716,7 +726,7 @@ impl Cx {
                 Some(canon)
             }
             Err(_) => {
-                self.report(Code::Cidr, field, line, format!("{text:?} is not a CIDR prefix"));
+                self.report(Code::Cidr, field, line, format!("{} is not a CIDR prefix", short(text)));
                 None
             }
         }
@@ -736,7 +746,7 @@ impl Cx {
         for (s, field, line) in items {
             match s.trim().parse::<IpAddr>() {
                 Ok(a) => out.push(a),
-                Err(_) => self.report(Code::Cidr, &field, line, format!("{s:?} is not an IP address")),
+                Err(_) => self.report(Code::Cidr, &field, line, format!("{} is not an IP address", short(&s))),
             }
         }
         out
@@ -760,7 +770,7 @@ impl Cx {
                     path,
                     line,
                     format!(
-                        "unknown tunnelProtocol {text:?} (WireGuard, GENEVE, VXLAN, IPIP, None or Auto); read as Auto"
+                        "unknown tunnelProtocol {} (WireGuard, GENEVE, VXLAN, IPIP, None or Auto); read as Auto", short(&text)
                     ),
                 );
                 None
@@ -842,7 +852,7 @@ impl Cx {
                     field,
                     line,
                     format!(
-                        "{value:?} is not an integer in {MIN_MTU}..{MAX_UNDERLAY}; it counts as {MIN_MTU} (fail closed)"
+                        "{} is not an integer in {MIN_MTU}..{MAX_UNDERLAY}; it counts as {MIN_MTU} (fail closed)", short(value)
                     ),
                 );
                 RawUnderlay {
@@ -904,7 +914,7 @@ impl Cx {
                             Code::FieldType,
                             "spec.type",
                             line,
-                            format!("unknown pool type {other:?} (External or Internal); read as External"),
+                            format!("unknown pool type {} (External or Internal); read as External", short(other)),
                         );
                         false
                     }
@@ -993,7 +1003,7 @@ impl Cx {
                             Code::Cidr,
                             &format!("{path}.address"),
                             a.line,
-                            format!("{addr:?} is not an IP address"),
+                            format!("{} is not an IP address", short(&addr)),
                         ),
                     }
                 }
