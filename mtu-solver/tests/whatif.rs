@@ -1,6 +1,8 @@
 //! What-if against its oracle: the diff of two full resolves (the mutated input resolved from
 //! scratch). Every mutation kind on every shipped example topology.
 
+#![allow(clippy::disallowed_methods)] // tests read the shipped examples
+
 use mtu_solver::whatif::{Input, Mutation, WhatIf, compare, what_if};
 use topology_core::decode::{Kind, RawObject, decode};
 
