@@ -307,6 +307,31 @@ impl Topology {
         &self.pool_peerings_of_pool[p.idx()]
     }
 
+    /// Index entries: every membership of a relationship (its member lists and the per-member
+    /// indexes pointing back at it) plus one hub per relationship. A peering of N members costs
+    /// 2N + 1 entries, never N².
+    pub fn index_entries(&self) -> usize {
+        let rel = |rs: &[Relation]| -> usize {
+            rs.iter()
+                .map(|r| r.sites.len().saturating_add(r.pools.len()).saturating_add(1))
+                .fold(0usize, usize::saturating_add)
+        };
+        let idx = |v: &[SmallVec<[PeeringId; 2]>]| v.iter().map(|x| x.len()).fold(0usize, usize::saturating_add);
+        let idx_a = |v: &[SmallVec<[AssignmentId; 2]>]| v.iter().map(|x| x.len()).fold(0usize, usize::saturating_add);
+        let idx_p = |v: &[SmallVec<[PoolPeeringId; 2]>]| v.iter().map(|x| x.len()).fold(0usize, usize::saturating_add);
+        [
+            rel(&self.site_peerings),
+            rel(&self.assignments),
+            rel(&self.pool_peerings),
+            idx(&self.peerings_of_site),
+            idx_a(&self.assignments_of_site),
+            idx_a(&self.assignments_of_pool),
+            idx_p(&self.pool_peerings_of_pool),
+        ]
+        .into_iter()
+        .fold(0usize, usize::saturating_add)
+    }
+
     /// The cap an object carries.
     pub fn cap_of(&self, o: ObjRef) -> Option<&Cap> {
         match o {
