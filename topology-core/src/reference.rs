@@ -283,9 +283,9 @@ fn relations(t: &Topology) -> Rel {
         }
     }
     let mut comp_cap: BTreeMap<usize, u32> = BTreeMap::new();
-    for s in 0..ns {
-        if let Some(c) = r.site_cap[s] {
-            let e = comp_cap.entry(label[s]).or_insert(c);
+    for (l, cap) in label.iter().zip(&r.site_cap) {
+        if let Some(c) = *cap {
+            let e = comp_cap.entry(*l).or_insert(c);
             *e = (*e).min(c);
         }
     }
@@ -295,9 +295,7 @@ fn relations(t: &Topology) -> Rel {
             *e = (*e).min(c.mtu.0);
         }
     }
-    for s in 0..ns {
-        r.comp_cap[s] = comp_cap.get(&label[s]).copied();
-    }
+    r.comp_cap = label.iter().map(|l| comp_cap.get(l).copied()).collect();
     for a in t.assignments.iter().filter(|a| a.relates) {
         for s in &a.sites {
             for p in &a.pools {
@@ -342,6 +340,14 @@ struct Cx<'a> {
 }
 
 impl Cx<'_> {
+    /// Every class of an advertised prefix.
+    fn classes_of(&self, prefix: &IpNet) -> &[Class] {
+        self.prefixes
+            .iter()
+            .find(|(p, _)| p == prefix)
+            .map(|(_, c)| c.as_slice())
+            .unwrap_or(&[])
+    }
     fn site_of(&self, n: NodeId) -> usize {
         self.t.node(n).site.idx()
     }
@@ -714,17 +720,21 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
     }
 
     // Forwarding paths of a gateway for a prefix, each gateway following its own selection.
+    // Each path comes with the classes (origins) selected by the node before its last gateway:
+    // the destination `D` of the hop lists that led there (`mtu.md` §4, `reach`).
     fn walk(
         cx: &Cx<'_>,
         sel: &[BTreeMap<IpNet, Selected>],
         g: NodeId,
         prefix: &IpNet,
-        classes: &[Class],
+        selected: &[Class],
         depth: usize,
-        out: &mut Vec<Vec<NodeId>>,
+        out: &mut Vec<(Vec<NodeId>, Vec<Class>)>,
     ) {
-        if classes.iter().any(|c| cx.originates(g, *c)) {
-            out.push(vec![g]);
+        // Rule 6: a gateway whose pool originates the prefix (any of its origins, when
+        // identical prefixes of several Sites merge) delivers it instead of routing it.
+        if cx.classes_of(prefix).iter().any(|c| cx.originates(g, *c)) {
+            out.push((vec![g], selected.to_vec()));
             return;
         }
         assert!(
@@ -738,9 +748,9 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
         for h in &s.via {
             let mut sub = Vec::new();
             walk(cx, sel, *h, prefix, &s.classes, depth + 1, &mut sub);
-            for mut p in sub {
+            for (mut p, c) in sub {
                 p.insert(0, g);
-                out.push(p);
+                out.push((p, c));
             }
         }
     }
@@ -749,6 +759,9 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
         links[a.idx()].iter().find(|l| l.peer == b).expect("linked")
     };
     // Configured caps along a path (transit edges and the terminal reach term).
+    // The terminal term: `reach` of the last gateway for the destinations `D` of the hop lists
+    // selected before it that its pool serves or owns (possibly none: rule 6 then ends the path
+    // at a gateway that delivers another origin of a merged prefix, with no further caps).
     let path_caps = |path: &[NodeId], prefix_classes: &[Class]| -> Vec<u32> {
         let mut caps = Vec::new();
         for w in path.windows(2) {
@@ -811,9 +824,9 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
                 let link = link_of(*n, *g);
                 let mut sub = Vec::new();
                 walk(&cx, &sel, *g, prefix, &s.classes, 0, &mut sub);
-                for path in sub {
+                for (path, terminal) in sub {
                     let mut v = link.mtu;
-                    let caps = path_caps(&path, &s.classes);
+                    let caps = path_caps(&path, &terminal);
                     for c in &caps {
                         v = v.min(*c);
                     }

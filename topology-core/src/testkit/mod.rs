@@ -10,6 +10,13 @@
 //! node `j` has InternalIP `10.<i>.0.<j+1>`, podCIDR `10.<100+i>.<j>.0/24` and (when it has one)
 //! ExternalIP `198.51.100.<10i+j+1>`. Pool `k` selects `pool: p<k>` and may route
 //! `172.<16+k>.0.0/16`.
+//!
+//! Beyond the basic shape, the strategy sometimes produces what the spec singles out: Sites that
+//! share the pod block [`SHARED_BLOCK`] (identical prefixes merge), `localCidrs` that cut a
+//! learned prefix partly or entirely, members listed twice, disabled relationships, `tunnelMTU`
+//! values of 0 or out of range (fail closed), explicit protocols (`None` included),
+//! `underlay-mtu-max` annotations (one invalid), External-pool nodes without an ExternalIP, and
+//! GatewayPoolNodes with published values.
 // Test-only code: plain indexing and arithmetic on small generated values.
 #![allow(
     clippy::indexing_slicing,
@@ -31,7 +38,7 @@ pub fn proptest_config(cases: u32, file: &'static str) -> ProptestConfig {
     ProptestConfig {
         cases,
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
-        max_shrink_iters: 4096,
+        max_shrink_iters: 1024,
         ..ProptestConfig::default()
     }
 }
@@ -43,6 +50,9 @@ pub struct SiteSpec {
     pub cap: Option<u32>,
     /// `spec.manageCniPlugin`.
     pub manage_cni: bool,
+    /// Also holds the shared pod block `10.200.0.0/16` (identical prefixes of several Sites
+    /// merge into one route).
+    pub shared_block: bool,
     /// `spec.localCidrs`.
     pub local_cidrs: Vec<String>,
     /// `spec.tunnelProtocol`.
@@ -118,6 +128,8 @@ pub struct NodeSpec {
     pub external_ip: bool,
     /// `mtu.unbounded-cloud.io/underlay-mtu`.
     pub underlay: Option<u32>,
+    /// `mtu.unbounded-cloud.io/underlay-mtu-max`.
+    pub underlay_max: Option<u32>,
     /// A GatewayPoolNode with these published values (prefix, MTU), when `Some`.
     pub published: Option<Vec<(String, u32)>>,
 }
@@ -197,6 +209,9 @@ impl TopoSpec {
                 "  podCidrAssignments:\n    - cidrBlocks:\n        - {}",
                 Self::pod_block(i)
             );
+            if s.shared_block {
+                let _ = writeln!(d, "        - {SHARED_BLOCK}");
+            }
             let _ = writeln!(d, "  manageCniPlugin: {}", s.manage_cni);
             if !s.local_cidrs.is_empty() {
                 list(&mut d, "localCidrs", s.local_cidrs.iter().cloned());
@@ -278,11 +293,14 @@ impl TopoSpec {
             if let Some(k) = n.pool {
                 let _ = writeln!(d, "  labels:\n    pool: p{k}");
             }
+            if n.underlay.is_some() || n.underlay_max.is_some() {
+                let _ = writeln!(d, "  annotations:");
+            }
             if let Some(u) = n.underlay {
-                let _ = writeln!(
-                    d,
-                    "  annotations:\n    mtu.unbounded-cloud.io/underlay-mtu: \"{u}\""
-                );
+                let _ = writeln!(d, "    mtu.unbounded-cloud.io/underlay-mtu: \"{u}\"");
+            }
+            if let Some(u) = n.underlay_max {
+                let _ = writeln!(d, "    mtu.unbounded-cloud.io/underlay-mtu-max: \"{u}\"");
             }
             let _ = writeln!(
                 d,
@@ -343,10 +361,16 @@ pub fn join_documents(docs: &[String]) -> String {
     out
 }
 
+/// The pod block several Sites may share.
+pub const SHARED_BLOCK: &str = "10.200.0.0/16";
+
+/// A `tunnelMTU`: mostly interesting valid values, sometimes any valid value, rarely `0`
+/// (unset, with a note) or an invalid one (fails closed to 576).
 fn arb_cap() -> impl Strategy<Value = u32> {
     prop_oneof![
-        3 => prop::sample::select(vec![576u32, 1200, 1280, 1300, 1350, 1380, 1400, 1420, 1450, 1480, 1500, 9000]),
-        1 => 576u32..=9000,
+        30 => prop::sample::select(vec![576u32, 1200, 1280, 1300, 1350, 1380, 1400, 1420, 1450, 1480, 1500, 9000]),
+        10 => 576u32..=9000,
+        1 => prop::sample::select(vec![0u32, 100, 9001, 65535]),
     ]
 }
 
@@ -374,13 +398,17 @@ fn arb_site(ns: usize, np: usize) -> impl Strategy<Value = SiteSpec> {
         prop::bool::weighted(0.8),
         prop::option::weighted(0.15, prop::collection::vec(local, 1..=2)),
         arb_protocol(),
+        prop::bool::weighted(0.08),
     )
-        .prop_map(|(cap, manage_cni, locals, protocol)| SiteSpec {
-            cap,
-            manage_cni,
-            local_cidrs: locals.unwrap_or_default(),
-            protocol,
-        })
+        .prop_map(
+            |(cap, manage_cni, locals, protocol, shared_block)| SiteSpec {
+                cap,
+                manage_cni,
+                shared_block,
+                local_cidrs: locals.unwrap_or_default(),
+                protocol,
+            },
+        )
 }
 
 fn arb_pool() -> impl Strategy<Value = PoolSpec> {
@@ -400,7 +428,7 @@ fn arb_pool() -> impl Strategy<Value = PoolSpec> {
 
 /// Every prefix a gateway may publish for: pod blocks, node CIDRs, routed CIDRs.
 fn all_prefixes(ns: usize, np: usize) -> Vec<String> {
-    let mut v = Vec::new();
+    let mut v = vec![SHARED_BLOCK.to_string()];
     for i in 0..ns {
         v.push(TopoSpec::pod_block(i));
         v.push(TopoSpec::node_cidr(i));
@@ -425,21 +453,25 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
         ),
     );
     let node = (
-        prop::option::weighted(0.45, 0..np.max(1)).prop_map(move |p| p.filter(|_| np > 0)),
-        prop::bool::weighted(0.85),
+        prop::option::weighted(0.55, 0..np.max(1)).prop_map(move |p| p.filter(|_| np > 0)),
+        prop::bool::weighted(0.9),
         prop::option::weighted(0.5, prop::sample::select(vec![1280u32, 1500, 9000])),
+        prop::option::weighted(0.08, prop::sample::select(vec![1400u32, 9000, 100])),
         published,
     );
     prop::collection::vec(prop::collection::vec(node, 1..=4), ns).prop_map(|per_site| {
         let mut out = Vec::new();
         for (site, nodes) in per_site.into_iter().enumerate() {
-            for (index, (pool, external_ip, underlay, published)) in nodes.into_iter().enumerate() {
+            for (index, (pool, external_ip, underlay, underlay_max, published)) in
+                nodes.into_iter().enumerate()
+            {
                 out.push(NodeSpec {
                     site,
                     index,
                     pool,
                     external_ip,
                     underlay,
+                    underlay_max,
                     published: pool.and(published).map(|m| m.into_iter().collect()),
                 });
             }
@@ -448,73 +480,102 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
     })
 }
 
+/// Member indexes of a relationship: mostly distinct (at least `min` when there are enough),
+/// occasionally with a member listed twice.
+fn members(n: usize, min: usize) -> impl Strategy<Value = Vec<usize>> {
+    let hi = n.clamp(1, 3);
+    let lo = min.min(hi);
+    (
+        prop::sample::subsequence((0..n.max(1)).collect::<Vec<_>>(), lo..=hi),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(move |(mut v, dup)| {
+            if dup && let Some(x) = v.first().copied() {
+                v.push(x);
+            }
+            v
+        })
+        .prop_shuffle()
+}
+
 /// A structured random topology (see the module documentation for its shape).
 pub fn arb_spec() -> impl Strategy<Value = TopoSpec> {
-    (1usize..=5, 0usize..=4).prop_flat_map(|(ns, np)| {
-        let sites = prop::collection::vec(arb_site(ns, np), ns);
-        let pools = prop::collection::vec(arb_pool(), np);
-        let peering = (
-            prop::collection::vec(0..ns, 2..=3),
-            prop::bool::weighted(0.65),
-            arb_opt_cap(0.35),
-            prop::bool::weighted(0.9),
-            arb_protocol(),
-        )
-            .prop_map(|(sites, mesh, cap, enabled, protocol)| PeeringSpec {
-                sites,
-                mesh,
-                cap,
-                enabled,
-                protocol,
-            });
-        let peerings = prop::collection::vec(peering, if ns > 1 { 0..=3 } else { 0..=0 });
-        let assignment = (
-            prop::collection::vec(0..ns, 1..=2),
-            prop::collection::vec(0..np.max(1), 1..=2),
-            arb_opt_cap(0.3),
-            prop::bool::weighted(0.9),
-            arb_protocol(),
-        )
-            .prop_map(|(sites, pools, cap, enabled, protocol)| AssignmentSpec {
-                sites,
-                pools,
-                cap,
-                enabled,
-                protocol,
-            });
-        let assignments = prop::collection::vec(assignment, if np > 0 { 0..=4 } else { 0..=0 });
-        let pool_peering = (
-            prop::collection::vec(0..np.max(1), 2..=3),
-            arb_opt_cap(0.3),
-            prop::bool::weighted(0.9),
-            arb_protocol(),
-        )
-            .prop_map(|(pools, cap, enabled, protocol)| PoolPeeringSpec {
-                pools,
-                cap,
-                enabled,
-                protocol,
-            });
-        let pool_peerings = prop::collection::vec(pool_peering, if np > 1 { 0..=4 } else { 0..=0 });
-        (
-            sites,
-            pools,
-            peerings,
-            assignments,
-            pool_peerings,
-            arb_nodes(ns, np),
-        )
-            .prop_map(
-                |(sites, pools, peerings, assignments, pool_peerings, nodes)| TopoSpec {
+    (
+        1usize..=5,
+        prop::sample::select(vec![0usize, 1, 2, 2, 3, 3, 3, 4, 4]),
+    )
+        .prop_flat_map(|(ns, np)| {
+            let sites = prop::collection::vec(arb_site(ns, np), ns);
+            let pools = prop::collection::vec(arb_pool(), np);
+            let peering = (
+                members(ns, 2),
+                prop::bool::weighted(0.65),
+                arb_opt_cap(0.35),
+                prop::bool::weighted(0.9),
+                arb_protocol(),
+            )
+                .prop_map(|(sites, mesh, cap, enabled, protocol)| PeeringSpec {
+                    sites,
+                    mesh,
+                    cap,
+                    enabled,
+                    protocol,
+                });
+            let peerings = prop::collection::vec(peering, if ns > 1 { 0..=3 } else { 0..=0 });
+            let assignment = (
+                members(ns, 1).prop_map(|mut v| {
+                    v.truncate(2);
+                    v
+                }),
+                members(np, 1).prop_map(|mut v| {
+                    v.truncate(2);
+                    v
+                }),
+                arb_opt_cap(0.3),
+                prop::bool::weighted(0.9),
+                arb_protocol(),
+            )
+                .prop_map(|(sites, pools, cap, enabled, protocol)| AssignmentSpec {
                     sites,
                     pools,
-                    peerings,
-                    assignments,
-                    pool_peerings,
-                    nodes,
-                },
+                    cap,
+                    enabled,
+                    protocol,
+                });
+            let assignments = prop::collection::vec(assignment, if np > 0 { 0..=5 } else { 0..=0 });
+            let pool_peering = (
+                members(np, 2),
+                arb_opt_cap(0.3),
+                prop::bool::weighted(0.9),
+                arb_protocol(),
             )
-    })
+                .prop_map(|(pools, cap, enabled, protocol)| PoolPeeringSpec {
+                    pools,
+                    cap,
+                    enabled,
+                    protocol,
+                });
+            let pool_peerings =
+                prop::collection::vec(pool_peering, if np > 1 { 1..=4 } else { 0..=0 });
+            (
+                sites,
+                pools,
+                peerings,
+                assignments,
+                pool_peerings,
+                arb_nodes(ns, np),
+            )
+                .prop_map(
+                    |(sites, pools, peerings, assignments, pool_peerings, nodes)| TopoSpec {
+                        sites,
+                        pools,
+                        peerings,
+                        assignments,
+                        pool_peerings,
+                        nodes,
+                    },
+                )
+        })
 }
 
 /// A random topology as a multi-document YAML stream.
