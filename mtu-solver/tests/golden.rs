@@ -417,5 +417,8 @@ macro_rules! golden {
 }
 
 golden! {
+    cfg_ipv6_outer => "cfg-ipv6-outer",
+    overheads_ipv4 => "overheads-ipv4",
+    overheads_ipv6 => "overheads-ipv6",
     mesh_auto => "mesh-auto",
 }
