@@ -3,8 +3,13 @@
 
 pub mod cli;
 pub mod common;
+pub mod dataplane;
 pub mod explain;
+pub mod http;
+pub mod metrics;
+pub mod node_agent;
 pub mod graph;
 pub mod input;
 pub mod resolve;
+pub mod run_agent;
 pub mod whatif;

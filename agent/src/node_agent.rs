@@ -1,0 +1,211 @@
+//! The node agent's reconcile loop in `--manifests` mode: manifests (re-read when they change,
+//! polled every 2 s, debounced 200 ms, resynced every 60 s) -> topology -> the node's plan ->
+//! the Linux dataplane (or `--dry-run`). Any failure marks the state dirty: the next pass redoes
+//! every step even when the inputs did not change.
+
+use crate::dataplane::{self, FabricOptions};
+use crate::metrics::{ItemLabel, KindLabel, Metrics, ResultLabel};
+use anyhow::{Context, Result, anyhow};
+use mtu_solver::report::{Renderer, node_out};
+use mtu_solver::whatif::Input;
+use mtu_solver::{NodePlan, Solver};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+use topology_core::model::Topology;
+
+/// Everything the loop needs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// This node's name.
+    pub node: String,
+    /// Manifests (files or directories).
+    pub manifests: Vec<String>,
+    /// Apply inside this network namespace.
+    pub netns: Option<PathBuf>,
+    /// Print the plan and the operations; apply nothing.
+    pub dry_run: bool,
+    /// One reconcile, then exit.
+    pub once: bool,
+    /// Solver settings (agent `mtu`, encapsulations, tunnel family).
+    pub solver: mtu_solver::Settings,
+    /// Own underlay MTU; detected from the kernel when absent.
+    pub underlay_mtu: Option<u32>,
+    /// Dataplane settings.
+    pub dataplane: dataplane_linux::Settings,
+    /// Pod-side options.
+    pub fabric: FabricOptions,
+    /// Polling period for manifest changes.
+    pub poll: Duration,
+    /// Periodic resync.
+    pub resync: Duration,
+}
+
+/// State shared with the HTTP endpoints.
+#[derive(Default)]
+pub struct Shared {
+    /// A reconcile has succeeded.
+    pub ready: AtomicBool,
+    /// `/status` document.
+    pub status: Mutex<serde_json::Value>,
+    /// Metrics.
+    pub metrics: Metrics,
+}
+
+fn signature(paths: &[String]) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
+    let mut out = Vec::new();
+    for p in paths {
+        for e in walkdir::WalkDir::new(p).sort_by_file_name().into_iter().flatten() {
+            if let Ok(m) = e.metadata() {
+                out.push((e.path().to_path_buf(), m.modified().ok(), m.len()));
+            }
+        }
+    }
+    out
+}
+
+/// The result of one pass.
+pub struct Outcome {
+    /// The plan applied.
+    pub plan_values: usize,
+    /// Writes made.
+    pub writes: usize,
+    /// Dry-run operations.
+    pub dry_ops: Vec<String>,
+}
+
+fn underlay_addr(topo: &Topology, plan: &NodePlan) -> Option<std::net::IpAddr> {
+    plan.links
+        .iter()
+        .find_map(|l| l.local_addr)
+        .or_else(|| topo.node(plan.node).internal_ips.first().copied())
+}
+
+/// One reconcile pass.
+pub fn reconcile_once(cfg: &Config, shared: &Shared) -> Result<Outcome> {
+    let decoded = crate::input::load(&cfg.manifests).context("reading manifests")?;
+    let mut input = Input { objects: decoded.objects, diagnostics: decoded.diagnostics, settings: cfg.solver.clone() };
+    let topo = input.topology();
+    let node = topo
+        .node_id(&cfg.node)
+        .ok_or_else(|| anyhow!("node {} is not in the manifests (or belongs to no Site)", cfg.node))?;
+    // Own underlay: given, else detected towards every link peer (the lowest counts).
+    let own_underlay = match cfg.underlay_mtu {
+        Some(u) => Some(u),
+        None if cfg.dry_run => None,
+        None => {
+            let mut solver = Solver::new(&topo, input.settings.clone());
+            let plan = solver.plan(node);
+            let addr = underlay_addr(&topo, &plan).ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
+            let desired = dataplane::desired_state(&topo, &plan, addr, &cfg.fabric);
+            let peers: Vec<std::net::IpAddr> = plan.links.iter().filter_map(|l| l.peer_addr).collect();
+            dataplane::detect_underlay(&desired, &cfg.dataplane, cfg.netns.as_deref(), &peers)
+                .context("detecting the underlay MTU")?
+        }
+    };
+    if let Some(u) = own_underlay {
+        input.settings.underlay_overrides.insert(cfg.node.clone(), u);
+        // Peers without an annotation: the agent's own value bounds what it can see.
+        input.settings.default_underlay = u;
+    }
+    let topo = input.topology();
+    let mut solver = Solver::new(&topo, input.settings.clone());
+    let plan = solver.plan(node);
+    let addr = underlay_addr(&topo, &plan).ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
+    let desired = dataplane::desired_state(&topo, &plan, addr, &cfg.fabric);
+    let mut r = Renderer::new(&solver, true);
+    let out = node_out(&topo, &mut r, &plan);
+    let plan_json = serde_json::to_value(&out).unwrap_or_default();
+    let mut outcome = Outcome { plan_values: plan.value_count(), writes: 0, dry_ops: Vec::new() };
+    if cfg.dry_run {
+        outcome.dry_ops = dataplane::dry_run(&desired, &cfg.dataplane, cfg.netns.as_deref())
+            .unwrap_or_else(|e| vec![format!("(cannot read the kernel: {e}; showing the plan only)")]);
+    } else {
+        let report = dataplane::apply(&desired, &cfg.dataplane, cfg.netns.as_deref())
+            .map_err(|e| anyhow!("dataplane: {e}"))?;
+        outcome.writes = report.writes.len();
+        for d in &desired.devices {
+            shared
+                .metrics
+                .mtu_applied
+                .get_or_create(&ItemLabel { item: "device".into(), name: d.name.clone() })
+                .set(i64::from(d.mtu));
+        }
+        if let Some(f) = &desired.fabric {
+            shared
+                .metrics
+                .mtu_applied
+                .get_or_create(&ItemLabel { item: "fabric".into(), name: f.bridge.clone() })
+                .set(i64::from(f.mtu));
+        }
+    }
+    if let Ok(mut s) = shared.status.lock() {
+        *s = serde_json::json!({
+            "node": cfg.node,
+            "underlayMTU": own_underlay,
+            "adoptedAssignment": format!("{}/{}", topo.site(plan.site).name, plan.pool.map(|p| topo.pool(p).name.to_string()).unwrap_or_else(|| "-".into())),
+            "activeWatches": [],
+            "lastReconcile": {"result": "ok", "writes": outcome.writes, "values": outcome.plan_values, "dryRun": cfg.dry_run},
+            "plan": plan_json,
+        });
+    }
+    Ok(outcome)
+}
+
+/// Runs the loop until `--once` completes or the process is stopped.
+pub fn run(cfg: &Config, shared: &Shared) -> Result<()> {
+    let mut last_sig = None;
+    let mut dirty = true;
+    let mut last_pass = Instant::now();
+    loop {
+        let sig = signature(&cfg.manifests);
+        let changed = last_sig.as_ref() != Some(&sig);
+        if changed || dirty || last_pass.elapsed() >= cfg.resync {
+            if changed && last_sig.is_some() {
+                // Debounce: let a burst of writes settle.
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            last_sig = Some(signature(&cfg.manifests));
+            last_pass = Instant::now();
+            let start = Instant::now();
+            let res = reconcile_once(cfg, shared);
+            shared.metrics.reconcile_seconds.observe(start.elapsed().as_secs_f64());
+            match res {
+                Ok(o) => {
+                    dirty = false;
+                    shared.ready.store(true, Ordering::SeqCst);
+                    shared.metrics.reconciles.get_or_create(&ResultLabel { result: "ok".into() }).inc();
+                    tracing::info!(node = %cfg.node, writes = o.writes, values = o.plan_values, "reconciled");
+                    if cfg.dry_run {
+                        for op in &o.dry_ops {
+                            println!("{op}");
+                        }
+                    }
+                    if cfg.once {
+                        return Ok(());
+                    }
+                }
+                Err(e) => {
+                    dirty = true;
+                    shared.metrics.reconciles.get_or_create(&ResultLabel { result: "error".into() }).inc();
+                    let kind = if format!("{e:#}").starts_with("dataplane") { "dataplane" } else { "input" };
+                    shared.metrics.errors.get_or_create(&KindLabel { kind: kind.into() }).inc();
+                    tracing::warn!(node = %cfg.node, error = %format!("{e:#}"), "reconcile failed; will retry");
+                    if let Ok(mut s) = shared.status.lock() {
+                        s["lastReconcile"] = serde_json::json!({"result": "error", "error": format!("{e:#}")});
+                    }
+                    if cfg.once {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        std::thread::sleep(cfg.poll);
+    }
+}
+
+/// Whether a path looks like a manifest source (for error messages).
+pub fn exists(p: &str) -> bool {
+    Path::new(p).exists()
+}

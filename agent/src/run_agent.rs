@@ -1,0 +1,93 @@
+//! `unbounded-mtu agent`: settings, the HTTP server (started first), then the reconcile loop.
+
+use crate::cli::{AgentArgs, Family};
+use crate::common::{protocol, usage};
+use crate::dataplane::FabricOptions;
+use crate::node_agent::{Config, Shared, run};
+use anyhow::{Context, Result};
+use std::sync::Arc;
+use std::time::Duration;
+use topology_core::net::LinkSettings;
+
+/// Builds the loop's configuration from the flags.
+pub fn config(a: &AgentArgs) -> Result<Config> {
+    let mut pods = Vec::new();
+    for p in &a.pods {
+        let (ns, ifname) = p
+            .rsplit_once(':')
+            .ok_or_else(|| usage(format!("--pod {p}: expected NETNS_PATH:IFNAME")))?;
+        pods.push((ns.into(), ifname.to_string()));
+    }
+    let dp = dataplane_linux::Settings {
+        table: a.table,
+        rule_priority: a.rule_priority,
+        route_protocol: a.route_protocol,
+        vxlan_vni: a.vxlan_vni,
+        vxlan_port: a.vxlan_port,
+        ..Default::default()
+    };
+    Ok(Config {
+        node: a.node_name.clone(),
+        manifests: a.manifests.clone(),
+        netns: a.netns.clone(),
+        dry_run: a.dry_run,
+        once: a.once,
+        solver: mtu_solver::Settings {
+            cfg_mtu: a.mtu,
+            link: LinkSettings {
+                public_encap: protocol(a.public_encap),
+                private_encap: protocol(a.private_encap),
+                ipv6_outer: a.tunnel_ip_family == Family::Ipv6,
+            },
+            ..Default::default()
+        },
+        underlay_mtu: a.underlay_mtu,
+        dataplane: dp,
+        fabric: FabricOptions { bridge: a.bridge.clone(), cni_config: a.cni_config.clone(), pods },
+        poll: Duration::from_secs(2),
+        resync: Duration::from_secs(60),
+    })
+}
+
+/// Runs the agent.
+pub fn main(a: &AgentArgs) -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    if a.manifests.is_empty() {
+        return Err(usage(
+            "the agent needs --manifests PATH (objects as files) in this build; the Kubernetes API source is not wired into the agent yet",
+        ));
+    }
+    let cfg = config(a)?;
+    let shared = Arc::new(Shared::default());
+    // The HTTP server starts first; SIGTERM ends the process with 0.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    let bound = rt
+        .block_on(crate::http::serve(a.listen, shared.clone()))
+        .with_context(|| format!("cannot listen on {}", a.listen))?;
+    tracing::info!(%bound, "serving /healthz /readyz /status /metrics");
+    rt.spawn(async {
+        #[cfg(unix)]
+        {
+            if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                tracing::info!("stopping on signal");
+                std::process::exit(0);
+            }
+        }
+    });
+    run(&cfg, &shared)
+}
