@@ -27,7 +27,10 @@ impl std::error::Error for ExitError {}
 
 /// Exit 2 with a one-line reason.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(ExitError { code: 2, message: message.into() })
+    anyhow::Error::new(ExitError {
+        code: 2,
+        message: message.into(),
+    })
 }
 
 /// The protocol an `--*-encap` option names.
@@ -57,7 +60,11 @@ pub fn settings(c: &Common) -> mtu_solver::Settings {
 
 /// The output format: explicit, else table on a terminal and JSON otherwise.
 pub fn output(c: &Common) -> Output {
-    c.output.unwrap_or(if std::io::stdout().is_terminal() { Output::Table } else { Output::Json })
+    c.output.unwrap_or(if std::io::stdout().is_terminal() {
+        Output::Table
+    } else {
+        Output::Json
+    })
 }
 
 /// Loads and decodes the `-f` inputs; exit 2 when nothing could be read or decoded.
@@ -87,7 +94,9 @@ pub fn topology(decoded: &Decoded) -> Topology {
 
 /// Exit 1 when `--fail-on` matches.
 pub fn fail_on(c: &Common, diags: &[Diagnostic]) -> Result<()> {
-    let Some(level) = c.fail_on else { return Ok(()) };
+    let Some(level) = c.fail_on else {
+        return Ok(());
+    };
     let limit = match level {
         FailOn::Error => Severity::Error,
         FailOn::Warning => Severity::Warning,
@@ -109,7 +118,8 @@ pub fn write_data<T: serde::Serialize>(value: &T, out: Output) -> Result<()> {
     let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match out {
         Output::Yaml => {
-            let s = serde_saphyr::to_string(value).map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
+            let s = serde_saphyr::to_string(value)
+                .map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
             lock.write_all(s.as_bytes())?;
         }
         _ => {

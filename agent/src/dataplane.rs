@@ -49,11 +49,16 @@ pub fn desired_state(
                 kind,
                 mtu: d.mtu.mtu.0,
             }),
-            (DeviceRef::Shared(name), None) | (DeviceRef::PerPeer { name: Some(name), .. }, None)
-                if d.protocol == Protocol::WireGuard =>
-            {
-                wireguard_mtus.push(WireguardMtu { name: name.clone(), mtu: d.mtu.mtu.0 })
-            }
+            (DeviceRef::Shared(name), None)
+            | (
+                DeviceRef::PerPeer {
+                    name: Some(name), ..
+                },
+                None,
+            ) if d.protocol == Protocol::WireGuard => wireguard_mtus.push(WireguardMtu {
+                name: name.clone(),
+                mtu: d.mtu.mtu.0,
+            }),
             _ => {}
         }
     }
@@ -71,31 +76,59 @@ pub fn desired_state(
                 None if nh.protocol == Protocol::WireGuard => HopProtocol::WireGuard,
                 None => continue,
             };
-            let (Some(peer_underlay), Some(pod_gateway)) = (nh.underlay_addr, nh.pod_gateway) else {
+            let (Some(peer_underlay), Some(pod_gateway)) = (nh.underlay_addr, nh.pod_gateway)
+            else {
                 continue;
             };
-            next_hops.push(NextHop { device, protocol, peer_underlay, pod_gateway });
+            next_hops.push(NextHop {
+                device,
+                protocol,
+                peer_underlay,
+                pod_gateway,
+            });
         }
         if !next_hops.is_empty() {
-            routes.push(RouteSpec { destination: r.destination, mtu: r.mtu.mtu.0, next_hops });
+            routes.push(RouteSpec {
+                destination: r.destination,
+                mtu: r.mtu.mtu.0,
+                next_hops,
+            });
         }
     }
     let manage_cni = topo.site(plan.site).manage_cni;
     let fabric = fabric.bridge.as_ref().map(|bridge| Fabric {
         bridge: bridge.clone(),
         mtu: plan.fabric.mtu.0,
-        cni_config: if manage_cni { fabric.cni_config.clone() } else { None },
+        cni_config: if manage_cni {
+            fabric.cni_config.clone()
+        } else {
+            None
+        },
         pods: fabric
             .pods
             .iter()
-            .map(|(netns, ifname)| PodSpec { netns: netns.clone(), ifname: ifname.clone(), host_veth: None })
+            .map(|(netns, ifname)| PodSpec {
+                netns: netns.clone(),
+                ifname: ifname.clone(),
+                host_veth: None,
+            })
             .collect(),
     });
-    DesiredState { underlay_addr, devices, wireguard_mtus, routes, fabric }
+    DesiredState {
+        underlay_addr,
+        devices,
+        wireguard_mtus,
+        routes,
+        fabric,
+    }
 }
 
 /// Applies a desired state to the kernel (inside `netns` when given).
-pub fn apply(desired: &DesiredState, settings: &DpSettings, netns: Option<&Path>) -> dataplane_linux::Result<Report> {
+pub fn apply(
+    desired: &DesiredState,
+    settings: &DpSettings,
+    netns: Option<&Path>,
+) -> dataplane_linux::Result<Report> {
     let (desired, settings) = (desired.clone(), settings.clone());
     let work = move || {
         let kernel = NetlinkKernel::new()?;
@@ -109,13 +142,21 @@ pub fn apply(desired: &DesiredState, settings: &DpSettings, netns: Option<&Path>
 }
 
 /// The operations a reconcile would write, without writing (`--dry-run`).
-pub fn dry_run(desired: &DesiredState, settings: &DpSettings, netns: Option<&Path>) -> dataplane_linux::Result<Vec<String>> {
+pub fn dry_run(
+    desired: &DesiredState,
+    settings: &DpSettings,
+    netns: Option<&Path>,
+) -> dataplane_linux::Result<Vec<String>> {
     let (desired, settings) = (desired.clone(), settings.clone());
     let work = move || {
         let kernel = NetlinkKernel::new()?;
         let mut dp = Dataplane::new(kernel, settings);
         let plan = dp.plan(&desired)?;
-        Ok(plan.steps.iter().map(|s| format!("{:?}: {:?}", s.phase, s.op)).collect())
+        Ok(plan
+            .steps
+            .iter()
+            .map(|s| format!("{:?}: {:?}", s.phase, s.op))
+            .collect())
     };
     match netns {
         Some(ns) => dataplane_linux::netlink::in_netns(ns, work)?,
@@ -136,8 +177,11 @@ pub fn detect_underlay(
         let kernel = NetlinkKernel::new()?;
         let mut dp = Dataplane::new(kernel, settings);
         let mut lowest: Option<u32> = None;
-        let targets: Vec<Option<IpAddr>> =
-            if peers.is_empty() { vec![None] } else { peers.into_iter().map(Some).collect() };
+        let targets: Vec<Option<IpAddr>> = if peers.is_empty() {
+            vec![None]
+        } else {
+            peers.into_iter().map(Some).collect()
+        };
         for p in targets {
             if let Some(u) = dp.detect_underlay(&desired, p)? {
                 lowest = Some(lowest.map_or(u.mtu, |l| l.min(u.mtu)));

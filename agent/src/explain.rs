@@ -62,7 +62,10 @@ fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet)
         .map(|o| match o.dest {
             topology_core::net::Dest::Site(d) => format!(" -> Site {}", topo.site(d).name),
             topology_core::net::Dest::Pool(p) => {
-                format!(" -> leaves the overlay (routed by pool {})", topo.pool(p).name)
+                format!(
+                    " -> leaves the overlay (routed by pool {})",
+                    topo.pool(p).name
+                )
             }
         })
         .unwrap_or_default();
@@ -76,7 +79,12 @@ fn explained(r: &Renderer<'_, '_>, solver: &Solver<'_>, item: String, e: ExplId)
         item,
         value: node.value.0,
         bound: r.term(node.bound),
-        terms: solver.expl.leaves(e).into_iter().map(|l| r.term(l)).collect(),
+        terms: solver
+            .expl
+            .leaves(e)
+            .into_iter()
+            .map(|l| r.term(l))
+            .collect(),
         paths: None,
     }
 }
@@ -100,11 +108,16 @@ enum Want {
 pub fn run(args: &ExplainArgs) -> Result<()> {
     let decoded = common::load(&args.common.files)?;
     let topo = common::topology(&decoded);
-    let n = topo
-        .node_id(&args.node)
-        .ok_or_else(|| usage(format!("node {} does not exist (or belongs to no Site)", args.node)))?;
+    let n = topo.node_id(&args.node).ok_or_else(|| {
+        usage(format!(
+            "node {} does not exist (or belongs to no Site)",
+            args.node
+        ))
+    })?;
     let want = if let Some(p) = &args.peer {
-        let id = topo.node_id(p).ok_or_else(|| usage(format!("node {p} does not exist")))?;
+        let id = topo
+            .node_id(p)
+            .ok_or_else(|| usage(format!("node {p} does not exist")))?;
         Some(Want::Peer(id))
     } else if let Some(d) = &args.destination {
         if let Ok(net) = d.parse::<IpNet>() {
@@ -112,7 +125,9 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         } else if let Ok(a) = d.parse::<IpAddr>() {
             Some(Want::Addr(a))
         } else {
-            return Err(usage(format!("--destination {d}: neither a CIDR nor an IP address")));
+            return Err(usage(format!(
+                "--destination {d}: neither a CIDR nor an IP address"
+            )));
         }
     } else {
         None
@@ -127,7 +142,10 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
             continue;
         }
         let (found, total) = solver.net.paths(n, &rt.advertised, args.paths);
-        let shown = found.iter().map(|p| path_text(&solver, n, p, &rt.advertised)).collect();
+        let shown = found
+            .iter()
+            .map(|p| path_text(&solver, n, p, &rt.advertised))
+            .collect();
         route_paths.push(Some(Paths { total, shown }));
     }
     let r = Renderer::new(&solver, true);
@@ -139,7 +157,12 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
             values.push(explained(
                 &r,
                 &solver,
-                format!("link to {} ({}, {})", topo.node(l.peer).name, l.kind.as_str(), l.protocol),
+                format!(
+                    "link to {} ({}, {})",
+                    topo.node(l.peer).name,
+                    l.kind.as_str(),
+                    l.protocol
+                ),
                 l.mtu.expl,
             ));
         }
@@ -160,7 +183,11 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
                 rt.ty.as_str(),
                 rt.kind.as_str(),
                 rt.distance,
-                rt.via.iter().map(|v| topo.node(*v).name.to_string()).collect::<Vec<_>>().join(", ")
+                rt.via
+                    .iter()
+                    .map(|v| topo.node(*v).name.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             rt.mtu.expl,
         );
@@ -176,12 +203,27 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
                     .unwrap_or_else(|| format!("(WireGuard device for {})", topo.node(*peer).name)),
                 mtu_solver::DeviceRef::Underlay => continue,
             };
-            values.push(explained(&r, &solver, format!("device {name} (largest link it carries)"), d.mtu.expl));
+            values.push(explained(
+                &r,
+                &solver,
+                format!("device {name} (largest link it carries)"),
+                d.mtu.expl,
+            ));
         }
-        values.push(explained(&r, &solver, "fabric (pods, bridge, CNI)".to_string(), plan.fabric.expl));
+        values.push(explained(
+            &r,
+            &solver,
+            "fabric (pods, bridge, CNI)".to_string(),
+            plan.fabric.expl,
+        ));
         if let Some(ps) = &plan.published {
             for p in ps {
-                values.push(explained(&r, &solver, format!("published for {}", p.destination), p.mtu.expl));
+                values.push(explained(
+                    &r,
+                    &solver,
+                    format!("published for {}", p.destination),
+                    p.mtu.expl,
+                ));
             }
         }
     }
@@ -216,7 +258,11 @@ fn text(doc: &Doc) -> String {
     let _ = writeln!(s, "{} in Site {}, {}\n", doc.node, doc.site, doc.role);
     for v in &doc.values {
         let _ = writeln!(s, "{}: {}", v.item, v.value);
-        let _ = writeln!(s, "  bound by {} = {}: {}", v.bound.term, v.bound.value, v.bound.source);
+        let _ = writeln!(
+            s,
+            "  bound by {} = {}: {}",
+            v.bound.term, v.bound.value, v.bound.source
+        );
         if v.terms.len() > 1 {
             let _ = writeln!(s, "  terms considered (lowest first):");
             for t in &v.terms {

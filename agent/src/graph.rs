@@ -66,9 +66,14 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
             }
             match l.kind {
                 LinkKind::Uplink | LinkKind::Delivery => {
-                    let (w, g) = if l.kind == LinkKind::Uplink { (a, b) } else { (b, a) };
+                    let (w, g) = if l.kind == LinkKind::Uplink {
+                        (a, b)
+                    } else {
+                        (b, a)
+                    };
                     if let Some(p) = g.pool() {
-                        for x in intersect(topo.assignments_of(w.site), topo.assignments_of_pool(p)) {
+                        for x in intersect(topo.assignments_of(w.site), topo.assignments_of_pool(p))
+                        {
                             rels.push(ObjRef::Assignment(x));
                         }
                     }
@@ -97,14 +102,27 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
     }
     let mut s = String::new();
     let _ = writeln!(s, "digraph unbounded {{");
-    let _ = writeln!(s, "  graph [rankdir=LR, fontname=\"Helvetica\", label=\"Sites (boxes), pools (ellipses), relationships labelled with caps and the lowest link MTU they govern; red = the relationship's own cap is the bottleneck\", labelloc=t];");
-    let _ = writeln!(s, "  node [fontname=\"Helvetica\"]; edge [fontname=\"Helvetica\", fontsize=10];");
+    let _ = writeln!(
+        s,
+        "  graph [rankdir=LR, fontname=\"Helvetica\", label=\"Sites (boxes), pools (ellipses), relationships labelled with caps and the lowest link MTU they govern; red = the relationship's own cap is the bottleneck\", labelloc=t];"
+    );
+    let _ = writeln!(
+        s,
+        "  node [fontname=\"Helvetica\"]; edge [fontname=\"Helvetica\", fontsize=10];"
+    );
     let label = |o: ObjRef, g: Option<&Governed>| {
-        let mtu = g.and_then(|g| g.lowest).map(|m| format!("\\nlowest link {m}")).unwrap_or_default();
+        let mtu = g
+            .and_then(|g| g.lowest)
+            .map(|m| format!("\\nlowest link {m}"))
+            .unwrap_or_default();
         format!("{}{}", esc(&cap_text(topo, o)), mtu)
     };
     let style = |g: Option<&Governed>| {
-        if g.is_some_and(|g| g.binds) { ", color=red, fontcolor=red, penwidth=2.5" } else { "" }
+        if g.is_some_and(|g| g.binds) {
+            ", color=red, fontcolor=red, penwidth=2.5"
+        } else {
+            ""
+        }
     };
     for (i, site) in topo.sites.iter().enumerate() {
         let id = topology_core::ids::SiteId::from_idx(i);
@@ -112,7 +130,9 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
         let g = governed.get(&o);
         let comp = topo.component(topo.comp(id));
         let comp_text = match comp.cap {
-            Some((m, b)) if comp.sites.len() > 1 || b != o => format!("\\ncomponent cap {m} ({})", esc(&topo.label(b))),
+            Some((m, b)) if comp.sites.len() > 1 || b != o => {
+                format!("\\ncomponent cap {m} ({})", esc(&topo.label(b)))
+            }
             _ => String::new(),
         };
         let _ = writeln!(
@@ -134,7 +154,11 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
             s,
             "  \"pool:{}\" [shape=ellipse, label=\"{} pool {}\\n{} gateways, {}\"{}];",
             esc(&pool.name),
-            if pool.internal { "Internal" } else { "External" },
+            if pool.internal {
+                "Internal"
+            } else {
+                "External"
+            },
             esc(&pool.name),
             pool.gateways.len(),
             label(o, g),
@@ -257,7 +281,9 @@ pub fn render_svg(dot_text: &str) -> Result<Vec<u8>> {
         Err(e) => return Err(e).context("cannot start Graphviz dot"),
     };
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(dot_text.as_bytes()).context("cannot write to Graphviz dot")?;
+        stdin
+            .write_all(dot_text.as_bytes())
+            .context("cannot write to Graphviz dot")?;
     }
     let out = child.wait_with_output().context("Graphviz dot failed")?;
     if !out.status.success() {

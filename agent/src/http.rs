@@ -30,7 +30,11 @@ pub fn handle(shared: &Shared, path: &str) -> Response<Full<Bytes>> {
             if shared.ready.load(Ordering::SeqCst) {
                 respond(StatusCode::OK, "text/plain", "ready\n".into())
             } else {
-                respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "not ready: no successful reconcile yet\n".into())
+                respond(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain",
+                    "not ready: no successful reconcile yet\n".into(),
+                )
             }
         }
         "/status" => {
@@ -56,14 +60,18 @@ pub async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<Soc
     let local = listener.local_addr()?;
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let shared = shared.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let shared = shared.clone();
                     async move { Ok::<_, Infallible>(handle(&shared, req.uri().path())) }
                 });
-                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
             });
         }
     });

@@ -25,7 +25,9 @@ pub fn load(paths: &[String]) -> Result<Decoded> {
             let walker = walkdir::WalkDir::new(path)
                 .sort_by_file_name()
                 .into_iter()
-                .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+                .filter_entry(|e| {
+                    e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')
+                });
             for entry in walker {
                 let entry = entry.with_context(|| format!("cannot walk {p}"))?;
                 if !entry.file_type().is_file() {

@@ -19,7 +19,10 @@ fn main() -> ExitCode {
                 e
             } else {
                 // A fatal error of the agent: exit 1.
-                anyhow::Error::new(common::ExitError { code: 1, message: format!("{e:#}") })
+                anyhow::Error::new(common::ExitError {
+                    code: 1,
+                    message: format!("{e:#}"),
+                })
             }
         }),
     };

@@ -66,12 +66,32 @@ impl Default for Metrics {
         let active_watches = Gauge::default();
         let mtu_applied = Family::<ItemLabel, Gauge>::default();
         registry.register("reconciles", "Reconciles by result", reconciles.clone());
-        registry.register("reconcile_duration_seconds", "Reconcile duration", reconcile_seconds.clone());
+        registry.register(
+            "reconcile_duration_seconds",
+            "Reconcile duration",
+            reconcile_seconds.clone(),
+        );
         registry.register("errors", "Errors by kind", errors.clone());
-        registry.register("api_requests", "Kubernetes API requests by verb and resource", api_requests.clone());
+        registry.register(
+            "api_requests",
+            "Kubernetes API requests by verb and resource",
+            api_requests.clone(),
+        );
         registry.register("active_watches", "Active watches", active_watches.clone());
-        registry.register("mtu_applied_bytes", "MTUs applied to the dataplane", mtu_applied.clone());
-        Metrics { reconciles, reconcile_seconds, errors, api_requests, active_watches, mtu_applied, registry }
+        registry.register(
+            "mtu_applied_bytes",
+            "MTUs applied to the dataplane",
+            mtu_applied.clone(),
+        );
+        Metrics {
+            reconciles,
+            reconcile_seconds,
+            errors,
+            api_requests,
+            active_watches,
+            mtu_applied,
+            registry,
+        }
     }
 }
 

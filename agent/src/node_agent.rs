@@ -10,8 +10,8 @@ use mtu_solver::report::{Renderer, node_out};
 use mtu_solver::whatif::Input;
 use mtu_solver::{NodePlan, Solver};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use topology_core::model::Topology;
 
@@ -56,7 +56,11 @@ pub struct Shared {
 fn signature(paths: &[String]) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
     let mut out = Vec::new();
     for p in paths {
-        for e in walkdir::WalkDir::new(p).sort_by_file_name().into_iter().flatten() {
+        for e in walkdir::WalkDir::new(p)
+            .sort_by_file_name()
+            .into_iter()
+            .flatten()
+        {
             if let Ok(m) = e.metadata() {
                 out.push((e.path().to_path_buf(), m.modified().ok(), m.len()));
             }
@@ -85,11 +89,18 @@ fn underlay_addr(topo: &Topology, plan: &NodePlan) -> Option<std::net::IpAddr> {
 /// One reconcile pass.
 pub fn reconcile_once(cfg: &Config, shared: &Shared) -> Result<Outcome> {
     let decoded = crate::input::load(&cfg.manifests).context("reading manifests")?;
-    let mut input = Input { objects: decoded.objects, diagnostics: decoded.diagnostics, settings: cfg.solver.clone() };
+    let mut input = Input {
+        objects: decoded.objects,
+        diagnostics: decoded.diagnostics,
+        settings: cfg.solver.clone(),
+    };
     let topo = input.topology();
-    let node = topo
-        .node_id(&cfg.node)
-        .ok_or_else(|| anyhow!("node {} is not in the manifests (or belongs to no Site)", cfg.node))?;
+    let node = topo.node_id(&cfg.node).ok_or_else(|| {
+        anyhow!(
+            "node {} is not in the manifests (or belongs to no Site)",
+            cfg.node
+        )
+    })?;
     // Own underlay: given, else detected towards every link peer (the lowest counts).
     let own_underlay = match cfg.underlay_mtu {
         Some(u) => Some(u),
@@ -97,30 +108,44 @@ pub fn reconcile_once(cfg: &Config, shared: &Shared) -> Result<Outcome> {
         None => {
             let mut solver = Solver::new(&topo, input.settings.clone());
             let plan = solver.plan(node);
-            let addr = underlay_addr(&topo, &plan).ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
+            let addr = underlay_addr(&topo, &plan)
+                .ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
             let desired = dataplane::desired_state(&topo, &plan, addr, &cfg.fabric);
-            let peers: Vec<std::net::IpAddr> = plan.links.iter().filter_map(|l| l.peer_addr).collect();
+            let peers: Vec<std::net::IpAddr> =
+                plan.links.iter().filter_map(|l| l.peer_addr).collect();
             dataplane::detect_underlay(&desired, &cfg.dataplane, cfg.netns.as_deref(), &peers)
                 .context("detecting the underlay MTU")?
         }
     };
     if let Some(u) = own_underlay {
-        input.settings.underlay_overrides.insert(cfg.node.clone(), u);
+        input
+            .settings
+            .underlay_overrides
+            .insert(cfg.node.clone(), u);
         // Peers without an annotation: the agent's own value bounds what it can see.
         input.settings.default_underlay = u;
     }
     let topo = input.topology();
     let mut solver = Solver::new(&topo, input.settings.clone());
     let plan = solver.plan(node);
-    let addr = underlay_addr(&topo, &plan).ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
+    let addr =
+        underlay_addr(&topo, &plan).ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
     let desired = dataplane::desired_state(&topo, &plan, addr, &cfg.fabric);
     let mut r = Renderer::new(&solver, true);
     let out = node_out(&topo, &mut r, &plan);
     let plan_json = serde_json::to_value(&out).unwrap_or_default();
-    let mut outcome = Outcome { plan_values: plan.value_count(), writes: 0, dry_ops: Vec::new() };
+    let mut outcome = Outcome {
+        plan_values: plan.value_count(),
+        writes: 0,
+        dry_ops: Vec::new(),
+    };
     if cfg.dry_run {
         outcome.dry_ops = dataplane::dry_run(&desired, &cfg.dataplane, cfg.netns.as_deref())
-            .unwrap_or_else(|e| vec![format!("(cannot read the kernel: {e}; showing the plan only)")]);
+            .unwrap_or_else(|e| {
+                vec![format!(
+                    "(cannot read the kernel: {e}; showing the plan only)"
+                )]
+            });
     } else {
         let report = dataplane::apply(&desired, &cfg.dataplane, cfg.netns.as_deref())
             .map_err(|e| anyhow!("dataplane: {e}"))?;
@@ -129,14 +154,20 @@ pub fn reconcile_once(cfg: &Config, shared: &Shared) -> Result<Outcome> {
             shared
                 .metrics
                 .mtu_applied
-                .get_or_create(&ItemLabel { item: "device".into(), name: d.name.clone() })
+                .get_or_create(&ItemLabel {
+                    item: "device".into(),
+                    name: d.name.clone(),
+                })
                 .set(i64::from(d.mtu));
         }
         if let Some(f) = &desired.fabric {
             shared
                 .metrics
                 .mtu_applied
-                .get_or_create(&ItemLabel { item: "fabric".into(), name: f.bridge.clone() })
+                .get_or_create(&ItemLabel {
+                    item: "fabric".into(),
+                    name: f.bridge.clone(),
+                })
                 .set(i64::from(f.mtu));
         }
     }
@@ -170,12 +201,21 @@ pub fn run(cfg: &Config, shared: &Shared) -> Result<()> {
             last_pass = Instant::now();
             let start = Instant::now();
             let res = reconcile_once(cfg, shared);
-            shared.metrics.reconcile_seconds.observe(start.elapsed().as_secs_f64());
+            shared
+                .metrics
+                .reconcile_seconds
+                .observe(start.elapsed().as_secs_f64());
             match res {
                 Ok(o) => {
                     dirty = false;
                     shared.ready.store(true, Ordering::SeqCst);
-                    shared.metrics.reconciles.get_or_create(&ResultLabel { result: "ok".into() }).inc();
+                    shared
+                        .metrics
+                        .reconciles
+                        .get_or_create(&ResultLabel {
+                            result: "ok".into(),
+                        })
+                        .inc();
                     tracing::info!(node = %cfg.node, writes = o.writes, values = o.plan_values, "reconciled");
                     if cfg.dry_run {
                         for op in &o.dry_ops {
@@ -188,12 +228,27 @@ pub fn run(cfg: &Config, shared: &Shared) -> Result<()> {
                 }
                 Err(e) => {
                     dirty = true;
-                    shared.metrics.reconciles.get_or_create(&ResultLabel { result: "error".into() }).inc();
-                    let kind = if format!("{e:#}").starts_with("dataplane") { "dataplane" } else { "input" };
-                    shared.metrics.errors.get_or_create(&KindLabel { kind: kind.into() }).inc();
+                    shared
+                        .metrics
+                        .reconciles
+                        .get_or_create(&ResultLabel {
+                            result: "error".into(),
+                        })
+                        .inc();
+                    let kind = if format!("{e:#}").starts_with("dataplane") {
+                        "dataplane"
+                    } else {
+                        "input"
+                    };
+                    shared
+                        .metrics
+                        .errors
+                        .get_or_create(&KindLabel { kind: kind.into() })
+                        .inc();
                     tracing::warn!(node = %cfg.node, error = %format!("{e:#}"), "reconcile failed; will retry");
                     if let Ok(mut s) = shared.status.lock() {
-                        s["lastReconcile"] = serde_json::json!({"result": "error", "error": format!("{e:#}")});
+                        s["lastReconcile"] =
+                            serde_json::json!({"result": "error", "error": format!("{e:#}")});
                     }
                     if cfg.once {
                         return Err(e);

@@ -17,7 +17,11 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
     for name in &args.nodes {
         match topo.node_id(name) {
             Some(id) => selected.push(id),
-            None => return Err(usage(format!("node {name} does not exist (or belongs to no Site)"))),
+            None => {
+                return Err(usage(format!(
+                    "node {name} does not exist (or belongs to no Site)"
+                )));
+            }
         }
     }
     if args.nodes.is_empty() {
@@ -44,7 +48,12 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
     common::fail_on(&args.common, &diags)
 }
 
-fn render_table(solver: &Solver<'_>, r: &mut Renderer<'_, '_>, plans: &[NodePlan], diags: &[Diagnostic]) -> String {
+fn render_table(
+    solver: &Solver<'_>,
+    r: &mut Renderer<'_, '_>,
+    plans: &[NodePlan],
+    diags: &[Diagnostic],
+) -> String {
     let topo = solver.topo();
     let mut s = String::new();
     for p in plans {
@@ -75,7 +84,10 @@ fn render_table(solver: &Solver<'_>, r: &mut Renderer<'_, '_>, plans: &[NodePlan
                     ]
                 })
                 .collect();
-            s.push_str(&indent(&table(&["LINK", "KIND", "PROTOCOL", "MTU", "BOUND BY"], &rows)));
+            s.push_str(&indent(&table(
+                &["LINK", "KIND", "PROTOCOL", "MTU", "BOUND BY"],
+                &rows,
+            )));
         }
         if !n.routes.is_empty() {
             let rows: Vec<Vec<String>> = n
@@ -104,18 +116,25 @@ fn render_table(solver: &Solver<'_>, r: &mut Renderer<'_, '_>, plans: &[NodePlan
                 .iter()
                 .map(|d| {
                     vec![
-                        d.name.map(str::to_string).unwrap_or_else(|| format!("(wg for {})", d.peer.unwrap_or("?"))),
+                        d.name
+                            .map(str::to_string)
+                            .unwrap_or_else(|| format!("(wg for {})", d.peer.unwrap_or("?"))),
                         d.protocol.to_string(),
                         d.mtu.to_string(),
                         d.explanation.bound.term.clone(),
                     ]
                 })
                 .collect();
-            s.push_str(&indent(&table(&["DEVICE", "PROTOCOL", "MTU", "SET BY"], &rows)));
+            s.push_str(&indent(&table(
+                &["DEVICE", "PROTOCOL", "MTU", "SET BY"],
+                &rows,
+            )));
         }
         if let Some(ps) = &n.published {
-            let rows: Vec<Vec<String>> =
-                ps.iter().map(|p| vec![p.destination.clone(), p.mtu.to_string()]).collect();
+            let rows: Vec<Vec<String>> = ps
+                .iter()
+                .map(|p| vec![p.destination.clone(), p.mtu.to_string()])
+                .collect();
             if !rows.is_empty() {
                 s.push_str(&indent(&table(&["PUBLISHES", "MTU"], &rows)));
             }
@@ -138,7 +157,10 @@ fn render_table(solver: &Solver<'_>, r: &mut Renderer<'_, '_>, plans: &[NodePlan
                 ]
             })
             .collect();
-        s.push_str(&table(&["SEVERITY", "CODE", "OBJECT", "FIELD", "SOURCE", "MESSAGE"], &rows));
+        s.push_str(&table(
+            &["SEVERITY", "CODE", "OBJECT", "FIELD", "SOURCE", "MESSAGE"],
+            &rows,
+        ));
     }
     s
 }

@@ -43,7 +43,11 @@ pub fn config(a: &AgentArgs) -> Result<Config> {
         },
         underlay_mtu: a.underlay_mtu,
         dataplane: dp,
-        fabric: FabricOptions { bridge: a.bridge.clone(), cni_config: a.cni_config.clone(), pods },
+        fabric: FabricOptions {
+            bridge: a.bridge.clone(),
+            cni_config: a.cni_config.clone(),
+            pods,
+        },
         poll: Duration::from_secs(2),
         resync: Duration::from_secs(60),
     })
@@ -79,7 +83,9 @@ pub fn main(a: &AgentArgs) -> Result<()> {
     rt.spawn(async {
         #[cfg(unix)]
         {
-            if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            if let Ok(mut term) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            {
                 tokio::select! {
                     _ = term.recv() => {}
                     _ = tokio::signal::ctrl_c() => {}

@@ -14,7 +14,8 @@ fn kind_name(spec: &str, flag: &str) -> Result<(Kind, String)> {
     let (k, n) = spec
         .split_once('/')
         .ok_or_else(|| usage(format!("{flag} {spec}: expected KIND/NAME")))?;
-    let kind = Kind::parse_ci(k).ok_or_else(|| usage(format!("{flag} {spec}: unknown kind {k}")))?;
+    let kind =
+        Kind::parse_ci(k).ok_or_else(|| usage(format!("{flag} {spec}: unknown kind {k}")))?;
     if n.is_empty() {
         return Err(usage(format!("{flag} {spec}: the name is empty")));
     }
@@ -22,7 +23,8 @@ fn kind_name(spec: &str, flag: &str) -> Result<(Kind, String)> {
 }
 
 fn split_eq<'a>(spec: &'a str, flag: &str, form: &str) -> Result<(&'a str, &'a str)> {
-    spec.split_once('=').ok_or_else(|| usage(format!("{flag} {spec}: expected {form}")))
+    spec.split_once('=')
+        .ok_or_else(|| usage(format!("{flag} {spec}: expected {form}")))
 }
 
 /// Parses the mutation flags, in the order of the command line.
@@ -43,33 +45,62 @@ pub fn mutations(args: &WhatIfArgs, raw_args: &[String]) -> Result<Vec<Mutation>
     for (i, s) in args.set.iter().enumerate() {
         let (obj, v) = split_eq(s, "--set", "KIND/NAME=MTU")?;
         let (kind, name) = kind_name(obj, "--set")?;
-        let mtu: i64 = v.parse().map_err(|_| usage(format!("--set {s}: {v:?} is not a number")))?;
+        let mtu: i64 = v
+            .parse()
+            .map_err(|_| usage(format!("--set {s}: {v:?} is not a number")))?;
         order.push((pos("--set", s, i), Mutation::SetCap { kind, name, mtu }));
     }
     for (i, s) in args.clear.iter().enumerate() {
         let (kind, name) = kind_name(s, "--clear")?;
         order.push((pos("--clear", s, i), Mutation::ClearCap { kind, name }));
     }
-    for (flag, list, enabled) in [("--disable", &args.disable, false), ("--enable", &args.enable, true)] {
+    for (flag, list, enabled) in [
+        ("--disable", &args.disable, false),
+        ("--enable", &args.enable, true),
+    ] {
         for (i, s) in list.iter().enumerate() {
             let (kind, name) = kind_name(s, flag)?;
-            if !matches!(kind, Kind::SitePeering | Kind::SiteGatewayPoolAssignment | Kind::GatewayPoolPeering) {
+            if !matches!(
+                kind,
+                Kind::SitePeering | Kind::SiteGatewayPoolAssignment | Kind::GatewayPoolPeering
+            ) {
                 return Err(usage(format!(
                     "{flag} {s}: only SitePeering, SiteGatewayPoolAssignment and GatewayPoolPeering can be enabled or disabled"
                 )));
             }
-            order.push((pos(flag, s, i), Mutation::SetEnabled { kind, name, enabled }));
+            order.push((
+                pos(flag, s, i),
+                Mutation::SetEnabled {
+                    kind,
+                    name,
+                    enabled,
+                },
+            ));
         }
     }
-    for (flag, list, add) in [("--add-member", &args.add_member, true), ("--remove-member", &args.remove_member, false)] {
+    for (flag, list, add) in [
+        ("--add-member", &args.add_member, true),
+        ("--remove-member", &args.remove_member, false),
+    ] {
         for (i, s) in list.iter().enumerate() {
             let (obj, member) = split_eq(s, flag, "KIND/NAME=Site/X or KIND/NAME=GatewayPool/X")?;
             let (kind, name) = kind_name(obj, flag)?;
             let (member_kind, member) = kind_name(member, flag)?;
             if !matches!(member_kind, Kind::Site | Kind::GatewayPool) {
-                return Err(usage(format!("{flag} {s}: a member is a Site or a GatewayPool")));
+                return Err(usage(format!(
+                    "{flag} {s}: a member is a Site or a GatewayPool"
+                )));
             }
-            order.push((pos(flag, s, i), Mutation::Member { kind, name, member_kind, member, add }));
+            order.push((
+                pos(flag, s, i),
+                Mutation::Member {
+                    kind,
+                    name,
+                    member_kind,
+                    member,
+                    add,
+                },
+            ));
         }
     }
     for (i, s) in args.demote.iter().enumerate() {
@@ -77,15 +108,31 @@ pub fn mutations(args: &WhatIfArgs, raw_args: &[String]) -> Result<Vec<Mutation>
     }
     for (i, s) in args.promote.iter().enumerate() {
         let (node, pool) = split_eq(s, "--promote", "NODE=POOL")?;
-        order.push((pos("--promote", s, i), Mutation::Promote { node: node.into(), pool: pool.into() }));
+        order.push((
+            pos("--promote", s, i),
+            Mutation::Promote {
+                node: node.into(),
+                pool: pool.into(),
+            },
+        ));
     }
     for (i, s) in args.underlay.iter().enumerate() {
         let (node, v) = split_eq(s, "--underlay", "NODE=MTU")?;
-        let mtu: u32 = v.parse().map_err(|_| usage(format!("--underlay {s}: {v:?} is not a number")))?;
+        let mtu: u32 = v
+            .parse()
+            .map_err(|_| usage(format!("--underlay {s}: {v:?} is not a number")))?;
         if !(576..=65535).contains(&mtu) {
-            return Err(usage(format!("--underlay {s}: {mtu} is outside 576..65535")));
+            return Err(usage(format!(
+                "--underlay {s}: {mtu} is outside 576..65535"
+            )));
         }
-        order.push((pos("--underlay", s, i), Mutation::Underlay { node: node.into(), mtu }));
+        order.push((
+            pos("--underlay", s, i),
+            Mutation::Underlay {
+                node: node.into(),
+                mtu,
+            },
+        ));
     }
     if let Some(v) = args.agent_mtu {
         order.push((pos("--agent-mtu", "", 0), Mutation::AgentMtu(v)));
@@ -131,7 +178,13 @@ struct Doc {
 }
 
 fn item_out(item: &Item) -> ItemOut {
-    let mut o = ItemOut { ty: "", peer: None, destination: None, kind: None, name: None };
+    let mut o = ItemOut {
+        ty: "",
+        peer: None,
+        destination: None,
+        kind: None,
+        name: None,
+    };
     match item {
         Item::Link { peer } => {
             o.ty = "link";
@@ -142,7 +195,11 @@ fn item_out(item: &Item) -> ItemOut {
             o.destination = Some(destination.0.to_string());
             o.kind = Some(kind.as_str());
         }
-        Item::Device { unnamed, name, peer } => {
+        Item::Device {
+            unnamed,
+            name,
+            peer,
+        } => {
             o.ty = "device";
             if !*unnamed {
                 o.name = Some(name.clone());
@@ -172,19 +229,30 @@ pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
     let full = args.explain == ExplainLevel::Full;
     let result = if !args.after.is_empty() {
         if !muts.is_empty() {
-            return Err(usage("--after compares two inputs; it does not combine with mutation flags"));
+            return Err(usage(
+                "--after compares two inputs; it does not combine with mutation flags",
+            ));
         }
         let d2 = common::load(&args.after)?;
-        let after = Input { objects: d2.objects, diagnostics: d2.diagnostics, settings: base.settings.clone() };
+        let after = Input {
+            objects: d2.objects,
+            diagnostics: d2.diagnostics,
+            settings: base.settings.clone(),
+        };
         whatif::compare(&base, &after, full)
     } else {
         if muts.is_empty() {
-            return Err(usage("what-if needs at least one mutation (--set, --clear, --disable, ...) or --after PATH"));
+            return Err(usage(
+                "what-if needs at least one mutation (--set, --clear, --disable, ...) or --after PATH",
+            ));
         }
         whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?
     };
     let doc = Doc {
-        summary: Summary { nodes_affected: result.nodes_affected(), values_changed: result.changes.len() },
+        summary: Summary {
+            nodes_affected: result.nodes_affected(),
+            values_changed: result.changes.len(),
+        },
         changes: result
             .changes
             .iter()
@@ -225,9 +293,14 @@ pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
                     ),
                     i if i.ty == "device" => format!(
                         "device {}",
-                        i.name.clone().or_else(|| i.peer.clone().map(|p| format!("(wg for {p})"))).unwrap_or_default()
+                        i.name
+                            .clone()
+                            .or_else(|| i.peer.clone().map(|p| format!("(wg for {p})")))
+                            .unwrap_or_default()
                     ),
-                    i if i.ty == "published" => format!("published {}", i.destination.as_deref().unwrap_or("")),
+                    i if i.ty == "published" => {
+                        format!("published {}", i.destination.as_deref().unwrap_or(""))
+                    }
                     i => i.ty.to_string(),
                 };
                 let show = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
@@ -235,7 +308,10 @@ pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
                     what,
                     show(c.before),
                     show(c.after),
-                    c.explanation.as_ref().map(|e| e.bound.source.clone()).unwrap_or_default(),
+                    c.explanation
+                        .as_ref()
+                        .map(|e| e.bound.source.clone())
+                        .unwrap_or_default(),
                 ]);
             }
             flush(current, &mut rows, &mut s);

@@ -31,7 +31,11 @@ fn run(file: &Path) -> Outcome {
         }
         // The acceptance bound is 5 s for the release binary; unoptimised test builds get more.
         let limit = if cfg!(debug_assertions) { 30 } else { 5 };
-        assert!(start.elapsed() < Duration::from_secs(limit), "{}: still running after {limit} s", file.display());
+        assert!(
+            start.elapsed() < Duration::from_secs(limit),
+            "{}: still running after {limit} s",
+            file.display()
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     let o = Outcome {
@@ -39,10 +43,27 @@ fn run(file: &Path) -> Outcome {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     };
-    assert!(!o.stderr.contains("panicked"), "{}: panic: {}", file.display(), o.stderr);
-    assert!(o.code == 0 || o.code == 2, "{}: exit {} ({})", file.display(), o.code, o.stderr);
+    assert!(
+        !o.stderr.contains("panicked"),
+        "{}: panic: {}",
+        file.display(),
+        o.stderr
+    );
+    assert!(
+        o.code == 0 || o.code == 2,
+        "{}: exit {} ({})",
+        file.display(),
+        o.code,
+        o.stderr
+    );
     if o.code == 2 {
-        assert_eq!(o.stderr.trim().lines().count(), 1, "{}: the reason must be one line: {}", file.display(), o.stderr);
+        assert_eq!(
+            o.stderr.trim().lines().count(),
+            1,
+            "{}: the reason must be one line: {}",
+            file.display(),
+            o.stderr
+        );
         assert!(o.stdout.is_empty());
     }
     o
@@ -60,13 +81,19 @@ fn has(o: &Outcome, code: &str, object: &str, field: &str, line: Option<u32>) {
         d["code"] == code
             && d["object"] == object
             && d["field"] == field
-            && line.is_none_or(|l| d["source"].as_str().is_some_and(|s| s.ends_with(&format!(":{l}"))))
+            && line.is_none_or(|l| {
+                d["source"]
+                    .as_str()
+                    .is_some_and(|s| s.ends_with(&format!(":{l}")))
+            })
     });
     assert!(hit, "no {code} {object} {field} line {line:?} in {ds:#?}");
 }
 
 fn corpus(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/hostile")
+        .join(name)
 }
 
 #[test]
@@ -104,37 +131,103 @@ fn diagnostics_name_object_field_and_line() {
     let o = run(&corpus("02-wrong-types.yaml"));
     has(&o, "E-FIELD-TYPE", "Site/a", "spec.nodeCidrs", Some(6));
     has(&o, "E-FIELD-TYPE", "Site/a", "spec.tunnelMTU", Some(7));
-    has(&o, "E-FIELD-TYPE", "Site/a", "spec.manageCniPlugin", Some(8));
+    has(
+        &o,
+        "E-FIELD-TYPE",
+        "Site/a",
+        "spec.manageCniPlugin",
+        Some(8),
+    );
     has(&o, "E-FIELD-TYPE", "SitePeering/p", "spec.sites", Some(16));
     let o = run(&corpus("03-huge-numbers.yaml"));
     has(&o, "E-CAP-RANGE", "Site/a", "spec.tunnelMTU", Some(7));
     has(&o, "E-CAP-RANGE", "Site/b", "spec.tunnelMTU", Some(15));
-    has(&o, "E-UNDERLAY-RANGE", "Node/n1", "metadata.annotations.mtu.unbounded-cloud.io/underlay-mtu", Some(22));
+    has(
+        &o,
+        "E-UNDERLAY-RANGE",
+        "Node/n1",
+        "metadata.annotations.mtu.unbounded-cloud.io/underlay-mtu",
+        Some(22),
+    );
     let o = run(&corpus("07-cycle-self-peering.yaml"));
-    has(&o, "W-DUPLICATE-MEMBER", "GatewayPoolPeering/loop", "spec.gatewayPools[1]", None);
-    has(&o, "W-TOO-FEW-MEMBERS", "SitePeering/self", "spec.sites", None);
+    has(
+        &o,
+        "W-DUPLICATE-MEMBER",
+        "GatewayPoolPeering/loop",
+        "spec.gatewayPools[1]",
+        None,
+    );
+    has(
+        &o,
+        "W-TOO-FEW-MEMBERS",
+        "SitePeering/self",
+        "spec.sites",
+        None,
+    );
     let o = run(&corpus("08-dangling-references.yaml"));
-    has(&o, "W-MISSING-SITE", "SitePeering/ghosts", "spec.sites[0]", Some(4));
-    has(&o, "W-MISSING-POOL", "GatewayPoolPeering/ghost-pools", "spec.gatewayPools[1]", Some(14));
+    has(
+        &o,
+        "W-MISSING-SITE",
+        "SitePeering/ghosts",
+        "spec.sites[0]",
+        Some(4),
+    );
+    has(
+        &o,
+        "W-MISSING-POOL",
+        "GatewayPoolPeering/ghost-pools",
+        "spec.gatewayPools[1]",
+        Some(14),
+    );
     let o = run(&corpus("09-duplicate-names.yaml"));
     has(&o, "E-DUPLICATE", "Site/twin", "metadata.name", Some(1));
     has(&o, "E-DUPLICATE", "Node/n", "metadata.name", None);
     let o = run(&corpus("10-overlapping-cidrs.yaml"));
     has(&o, "E-CIDR-OVERLAP", "Site/b", "spec.nodeCidrs", None);
-    has(&o, "E-CIDR-OVERLAP", "Site/b", "spec.podCidrAssignments", None);
+    has(
+        &o,
+        "E-CIDR-OVERLAP",
+        "Site/b",
+        "spec.podCidrAssignments",
+        None,
+    );
     let o = run(&corpus("14-bad-cidrs.yaml"));
     has(&o, "E-CIDR", "Site/a", "spec.nodeCidrs[0]", Some(5));
     has(&o, "E-CIDR", "Site/a", "spec.nodeCidrs[1]", Some(5));
-    has(&o, "W-CIDR-HOST-BITS", "Site/a", "spec.nodeCidrs[3]", Some(5));
+    has(
+        &o,
+        "W-CIDR-HOST-BITS",
+        "Site/a",
+        "spec.nodeCidrs[3]",
+        Some(5),
+    );
     has(&o, "E-CIDR", "Site/a", "spec.localCidrs[0]", Some(6));
     let o = run(&corpus("15-unknown-protocol.yaml"));
     has(&o, "E-PROTOCOL", "Site/a", "spec.tunnelProtocol", Some(4));
     let o = run(&corpus("18-bad-annotations.yaml"));
-    has(&o, "E-UNDERLAY-RANGE", "Node/n", "metadata.annotations.mtu.unbounded-cloud.io/underlay-mtu", Some(11));
-    has(&o, "E-FIELD-TYPE", "GatewayPoolNode/gpn", "metadata.annotations.mtu.unbounded-cloud.io/forwarding-mtus", Some(20));
+    has(
+        &o,
+        "E-UNDERLAY-RANGE",
+        "Node/n",
+        "metadata.annotations.mtu.unbounded-cloud.io/underlay-mtu",
+        Some(11),
+    );
+    has(
+        &o,
+        "E-FIELD-TYPE",
+        "GatewayPoolNode/gpn",
+        "metadata.annotations.mtu.unbounded-cloud.io/forwarding-mtus",
+        Some(20),
+    );
     let o = run(&corpus("20-invalid-caps-everywhere.yaml"));
     has(&o, "E-CAP-RANGE", "Site/a", "spec.tunnelMTU", Some(4));
-    has(&o, "E-FIELD-TYPE", "SitePeering/ab", "spec.tunnelMTU", Some(14));
+    has(
+        &o,
+        "E-FIELD-TYPE",
+        "SitePeering/ab",
+        "spec.tunnelMTU",
+        Some(14),
+    );
     // Fail closed: the invalid caps count as 576.
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     for n in v["nodes"].as_array().unwrap() {
@@ -142,7 +235,11 @@ fn diagnostics_name_object_field_and_line() {
     }
     let o = run(&corpus("21-broken-middle-document.yaml"));
     let ds = diags(&o);
-    assert_eq!(ds.iter().filter(|d| d["code"] == "E-DECODE").count(), 1, "{ds:#?}");
+    assert_eq!(
+        ds.iter().filter(|d| d["code"] == "E-DECODE").count(),
+        1,
+        "{ds:#?}"
+    );
     has(&o, "E-DECODE", "document 2", "", Some(9));
 }
 

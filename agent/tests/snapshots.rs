@@ -43,21 +43,79 @@ fn resolve_tables() {
 
 #[test]
 fn resolve_json() {
-    let out = ok(&["resolve", "-f", "examples/04-transit-chain", "-o", "json", "--node", "wa", "--node", "gb"]);
+    let out = ok(&[
+        "resolve",
+        "-f",
+        "examples/04-transit-chain",
+        "-o",
+        "json",
+        "--node",
+        "wa",
+        "--node",
+        "gb",
+    ]);
     insta::assert_snapshot!("resolve-json-transit-chain", out);
-    let full = ok(&["resolve", "-f", "examples/06-routed-local-published", "-o", "json", "--node", "wa", "--explain", "full"]);
+    let full = ok(&[
+        "resolve",
+        "-f",
+        "examples/06-routed-local-published",
+        "-o",
+        "json",
+        "--node",
+        "wa",
+        "--explain",
+        "full",
+    ]);
     insta::assert_snapshot!("resolve-json-full-routed", full);
 }
 
 #[test]
 fn explain_text() {
-    let out = ok(&["explain", "-f", "examples/04-transit-chain", "--node", "wa", "-o", "table"]);
+    let out = ok(&[
+        "explain",
+        "-f",
+        "examples/04-transit-chain",
+        "--node",
+        "wa",
+        "-o",
+        "table",
+    ]);
     insta::assert_snapshot!("explain-transit-wa", out);
-    let out = ok(&["explain", "-f", "examples/06-routed-local-published", "--node", "wa", "--destination", "10.103.200.7", "-o", "table"]);
+    let out = ok(&[
+        "explain",
+        "-f",
+        "examples/06-routed-local-published",
+        "--node",
+        "wa",
+        "--destination",
+        "10.103.200.7",
+        "-o",
+        "table",
+    ]);
     insta::assert_snapshot!("explain-routed-destination", out);
-    let out = ok(&["explain", "-f", "examples/03-hub-and-spoke", "--node", "a1", "--peer", "h1", "-o", "table"]);
+    let out = ok(&[
+        "explain",
+        "-f",
+        "examples/03-hub-and-spoke",
+        "--node",
+        "a1",
+        "--peer",
+        "h1",
+        "-o",
+        "table",
+    ]);
     insta::assert_snapshot!("explain-hub-peer", out);
-    let out = ok(&["explain", "-f", "examples/03-hub-and-spoke", "--node", "a1", "--peer", "h1", "-o", "json"]);
+    let out = ok(&[
+        "explain",
+        "-f",
+        "examples/03-hub-and-spoke",
+        "--node",
+        "a1",
+        "--peer",
+        "h1",
+        "-o",
+        "json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     for val in v["values"].as_array().unwrap() {
         // The bound term's value is the value, and no term is below it.
@@ -70,12 +128,34 @@ fn explain_text() {
 
 #[test]
 fn explain_errors_exit_2() {
-    let (code, _, err) = run(&["explain", "-f", "examples/04-transit-chain", "--node", "nobody"]);
+    let (code, _, err) = run(&[
+        "explain",
+        "-f",
+        "examples/04-transit-chain",
+        "--node",
+        "nobody",
+    ]);
     assert_eq!(code, 2);
     assert!(err.contains("nobody"), "{err}");
-    let (code, _, err) = run(&["explain", "-f", "examples/04-transit-chain", "--node", "wa", "--destination", "192.0.2.1"]);
+    let (code, _, err) = run(&[
+        "explain",
+        "-f",
+        "examples/04-transit-chain",
+        "--node",
+        "wa",
+        "--destination",
+        "192.0.2.1",
+    ]);
     assert_eq!(code, 2, "{err}");
-    let (code, _, _) = run(&["explain", "-f", "examples/04-transit-chain", "--node", "wa", "--destination", "bogus"]);
+    let (code, _, _) = run(&[
+        "explain",
+        "-f",
+        "examples/04-transit-chain",
+        "--node",
+        "wa",
+        "--destination",
+        "bogus",
+    ]);
     assert_eq!(code, 2);
 }
 
@@ -92,7 +172,13 @@ fn graph_dot() {
 fn graph_svg_parses() {
     if Command::new("dot").arg("-V").output().is_err() {
         // Without Graphviz the command must say so and exit 2.
-        let (code, _, err) = run(&["graph", "-f", "examples/04-transit-chain", "--format", "svg"]);
+        let (code, _, err) = run(&[
+            "graph",
+            "-f",
+            "examples/04-transit-chain",
+            "--format",
+            "svg",
+        ]);
         assert_eq!(code, 2);
         assert!(err.contains("Graphviz"), "{err}");
         eprintln!("skipped the SVG parse: Graphviz (dot) is not installed");
@@ -100,7 +186,10 @@ fn graph_svg_parses() {
     }
     for ex in EXAMPLES {
         let out = ok(&["graph", "-f", &format!("examples/{ex}"), "--format", "svg"]);
-        let opts = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+        let opts = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        };
         let doc = roxmltree::Document::parse_with_options(&out, opts).unwrap();
         assert_eq!(doc.root_element().tag_name().name(), "svg");
         let text: String = doc.descendants().filter_map(|n| n.text()).collect();
@@ -110,10 +199,32 @@ fn graph_svg_parses() {
 
 #[test]
 fn what_if_json_and_table() {
-    let out = ok(&["what-if", "-f", "examples/04-transit-chain", "--set", "GatewayPoolPeering/pa-pb=1300", "-o", "json"]);
+    let out = ok(&[
+        "what-if",
+        "-f",
+        "examples/04-transit-chain",
+        "--set",
+        "GatewayPoolPeering/pa-pb=1300",
+        "-o",
+        "json",
+    ]);
     insta::assert_snapshot!("whatif-json-transit", out);
-    let out = ok(&["what-if", "-f", "examples/03-hub-and-spoke", "--disable", "SiteGatewayPoolAssignment/spokes", "-o", "table"]);
+    let out = ok(&[
+        "what-if",
+        "-f",
+        "examples/03-hub-and-spoke",
+        "--disable",
+        "SiteGatewayPoolAssignment/spokes",
+        "-o",
+        "table",
+    ]);
     insta::assert_snapshot!("whatif-table-disable", out);
-    let (code, _, err) = run(&["what-if", "-f", "examples/03-hub-and-spoke", "--set", "Site/nowhere=1300"]);
+    let (code, _, err) = run(&[
+        "what-if",
+        "-f",
+        "examples/03-hub-and-spoke",
+        "--set",
+        "Site/nowhere=1300",
+    ]);
     assert_eq!(code, 2, "{err}");
 }

@@ -48,11 +48,18 @@ impl State {
         for i in 0..topo.nodes.len() {
             let plan = solver.plan(NodeId::from_idx(i));
             diagnostics.extend(plan.diagnostics.iter().cloned());
-            let values = items(&topo, &plan).into_iter().map(|(k, v, _)| (k, v)).collect();
+            let values = items(&topo, &plan)
+                .into_iter()
+                .map(|(k, v, _)| (k, v))
+                .collect();
             nodes.insert(topo.node(plan.node).name.to_string(), values);
         }
         sort_diagnostics(&mut diagnostics);
-        State { nodes, diagnostics, generation: 0 }
+        State {
+            nodes,
+            diagnostics,
+            generation: 0,
+        }
     }
 
     /// Whether two states hold the same values and diagnostics (the generation aside, and the
@@ -60,7 +67,14 @@ impl State {
     pub fn same_values(&self, other: &State) -> bool {
         let strip = |d: &[Diagnostic]| -> Vec<(String, String, String, String)> {
             d.iter()
-                .map(|x| (x.code.to_string(), x.object.clone(), x.field.clone(), x.message.clone()))
+                .map(|x| {
+                    (
+                        x.code.to_string(),
+                        x.object.clone(),
+                        x.field.clone(),
+                        x.message.clone(),
+                    )
+                })
                 .collect()
         };
         self.nodes == other.nodes && strip(&self.diagnostics) == strip(&other.diagnostics)
@@ -78,9 +92,17 @@ pub struct Incremental {
 impl Incremental {
     /// An empty resolver with these settings.
     pub fn new(settings: Settings) -> Self {
-        let input = Input { objects: Vec::new(), diagnostics: Vec::new(), settings };
+        let input = Input {
+            objects: Vec::new(),
+            diagnostics: Vec::new(),
+            settings,
+        };
         let state = Arc::new(State::full(&input));
-        Incremental { input, state, last_work: 0 }
+        Incremental {
+            input,
+            state,
+            last_work: 0,
+        }
     }
 
     /// The current whole state.
@@ -100,7 +122,11 @@ impl Incremental {
             match e {
                 Event::Apply(o) => {
                     let (k, n) = (o.kind(), o.name().to_string());
-                    match next.objects.iter().position(|x| x.kind() == k && x.name() == n) {
+                    match next
+                        .objects
+                        .iter()
+                        .position(|x| x.kind() == k && x.name() == n)
+                    {
                         Some(i) => {
                             // Replace in place (keeps order stable), drop further copies.
                             if let Some(slot) = next.objects.get_mut(i) {
@@ -121,7 +147,8 @@ impl Incremental {
                     }
                 }
                 Event::Delete { kind, name } => {
-                    next.objects.retain(|x| !(x.kind() == kind && x.name() == name));
+                    next.objects
+                        .retain(|x| !(x.kind() == kind && x.name() == name));
                 }
             }
         }
@@ -166,7 +193,11 @@ impl Incremental {
         }
         sort_diagnostics(&mut diagnostics);
         self.input = next;
-        let state = Arc::new(State { nodes, diagnostics, generation: self.state.generation.saturating_add(1) });
+        let state = Arc::new(State {
+            nodes,
+            diagnostics,
+            generation: self.state.generation.saturating_add(1),
+        });
         self.state = state.clone();
         state
     }

@@ -60,19 +60,35 @@ pub enum Item {
 pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
     let mut out = Vec::with_capacity(plan.links.len() + plan.routes.len() + 4);
     for l in &plan.links {
-        out.push((Item::Link { peer: topo.node(l.peer).name.to_string() }, l.mtu.mtu.0, l.mtu.expl));
+        out.push((
+            Item::Link {
+                peer: topo.node(l.peer).name.to_string(),
+            },
+            l.mtu.mtu.0,
+            l.mtu.expl,
+        ));
     }
     for r in &plan.routes {
         out.push((
-            Item::Route { destination: Prefix(r.destination), kind: r.kind },
+            Item::Route {
+                destination: Prefix(r.destination),
+                kind: r.kind,
+            },
             r.mtu.mtu.0,
             r.mtu.expl,
         ));
     }
     for d in &plan.devices {
         let item = match &d.device {
-            DeviceRef::Shared(n) => Item::Device { unnamed: false, name: n.clone(), peer: String::new() },
-            DeviceRef::PerPeer { name: Some(n), peer } => Item::Device {
+            DeviceRef::Shared(n) => Item::Device {
+                unnamed: false,
+                name: n.clone(),
+                peer: String::new(),
+            },
+            DeviceRef::PerPeer {
+                name: Some(n),
+                peer,
+            } => Item::Device {
                 unnamed: false,
                 name: n.clone(),
                 peer: topo.node(*peer).name.to_string(),
@@ -89,7 +105,13 @@ pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
     out.push((Item::Fabric, plan.fabric.mtu.0, plan.fabric.expl));
     if let Some(ps) = &plan.published {
         for p in ps {
-            out.push((Item::Published { destination: Prefix(p.destination) }, p.mtu.mtu.0, p.mtu.expl));
+            out.push((
+                Item::Published {
+                    destination: Prefix(p.destination),
+                },
+                p.mtu.mtu.0,
+                p.mtu.expl,
+            ));
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));

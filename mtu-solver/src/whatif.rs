@@ -13,7 +13,7 @@ use crate::solver::{Settings, Solver};
 use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use topology_core::decode::{Kind, Member, RawCap, RawObject, RawRelation, POOL_LABEL_KEY};
+use topology_core::decode::{Kind, Member, POOL_LABEL_KEY, RawCap, RawObject, RawRelation};
 use topology_core::diag::Diagnostic;
 use topology_core::ids::{NodeId, SiteId};
 use topology_core::model::{ObjRef, Topology};
@@ -124,7 +124,9 @@ fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
     match o {
         RawObject::Site(s) => Some(&mut s.cap),
         RawObject::Pool(p) => Some(&mut p.cap),
-        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => Some(&mut r.cap),
+        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => {
+            Some(&mut r.cap)
+        }
         _ => None,
     }
 }
@@ -142,11 +144,19 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
     match m {
         Mutation::SetCap { kind, name, mtu } => {
             let cap = if (i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
-                Some(RawCap { mtu: u32::try_from(*mtu).unwrap_or(MIN_MTU), invalid: None, loc: None })
+                Some(RawCap {
+                    mtu: u32::try_from(*mtu).unwrap_or(MIN_MTU),
+                    invalid: None,
+                    loc: None,
+                })
             } else if *mtu == 0 {
                 None
             } else {
-                Some(RawCap { mtu: MIN_MTU, invalid: Some(mtu.to_string()), loc: None })
+                Some(RawCap {
+                    mtu: MIN_MTU,
+                    invalid: Some(mtu.to_string()),
+                    loc: None,
+                })
             };
             let found = find(&mut input.objects, *kind, name);
             if found.is_empty() {
@@ -171,7 +181,11 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                 *slot = None;
             }
         }
-        Mutation::SetEnabled { kind, name, enabled } => {
+        Mutation::SetEnabled {
+            kind,
+            name,
+            enabled,
+        } => {
             let found = find(&mut input.objects, *kind, name);
             if found.is_empty() {
                 return Err(MutationError::NoSuchObject(label(*kind, name)));
@@ -186,7 +200,13 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                 r.enabled = *enabled;
             }
         }
-        Mutation::Member { kind, name, member_kind, member, add } => {
+        Mutation::Member {
+            kind,
+            name,
+            member_kind,
+            member,
+            add,
+        } => {
             let found = find(&mut input.objects, *kind, name);
             if found.is_empty() {
                 return Err(MutationError::NoSuchObject(label(*kind, name)));
@@ -197,10 +217,13 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                     MutationError::NotApplicable(format!("{} has no members", label(*kind, name)))
                 })?;
                 let (list, field) = match (member_kind, k) {
-                    (Kind::Site, Kind::SitePeering | Kind::SiteGatewayPoolAssignment) => (&mut r.sites, "spec.sites"),
-                    (Kind::GatewayPool, Kind::GatewayPoolPeering | Kind::SiteGatewayPoolAssignment) => {
-                        (&mut r.pools, "spec.gatewayPools")
+                    (Kind::Site, Kind::SitePeering | Kind::SiteGatewayPoolAssignment) => {
+                        (&mut r.sites, "spec.sites")
                     }
+                    (
+                        Kind::GatewayPool,
+                        Kind::GatewayPoolPeering | Kind::SiteGatewayPoolAssignment,
+                    ) => (&mut r.pools, "spec.gatewayPools"),
                     _ => {
                         return Err(MutationError::NotApplicable(format!(
                             "{} has no {} members",
@@ -212,7 +235,11 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                 if *add {
                     if !list.iter().any(|x| &x.name == member) {
                         let field = format!("{field}[{}]", list.len());
-                        list.push(Member { name: member.clone(), field, loc: None });
+                        list.push(Member {
+                            name: member.clone(),
+                            field,
+                            loc: None,
+                        });
                     }
                 } else {
                     list.retain(|x| &x.name != member);
@@ -241,7 +268,11 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
             }
         }
         Mutation::Promote { node, pool } => {
-            if !input.objects.iter().any(|o| o.kind() == Kind::GatewayPool && o.name() == pool) {
+            if !input
+                .objects
+                .iter()
+                .any(|o| o.kind() == Kind::GatewayPool && o.name() == pool)
+            {
                 return Err(MutationError::NoSuchObject(format!("GatewayPool/{pool}")));
             }
             let mut hit = false;
@@ -255,7 +286,9 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                 }
             }
             if !hit {
-                return Err(MutationError::NoSuchObject(format!("Node/{node} (promotion needs a Node object)")));
+                return Err(MutationError::NoSuchObject(format!(
+                    "Node/{node} (promotion needs a Node object)"
+                )));
             }
         }
         Mutation::Underlay { node, mtu } => {
@@ -309,7 +342,10 @@ pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatI
     }
     for m in mutations {
         if let Mutation::Underlay { node, .. } = m
-            && !base.objects.iter().any(|o| o.name() == node.as_str() && o.kind() == Kind::Node)
+            && !base
+                .objects
+                .iter()
+                .any(|o| o.name() == node.as_str() && o.kind() == Kind::Node)
             && base.topology().node_id(node).is_none()
         {
             return Err(MutationError::NoSuchObject(format!("Node/{node}")));
@@ -359,7 +395,9 @@ fn classify(base: &Input, after: &Input) -> Difference {
     let index = |i: &Input| {
         let mut m: BTreeMap<(Kind, String), Vec<RawObject>> = BTreeMap::new();
         for o in &i.objects {
-            m.entry((o.kind(), o.name().to_string())).or_default().push(o.clone());
+            m.entry((o.kind(), o.name().to_string()))
+                .or_default()
+                .push(o.clone());
         }
         m
     };
@@ -370,7 +408,9 @@ fn classify(base: &Input, after: &Input) -> Difference {
     let mut caps = Vec::new();
     let mut underlays: Vec<String> = Vec::new();
     for (k, ob) in &b {
-        let Some(oa) = a.get(k) else { return Difference::Structure };
+        let Some(oa) = a.get(k) else {
+            return Difference::Structure;
+        };
         if ob == oa {
             continue;
         }
@@ -393,7 +433,8 @@ fn classify(base: &Input, after: &Input) -> Difference {
     if s != after.settings {
         return Difference::Structure;
     }
-    let mut names: std::collections::BTreeSet<&String> = base.settings.underlay_overrides.keys().collect();
+    let mut names: std::collections::BTreeSet<&String> =
+        base.settings.underlay_overrides.keys().collect();
     names.extend(after.settings.underlay_overrides.keys());
     for n in names {
         if base.settings.underlay_overrides.get(n) != after.settings.underlay_overrides.get(n) {
@@ -417,9 +458,16 @@ pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
     let mut sa = Solver::new(&ta, after.settings.clone());
     match classify(base, after) {
         Difference::Caps(objs) => {
-            let objs: Vec<ObjRef> = objs.iter().filter_map(|(k, n)| obj_ref(&tb, *k, n)).collect();
+            let objs: Vec<ObjRef> = objs
+                .iter()
+                .filter_map(|(k, n)| obj_ref(&tb, *k, n))
+                .collect();
             let (changes, work) = per_value(&mut sb, &mut sa, &objs, full);
-            WhatIf { changes, strategy: "per-value", work }
+            WhatIf {
+                changes,
+                strategy: "per-value",
+                work,
+            }
         }
         Difference::Underlays(names) => {
             let mut near: FxHashSet<NodeId> = FxHashSet::default();
@@ -435,14 +483,22 @@ pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
             nodes.sort();
             let work = nodes.len() * 2;
             let changes = diff_nodes(&mut sb, &mut sa, &nodes, &nodes, full);
-            WhatIf { changes, strategy: "near-nodes", work }
+            WhatIf {
+                changes,
+                strategy: "near-nodes",
+                work,
+            }
         }
         Difference::Structure => {
             let all_b: Vec<NodeId> = (0..tb.nodes.len()).map(NodeId::from_idx).collect();
             let all_a: Vec<NodeId> = (0..ta.nodes.len()).map(NodeId::from_idx).collect();
             let work = all_b.len() + all_a.len();
             let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
-            WhatIf { changes, strategy: "all-nodes", work }
+            WhatIf {
+                changes,
+                strategy: "all-nodes",
+                work,
+            }
         }
     }
 }
@@ -499,7 +555,13 @@ fn diff_items(
     }
 }
 
-fn diff_nodes(sb: &mut Solver<'_>, sa: &mut Solver<'_>, nodes_b: &[NodeId], nodes_a: &[NodeId], full: bool) -> Vec<Change> {
+fn diff_nodes(
+    sb: &mut Solver<'_>,
+    sa: &mut Solver<'_>,
+    nodes_b: &[NodeId],
+    nodes_a: &[NodeId],
+    full: bool,
+) -> Vec<Change> {
     let tb = sb.topo();
     let ta = sa.topo();
     let mut before: BTreeMap<String, Vec<(Item, u32, ExplId)>> = BTreeMap::new();
@@ -519,7 +581,10 @@ fn diff_nodes(sb: &mut Solver<'_>, sa: &mut Solver<'_>, nodes_b: &[NodeId], node
     let empty: Vec<(Item, u32, ExplId)> = Vec::new();
     for name in names {
         let b = before.get(name).unwrap_or(&empty);
-        let a = after_plans.get(name).map(|p| items(ta, p)).unwrap_or_default();
+        let a = after_plans
+            .get(name)
+            .map(|p| items(ta, p))
+            .unwrap_or_default();
         diff_items(name, b, &a, &mut r, &mut out);
     }
     out
@@ -590,12 +655,23 @@ fn near(s: &Solver<'_>, o: ObjRef) -> FxHashSet<NodeId> {
 /// Destinations whose paths can involve the cap of `o` (None: any).
 fn dest_filter(t: &Topology, o: ObjRef) -> Option<FxHashSet<Dest>> {
     match o {
-        ObjRef::Assignment(a) => Some(t.assignment(a).sites.iter().map(|s| Dest::Site(*s)).collect()),
+        ObjRef::Assignment(a) => Some(
+            t.assignment(a)
+                .sites
+                .iter()
+                .map(|s| Dest::Site(*s))
+                .collect(),
+        ),
         _ => None,
     }
 }
 
-fn per_value(sb: &mut Solver<'_>, sa: &mut Solver<'_>, objs: &[ObjRef], full: bool) -> (Vec<Change>, usize) {
+fn per_value(
+    sb: &mut Solver<'_>,
+    sa: &mut Solver<'_>,
+    objs: &[ObjRef],
+    full: bool,
+) -> (Vec<Change>, usize) {
     let t = sb.topo();
     let mut near_set: FxHashSet<NodeId> = FxHashSet::default();
     let mut filter: Option<FxHashSet<Dest>> = Some(FxHashSet::default());
@@ -635,9 +711,13 @@ fn per_value(sb: &mut Solver<'_>, sa: &mut Solver<'_>, objs: &[ObjRef], full: bo
         groups.entry(key).or_default().push(id);
     }
     for ((gateway, _, _), members) in groups {
-        let Some(first) = members.first().copied() else { continue };
+        let Some(first) = members.first().copied() else {
+            continue;
+        };
         for (prefix, _) in &prefixes {
-            let Some(l) = sb.net.learned_for(first, prefix) else { continue };
+            let Some(l) = sb.net.learned_for(first, prefix) else {
+                continue;
+            };
             let changed = l.via.iter().any(|g| {
                 let rb = sb.reach(*g, l.prefix, &l.origins).map(|e| sb.expl.value(e));
                 let ra = sa.reach(*g, l.prefix, &l.origins).map(|e| sa.expl.value(e));
@@ -678,13 +758,38 @@ fn route_changes(
         return;
     }
     let locals = &t.site(node.site).local_cidrs;
-    let pieces = if locals.is_empty() { vec![l.prefix] } else { cut(l.prefix, locals) };
-    let kind = if worker { RouteKind::Gateway } else { RouteKind::Transit };
-    let change = |item: Item| Change { node: node.name.to_string(), item, before: vb, after: va, explanation: None };
+    let pieces = if locals.is_empty() {
+        vec![l.prefix]
+    } else {
+        cut(l.prefix, locals)
+    };
+    let kind = if worker {
+        RouteKind::Gateway
+    } else {
+        RouteKind::Transit
+    };
+    let change = |item: Item| Change {
+        node: node.name.to_string(),
+        item,
+        before: vb,
+        after: va,
+        explanation: None,
+    };
     for piece in pieces {
-        out.push((change(Item::Route { destination: Prefix(piece), kind }), ea));
+        out.push((
+            change(Item::Route {
+                destination: Prefix(piece),
+                kind,
+            }),
+            ea,
+        ));
     }
     if !worker {
-        out.push((change(Item::Published { destination: Prefix(l.prefix) }), ea));
+        out.push((
+            change(Item::Published {
+                destination: Prefix(l.prefix),
+            }),
+            ea,
+        ));
     }
 }

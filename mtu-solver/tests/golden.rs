@@ -417,6 +417,8 @@ macro_rules! golden {
 }
 
 golden! {
+    uplink_caps => "uplink-caps",
+    comp_chain => "comp-chain",
     cfg_ipv6_outer => "cfg-ipv6-outer",
     overheads_ipv4 => "overheads-ipv4",
     overheads_ipv6 => "overheads-ipv6",

@@ -18,14 +18,22 @@ fn objects(spec: &TopoSpec) -> Vec<RawObject> {
     for (i, doc) in spec.documents().iter().enumerate() {
         let name = format!("doc{i}.yaml");
         let d = decode([(name.as_str(), doc.as_bytes())]);
-        assert!(d.diagnostics.is_empty(), "generator produced a broken document: {:?}", d.diagnostics);
+        assert!(
+            d.diagnostics.is_empty(),
+            "generator produced a broken document: {:?}",
+            d.diagnostics
+        );
         out.extend(d.objects);
     }
     out
 }
 
 fn input(objs: Vec<RawObject>) -> Input {
-    Input { objects: objs, diagnostics: Vec::new(), settings: Default::default() }
+    Input {
+        objects: objs,
+        diagnostics: Vec::new(),
+        settings: Default::default(),
+    }
 }
 
 fn values(input: &Input) -> BTreeMap<(String, Item), u32> {
@@ -42,7 +50,11 @@ fn cap_objects(objs: &[RawObject]) -> Vec<(Kind, String)> {
         .filter(|o| {
             matches!(
                 o.kind(),
-                Kind::Site | Kind::GatewayPool | Kind::SitePeering | Kind::SiteGatewayPoolAssignment | Kind::GatewayPoolPeering
+                Kind::Site
+                    | Kind::GatewayPool
+                    | Kind::SitePeering
+                    | Kind::SiteGatewayPoolAssignment
+                    | Kind::GatewayPoolPeering
             )
         })
         .map(|o| (o.kind(), o.name().to_string()))
@@ -50,12 +62,16 @@ fn cap_objects(objs: &[RawObject]) -> Vec<(Kind, String)> {
 }
 
 fn current_cap(objs: &[RawObject], kind: Kind, name: &str) -> Option<u32> {
-    objs.iter().find(|o| o.kind() == kind && o.name() == name).and_then(|o| match o {
-        RawObject::Site(s) => s.cap.as_ref().map(|c| c.mtu),
-        RawObject::Pool(p) => p.cap.as_ref().map(|c| c.mtu),
-        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => r.cap.as_ref().map(|c| c.mtu),
-        _ => None,
-    })
+    objs.iter()
+        .find(|o| o.kind() == kind && o.name() == name)
+        .and_then(|o| match o {
+            RawObject::Site(s) => s.cap.as_ref().map(|c| c.mtu),
+            RawObject::Pool(p) => p.cap.as_ref().map(|c| c.mtu),
+            RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => {
+                r.cap.as_ref().map(|c| c.mtu)
+            }
+            _ => None,
+        })
 }
 
 proptest! {

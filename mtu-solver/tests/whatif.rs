@@ -9,7 +9,10 @@ use topology_core::decode::{Kind, RawObject, decode};
 fn examples() -> Vec<(String, Input)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
     let mut out = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for p in entries {
         let file = p.join("cluster.yaml");
@@ -21,7 +24,11 @@ fn examples() -> Vec<(String, Input)> {
         let d = decode([(name.as_str(), bytes.as_slice())]);
         out.push((
             name,
-            Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() },
+            Input {
+                objects: d.objects,
+                diagnostics: d.diagnostics,
+                settings: Default::default(),
+            },
         ));
     }
     assert!(out.len() >= 4, "examples missing");
@@ -84,9 +91,24 @@ fn cap_mutations_equal_two_full_resolves() {
     for (name, base) in examples() {
         for (kind, obj) in capped_objects(&base) {
             for mtu in [1280i64, 600, 9000, 100_000] {
-                check(&name, &base, &[Mutation::SetCap { kind, name: obj.clone(), mtu }]);
+                check(
+                    &name,
+                    &base,
+                    &[Mutation::SetCap {
+                        kind,
+                        name: obj.clone(),
+                        mtu,
+                    }],
+                );
             }
-            check(&name, &base, &[Mutation::ClearCap { kind, name: obj.clone() }]);
+            check(
+                &name,
+                &base,
+                &[Mutation::ClearCap {
+                    kind,
+                    name: obj.clone(),
+                }],
+            );
         }
     }
 }
@@ -97,24 +119,60 @@ fn relationship_mutations_equal_two_full_resolves() {
         let rels: Vec<(Kind, String)> = capped_objects(&base)
             .into_iter()
             .filter(|(k, _)| {
-                matches!(k, Kind::SitePeering | Kind::SiteGatewayPoolAssignment | Kind::GatewayPoolPeering)
+                matches!(
+                    k,
+                    Kind::SitePeering | Kind::SiteGatewayPoolAssignment | Kind::GatewayPoolPeering
+                )
             })
             .collect();
-        let sites: Vec<String> =
-            base.objects.iter().filter(|o| o.kind() == Kind::Site).map(|o| o.name().to_string()).collect();
-        let pools: Vec<String> =
-            base.objects.iter().filter(|o| o.kind() == Kind::GatewayPool).map(|o| o.name().to_string()).collect();
+        let sites: Vec<String> = base
+            .objects
+            .iter()
+            .filter(|o| o.kind() == Kind::Site)
+            .map(|o| o.name().to_string())
+            .collect();
+        let pools: Vec<String> = base
+            .objects
+            .iter()
+            .filter(|o| o.kind() == Kind::GatewayPool)
+            .map(|o| o.name().to_string())
+            .collect();
         for (kind, obj) in rels {
-            check(&name, &base, &[Mutation::SetEnabled { kind, name: obj.clone(), enabled: false }]);
-            check(&name, &base, &[Mutation::SetEnabled { kind, name: obj.clone(), enabled: true }]);
-            let (mk, members) =
-                if kind == Kind::GatewayPoolPeering { (Kind::GatewayPool, &pools) } else { (Kind::Site, &sites) };
+            check(
+                &name,
+                &base,
+                &[Mutation::SetEnabled {
+                    kind,
+                    name: obj.clone(),
+                    enabled: false,
+                }],
+            );
+            check(
+                &name,
+                &base,
+                &[Mutation::SetEnabled {
+                    kind,
+                    name: obj.clone(),
+                    enabled: true,
+                }],
+            );
+            let (mk, members) = if kind == Kind::GatewayPoolPeering {
+                (Kind::GatewayPool, &pools)
+            } else {
+                (Kind::Site, &sites)
+            };
             for m in members {
                 for add in [true, false] {
                     check(
                         &name,
                         &base,
-                        &[Mutation::Member { kind, name: obj.clone(), member_kind: mk, member: m.clone(), add }],
+                        &[Mutation::Member {
+                            kind,
+                            name: obj.clone(),
+                            member_kind: mk,
+                            member: m.clone(),
+                            add,
+                        }],
                     );
                 }
             }
@@ -130,17 +188,35 @@ fn node_mutations_equal_two_full_resolves() {
         for n in &topo.nodes {
             let node = n.name.to_string();
             for mtu in [9000u32, 1280, 576] {
-                check(&name, &base, &[Mutation::Underlay { node: node.clone(), mtu }]);
+                check(
+                    &name,
+                    &base,
+                    &[Mutation::Underlay {
+                        node: node.clone(),
+                        mtu,
+                    }],
+                );
             }
             if n.is_gateway() {
                 check(&name, &base, &[Mutation::Demote { node: node.clone() }]);
             }
             for p in &pools {
-                check(&name, &base, &[Mutation::Promote { node: node.clone(), pool: p.clone() }]);
+                check(
+                    &name,
+                    &base,
+                    &[Mutation::Promote {
+                        node: node.clone(),
+                        pool: p.clone(),
+                    }],
+                );
             }
         }
         check(&name, &base, &[Mutation::AgentMtu(1400)]);
-        check(&name, &base, &[Mutation::AgentMtu(1400), Mutation::AgentMtu(0)]);
+        check(
+            &name,
+            &base,
+            &[Mutation::AgentMtu(1400), Mutation::AgentMtu(0)],
+        );
     }
 }
 
@@ -148,20 +224,78 @@ fn node_mutations_equal_two_full_resolves() {
 fn a_cap_on_an_unrelated_object_changes_nothing_on_a_node() {
     // Example 02: SitePeering ab relates A and B only; C's workers have no link, path or
     // component with them.
-    let (_, base) = examples().into_iter().find(|(n, _)| n.contains("02-mesh-peering-cap")).unwrap();
+    let (_, base) = examples()
+        .into_iter()
+        .find(|(n, _)| n.contains("02-mesh-peering-cap"))
+        .unwrap();
     for mtu in [576i64, 1000, 1280, 9000] {
-        let w = what_if(&base, &[Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu }], false).unwrap();
-        assert!(w.changes.iter().all(|c| c.node != "c1" && c.node != "c2"), "{:?}", w.changes);
+        let w = what_if(
+            &base,
+            &[Mutation::SetCap {
+                kind: Kind::SitePeering,
+                name: "ab".into(),
+                mtu,
+            }],
+            false,
+        )
+        .unwrap();
+        assert!(
+            w.changes.iter().all(|c| c.node != "c1" && c.node != "c2"),
+            "{:?}",
+            w.changes
+        );
         assert!(!w.changes.is_empty());
     }
-    let w = what_if(&base, &[Mutation::ClearCap { kind: Kind::SitePeering, name: "ab".into() }], false).unwrap();
-    assert!(w.changes.iter().all(|c| c.node.starts_with('a') || c.node.starts_with('b')));
+    let w = what_if(
+        &base,
+        &[Mutation::ClearCap {
+            kind: Kind::SitePeering,
+            name: "ab".into(),
+        }],
+        false,
+    )
+    .unwrap();
+    assert!(
+        w.changes
+            .iter()
+            .all(|c| c.node.starts_with('a') || c.node.starts_with('b'))
+    );
 }
 
 #[test]
 fn unknown_objects_are_errors() {
     let (_, base) = examples().into_iter().next().unwrap();
-    assert!(what_if(&base, &[Mutation::SetCap { kind: Kind::Site, name: "nope".into(), mtu: 1300 }], false).is_err());
-    assert!(what_if(&base, &[Mutation::Demote { node: "nope".into() }], false).is_err());
-    assert!(what_if(&base, &[Mutation::Underlay { node: "nope".into(), mtu: 1500 }], false).is_err());
+    assert!(
+        what_if(
+            &base,
+            &[Mutation::SetCap {
+                kind: Kind::Site,
+                name: "nope".into(),
+                mtu: 1300
+            }],
+            false
+        )
+        .is_err()
+    );
+    assert!(
+        what_if(
+            &base,
+            &[Mutation::Demote {
+                node: "nope".into()
+            }],
+            false
+        )
+        .is_err()
+    );
+    assert!(
+        what_if(
+            &base,
+            &[Mutation::Underlay {
+                node: "nope".into(),
+                mtu: 1500
+            }],
+            false
+        )
+        .is_err()
+    );
 }

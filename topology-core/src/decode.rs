@@ -468,7 +468,11 @@ impl Decoded {
                 }
                 Some((Value::Null, _)) | None => {}
                 Some((other, line)) => {
-                    let found = Node { line, value: other.clone() }.type_name();
+                    let found = Node {
+                        line,
+                        value: other.clone(),
+                    }
+                    .type_name();
                     self.diagnostics.push(Diagnostic::new(
                         Code::FieldType,
                         format!("{kind} ({doc_label})"),
@@ -495,7 +499,9 @@ impl Decoded {
         let recognised = match (kind.as_str(), ours, group) {
             ("Node", _, "") => Some(Kind::Node),
             ("Node", _, "?") => Some(Kind::Node),
-            (k, true, _) | (k, false, "?") => Kind::parse_ci(k).filter(|k| *k != Kind::Node && k.as_str() == kind),
+            (k, true, _) | (k, false, "?") => {
+                Kind::parse_ci(k).filter(|k| *k != Kind::Node && k.as_str() == kind)
+            }
             _ => None,
         };
         let Some(kind_id) = recognised else {
@@ -558,7 +564,10 @@ fn short(s: &str) -> String {
     if s.len() <= MAX {
         return format!("{s:?}");
     }
-    let cut = (0..=MAX).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+    let cut = (0..=MAX)
+        .rev()
+        .find(|i| s.is_char_boundary(*i))
+        .unwrap_or(0);
     format!("{:?}… ({} bytes)", s.get(..cut).unwrap_or(""), s.len())
 }
 
@@ -596,8 +605,13 @@ impl Cx {
     fn report(&mut self, code: Code, field: &str, line: u32, message: impl Into<String>) {
         let loc = self.loc(line);
         let field = format!("{}{field}", self.prefix);
-        self.diags
-            .push(Diagnostic::new(code, self.object.clone(), field, message, loc));
+        self.diags.push(Diagnostic::new(
+            code,
+            self.object.clone(),
+            field,
+            message,
+            loc,
+        ));
     }
 
     fn wrong_type(&mut self, field: &str, node: &Node, want: &str) {
@@ -726,7 +740,12 @@ impl Cx {
                 Some(canon)
             }
             Err(_) => {
-                self.report(Code::Cidr, field, line, format!("{} is not a CIDR prefix", short(text)));
+                self.report(
+                    Code::Cidr,
+                    field,
+                    line,
+                    format!("{} is not a CIDR prefix", short(text)),
+                );
                 None
             }
         }
@@ -746,7 +765,12 @@ impl Cx {
         for (s, field, line) in items {
             match s.trim().parse::<IpAddr>() {
                 Ok(a) => out.push(a),
-                Err(_) => self.report(Code::Cidr, &field, line, format!("{} is not an IP address", short(&s))),
+                Err(_) => self.report(
+                    Code::Cidr,
+                    &field,
+                    line,
+                    format!("{} is not an IP address", short(&s)),
+                ),
             }
         }
         out
@@ -783,9 +807,13 @@ impl Cx {
         let line = n.line;
         let (value, written): (Option<i128>, String) = match &n.value {
             Value::Int(i) => (Some(*i), i.to_string()),
-            Value::Float(f) if f.is_infinite() => (None, "a number too large for any integer".to_string()),
+            Value::Float(f) if f.is_infinite() => {
+                (None, "a number too large for any integer".to_string())
+            }
             #[allow(clippy::cast_possible_truncation)]
-            Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e30 => (Some(*f as i128), format!("{f}")),
+            Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e30 => {
+                (Some(*f as i128), format!("{f}"))
+            }
             _ => {
                 self.wrong_type(path, n, "an integer");
                 return None;
@@ -863,7 +891,13 @@ impl Cx {
         }
     }
 
-    fn object_of(mut self, kind: Kind, root: &Node, name: String, loc: Option<SourceLoc>) -> RawObject {
+    fn object_of(
+        mut self,
+        kind: Kind,
+        root: &Node,
+        name: String,
+        loc: Option<SourceLoc>,
+    ) -> RawObject {
         let mut meta = Meta {
             name,
             loc,
@@ -914,7 +948,10 @@ impl Cx {
                             Code::FieldType,
                             "spec.type",
                             line,
-                            format!("unknown pool type {} (External or Internal); read as External", short(other)),
+                            format!(
+                                "unknown pool type {} (External or Internal); read as External",
+                                short(other)
+                            ),
                         );
                         false
                     }
@@ -934,12 +971,20 @@ impl Cx {
                     }
                     self.prefix = format!("{path}.");
                     let Some(name) = self.str_at(e, "name") else {
-                        self.report(Code::FieldType, "name", e.line, "a status node needs a name; the entry is ignored");
+                        self.report(
+                            Code::FieldType,
+                            "name",
+                            e.line,
+                            "a status node needs a name; the entry is ignored",
+                        );
                         self.prefix.clear();
                         continue;
                     };
                     let wg_port = match self.at(e, "gatewayWireguardPort") {
-                        Some(Node { value: Value::Int(p), .. }) => u16::try_from(*p).ok(),
+                        Some(Node {
+                            value: Value::Int(p),
+                            ..
+                        }) => u16::try_from(*p).ok(),
                         Some(n) => {
                             self.wrong_type("gatewayWireguardPort", n, "a port number");
                             None
@@ -978,9 +1023,11 @@ impl Cx {
                 let mut underlay_max = None;
                 for (k, v, line) in &annotations {
                     if k == UNDERLAY_ANNOTATION {
-                        underlay = Some(self.underlay(v, &format!("metadata.annotations.{k}"), *line));
+                        underlay =
+                            Some(self.underlay(v, &format!("metadata.annotations.{k}"), *line));
                     } else if k == UNDERLAY_MAX_ANNOTATION {
-                        underlay_max = Some(self.underlay(v, &format!("metadata.annotations.{k}"), *line));
+                        underlay_max =
+                            Some(self.underlay(v, &format!("metadata.annotations.{k}"), *line));
                     }
                 }
                 let mut internal_ips = Vec::new();
@@ -1038,7 +1085,12 @@ impl Cx {
                     }
                     self.prefix = format!("{path}.");
                     let Some(name) = self.str_at(e, "name") else {
-                        self.report(Code::FieldType, "name", e.line, "a slice entry needs a name; the entry is ignored");
+                        self.report(
+                            Code::FieldType,
+                            "name",
+                            e.line,
+                            "a slice entry needs a name; the entry is ignored",
+                        );
                         self.prefix.clear();
                         continue;
                     };
@@ -1057,7 +1109,9 @@ impl Cx {
                 })
             }
             Kind::GatewayPoolNode => {
-                let node_name = self.str_at(root, "spec.nodeName").unwrap_or_else(|| meta.name.clone());
+                let node_name = self
+                    .str_at(root, "spec.nodeName")
+                    .unwrap_or_else(|| meta.name.clone());
                 let annotations = self.string_map(root, "metadata.annotations");
                 let mut published = Vec::new();
                 for (k, v, line) in &annotations {
@@ -1113,7 +1167,8 @@ impl Cx {
                     enabled: self.bool_at(root, "spec.enabled", true),
                     sites,
                     pools,
-                    mesh_nodes: kind != Kind::SitePeering || self.bool_at(root, "spec.meshNodes", true),
+                    mesh_nodes: kind != Kind::SitePeering
+                        || self.bool_at(root, "spec.meshNodes", true),
                     protocol: self.protocol(root, "spec.tunnelProtocol"),
                     cap: self.cap(root, "spec.tunnelMTU"),
                     meta: Meta::default_like(),

@@ -10,14 +10,14 @@
     )
 )]
 
-pub mod diag;
-pub mod tree;
 pub mod decode;
+pub mod diag;
 pub mod ids;
-pub mod mtu;
 pub mod model;
+pub mod mtu;
 pub mod net;
 #[cfg(feature = "reference")]
 pub mod reference;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod tree;

@@ -2,8 +2,8 @@
 //! Built from raw objects in any order; the result depends only on the set of objects.
 
 use crate::decode::{
-    POOL_LABEL_KEY, Protocol, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool,
-    RawRelation, RawSite, RawSlice, RawSliceNode, RawStatusNode, RawUnderlay, site_label,
+    POOL_LABEL_KEY, Protocol, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool, RawRelation,
+    RawSite, RawSlice, RawSliceNode, RawStatusNode, RawUnderlay, site_label,
 };
 use crate::diag::{Code, Diagnostic, SourceLoc, sort_diagnostics};
 use crate::ids::*;
@@ -313,12 +313,29 @@ impl Topology {
     pub fn index_entries(&self) -> usize {
         let rel = |rs: &[Relation]| -> usize {
             rs.iter()
-                .map(|r| r.sites.len().saturating_add(r.pools.len()).saturating_add(1))
+                .map(|r| {
+                    r.sites
+                        .len()
+                        .saturating_add(r.pools.len())
+                        .saturating_add(1)
+                })
                 .fold(0usize, usize::saturating_add)
         };
-        let idx = |v: &[SmallVec<[PeeringId; 2]>]| v.iter().map(|x| x.len()).fold(0usize, usize::saturating_add);
-        let idx_a = |v: &[SmallVec<[AssignmentId; 2]>]| v.iter().map(|x| x.len()).fold(0usize, usize::saturating_add);
-        let idx_p = |v: &[SmallVec<[PoolPeeringId; 2]>]| v.iter().map(|x| x.len()).fold(0usize, usize::saturating_add);
+        let idx = |v: &[SmallVec<[PeeringId; 2]>]| {
+            v.iter()
+                .map(|x| x.len())
+                .fold(0usize, usize::saturating_add)
+        };
+        let idx_a = |v: &[SmallVec<[AssignmentId; 2]>]| {
+            v.iter()
+                .map(|x| x.len())
+                .fold(0usize, usize::saturating_add)
+        };
+        let idx_p = |v: &[SmallVec<[PoolPeeringId; 2]>]| {
+            v.iter()
+                .map(|x| x.len())
+                .fold(0usize, usize::saturating_add)
+        };
         [
             rel(&self.site_peerings),
             rel(&self.assignments),
@@ -391,7 +408,8 @@ impl Builder {
         let mut by_kind: BTreeMap<(crate::decode::Kind, &str), Vec<&RawObject>> = BTreeMap::new();
         for o in objects {
             // An object with `enabled: false` is absent everywhere, silently.
-            if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) = o
+            if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) =
+                o
                 && !r.enabled
             {
                 continue;
@@ -448,7 +466,8 @@ impl Builder {
         let mut t = Topology::default();
         for s in &sites_raw {
             let name: Arc<str> = Arc::from(s.meta.name.as_str());
-            t.site_by_name.insert(name.clone(), SiteId::from_idx(t.sites.len()));
+            t.site_by_name
+                .insert(name.clone(), SiteId::from_idx(t.sites.len()));
             t.sites.push(Site {
                 name,
                 node_cidrs: s.node_cidrs.clone(),
@@ -462,7 +481,8 @@ impl Builder {
         }
         for p in &pools_raw {
             let name: Arc<str> = Arc::from(p.meta.name.as_str());
-            t.pool_by_name.insert(name.clone(), PoolId::from_idx(t.pools.len()));
+            t.pool_by_name
+                .insert(name.clone(), PoolId::from_idx(t.pools.len()));
             t.pools.push(Pool {
                 name,
                 internal: p.internal,
@@ -533,7 +553,10 @@ impl Builder {
                         Code::DuplicateMember,
                         &object,
                         &m.field,
-                        format!("GatewayPool {} is listed more than once; it counts once", m.name),
+                        format!(
+                            "GatewayPool {} is listed more than once; it counts once",
+                            m.name
+                        ),
                         m.loc.clone(),
                     ));
                     continue;
@@ -545,7 +568,10 @@ impl Builder {
                         Code::MissingPool,
                         &object,
                         &m.field,
-                        format!("GatewayPool {} does not exist; this member is ignored", m.name),
+                        format!(
+                            "GatewayPool {} does not exist; this member is ignored",
+                            m.name
+                        ),
                         m.loc.clone(),
                     )),
                 }
@@ -566,7 +592,15 @@ impl Builder {
                 self.diags.push(warn(
                     Code::TooFewMembers,
                     &object,
-                    if has_sites && !has_pools { "spec.sites" } else if has_pools && !has_sites { "spec.gatewayPools" } else if sites.is_empty() { "spec.sites" } else { "spec.gatewayPools" },
+                    if has_sites && !has_pools {
+                        "spec.sites"
+                    } else if has_pools && !has_sites {
+                        "spec.gatewayPools"
+                    } else if sites.is_empty() {
+                        "spec.sites"
+                    } else {
+                        "spec.gatewayPools"
+                    },
                     format!("it is left with {what}, so it relates nothing"),
                     r.meta.loc.clone(),
                 ));
@@ -666,8 +700,7 @@ impl Builder {
                     } else {
                         let has_external = !external_ips.is_empty();
                         !p.node_selector.is_empty()
-                            && p
-                                .node_selector
+                            && p.node_selector
                                 .iter()
                                 .all(|kv| labels.iter().any(|l| l == kv))
                             && (p.internal || has_external)
@@ -682,7 +715,9 @@ impl Builder {
                         .map(|p| t.pool(*p).name.to_string())
                         .collect();
                     let by_status = matched.iter().any(|p| {
-                        pools_raw.get(p.idx()).is_some_and(|r| !r.status_nodes.is_empty())
+                        pools_raw
+                            .get(p.idx())
+                            .is_some_and(|r| !r.status_nodes.is_empty())
                     });
                     if loc.is_none() {
                         loc = matched.iter().find_map(|p| {
@@ -695,7 +730,11 @@ impl Builder {
                     self.diags.push(warn(
                         Code::MultiPool,
                         &object,
-                        if by_status { "status.nodes" } else { "metadata.labels" },
+                        if by_status {
+                            "status.nodes"
+                        } else {
+                            "metadata.labels"
+                        },
                         format!(
                             "the node matches pools {}; it joins {} (first by name)",
                             names.join(", "),
@@ -742,7 +781,9 @@ impl Builder {
                             Code::MissingSite,
                             &object,
                             &format!("metadata.labels.{}", crate::decode::SITE_LABEL_KEY),
-                            format!("Site {label} does not exist; membership falls back to nodeCidrs"),
+                            format!(
+                                "Site {label} does not exist; membership falls back to nodeCidrs"
+                            ),
                             loc.clone(),
                         )),
                     }
@@ -758,8 +799,10 @@ impl Builder {
                         })
                         .collect();
                     if matched.len() > 1 {
-                        let names: Vec<String> =
-                            matched.iter().map(|s| t.site(*s).name.to_string()).collect();
+                        let names: Vec<String> = matched
+                            .iter()
+                            .map(|s| t.site(*s).name.to_string())
+                            .collect();
                         self.diags.push(warn(
                             Code::MultiSite,
                             &object,
@@ -955,7 +998,11 @@ impl Builder {
         ] {
             let mut all: Vec<(IpNet, SiteId)> = Vec::new();
             for (i, s) in t.sites.iter().enumerate() {
-                let list = if pick == 0 { &s.node_cidrs } else { &s.pod_blocks };
+                let list = if pick == 0 {
+                    &s.node_cidrs
+                } else {
+                    &s.pod_blocks
+                };
                 for c in list {
                     all.push((*c, SiteId::from_idx(i)));
                 }

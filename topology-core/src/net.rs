@@ -402,7 +402,14 @@ impl<'t> Net<'t> {
     pub fn peered_pools(&self, p: PoolId) -> SmallVec<[PoolId; 4]> {
         let mut out: SmallVec<[PoolId; 4]> = SmallVec::new();
         for r in self.topo.pool_peerings_of(p) {
-            out.extend(self.topo.pool_peering(*r).pools.iter().copied().filter(|q| *q != p));
+            out.extend(
+                self.topo
+                    .pool_peering(*r)
+                    .pools
+                    .iter()
+                    .copied()
+                    .filter(|q| *q != p),
+            );
         }
         out.sort_unstable();
         out.dedup();
@@ -446,7 +453,12 @@ impl<'t> Net<'t> {
     }
 
     /// The protocol of a link and who decided it (`mtu.md` §2).
-    pub fn link_protocol(&self, a: NodeId, b: NodeId, kind: LinkKind) -> (Protocol, ProtocolSource, bool) {
+    pub fn link_protocol(
+        &self,
+        a: NodeId,
+        b: NodeId,
+        kind: LinkKind,
+    ) -> (Protocol, ProtocolSource, bool) {
         let topo = self.topo;
         let (na, nb) = (topo.node(a), topo.node(b));
         let explicit: Option<(Protocol, ObjRef)> = match kind {
@@ -460,12 +472,18 @@ impl<'t> Net<'t> {
                 }
             }
             LinkKind::Uplink | LinkKind::Delivery => {
-                let (w, g) = if kind == LinkKind::Uplink { (na, nb) } else { (nb, na) };
+                let (w, g) = if kind == LinkKind::Uplink {
+                    (na, nb)
+                } else {
+                    (nb, na)
+                };
                 let pool = g.pool();
                 let from_sgpa = pool.and_then(|p| self.sgpa(w.site, p).protocol);
                 from_sgpa.or_else(|| {
                     if w.site == g.site {
-                        topo.site(w.site).protocol.map(|p| (p, ObjRef::Site(w.site)))
+                        topo.site(w.site)
+                            .protocol
+                            .map(|p| (p, ObjRef::Site(w.site)))
                     } else {
                         None
                     }
@@ -482,8 +500,16 @@ impl<'t> Net<'t> {
         let public = self.crosses_public(a, b);
         match explicit {
             Some((p, o)) => (p, ProtocolSource::Object(o), public),
-            None if public => (self.settings.public_encap, ProtocolSource::AutoPublic, public),
-            None => (self.settings.private_encap, ProtocolSource::AutoPrivate, public),
+            None if public => (
+                self.settings.public_encap,
+                ProtocolSource::AutoPublic,
+                public,
+            ),
+            None => (
+                self.settings.private_encap,
+                ProtocolSource::AutoPrivate,
+                public,
+            ),
         }
     }
 
@@ -544,7 +570,12 @@ impl<'t> Net<'t> {
                         .map(|g| (*g, LinkKind::PoolMesh)),
                 );
                 for q in self.peered_pools(p) {
-                    out.extend(topo.pool(q).gateways.iter().map(|g| (*g, LinkKind::Transit)));
+                    out.extend(
+                        topo.pool(q)
+                            .gateways
+                            .iter()
+                            .map(|g| (*g, LinkKind::Transit)),
+                    );
                 }
             }
         }
@@ -583,7 +614,9 @@ impl<'t> Net<'t> {
                 ok.then_some(LinkKind::Mesh)
             }
             (Role::Worker, Role::Gateway(p)) => self.serves(p, a.site).then_some(LinkKind::Uplink),
-            (Role::Gateway(p), Role::Worker) => self.serves(p, b.site).then_some(LinkKind::Delivery),
+            (Role::Gateway(p), Role::Worker) => {
+                self.serves(p, b.site).then_some(LinkKind::Delivery)
+            }
             (Role::Gateway(p), Role::Gateway(q)) => {
                 if p == q {
                     Some(LinkKind::PoolMesh)
@@ -603,15 +636,33 @@ impl<'t> Net<'t> {
             for (si, s) in topo.sites.iter().enumerate() {
                 let sid = SiteId::from_idx(si);
                 for b in &s.pod_blocks {
-                    all.push((*b, Origin { ty: RouteType::PodCidr, dest: Dest::Site(sid) }));
+                    all.push((
+                        *b,
+                        Origin {
+                            ty: RouteType::PodCidr,
+                            dest: Dest::Site(sid),
+                        },
+                    ));
                 }
                 for c in &s.node_cidrs {
-                    all.push((*c, Origin { ty: RouteType::NodeCidr, dest: Dest::Site(sid) }));
+                    all.push((
+                        *c,
+                        Origin {
+                            ty: RouteType::NodeCidr,
+                            dest: Dest::Site(sid),
+                        },
+                    ));
                 }
             }
             for (pi, p) in topo.pools.iter().enumerate() {
                 for c in &p.routed_cidrs {
-                    all.push((*c, Origin { ty: RouteType::RoutedCidr, dest: Dest::Pool(PoolId::from_idx(pi)) }));
+                    all.push((
+                        *c,
+                        Origin {
+                            ty: RouteType::RoutedCidr,
+                            dest: Dest::Pool(PoolId::from_idx(pi)),
+                        },
+                    ));
                 }
             }
             all.sort_by(|a, b| crate::net::prefix_order(&a.0, &b.0).then(a.1.cmp(&b.1)));
@@ -688,7 +739,9 @@ impl<'t> Net<'t> {
             let next_level = level.saturating_add(1);
             for p in &frontier {
                 for h in topo.pool_peerings_of(*p) {
-                    let Some(done) = hub_done.get_mut(h.idx()) else { continue };
+                    let Some(done) = hub_done.get_mut(h.idx()) else {
+                        continue;
+                    };
                     if *done {
                         continue;
                     }
@@ -777,7 +830,9 @@ impl<'t> Net<'t> {
         origins: &[Origin],
         peers: &[(NodeId, PoolId, SiteId)],
     ) -> Option<Learned> {
-        let own = origins.iter().any(|o| self.origin_pools(o.dest).contains(&q));
+        let own = origins
+            .iter()
+            .any(|o| self.origin_pools(o.dest).contains(&q));
         if own {
             // Rule 6: a serving gateway delivers; an owning pool hands it to its underlay.
             return None;
@@ -847,7 +902,10 @@ impl<'t> Net<'t> {
 
     /// Every advertised prefix with its origins, in output order (gateway-only index).
     pub fn advertised_prefixes(&self) -> impl Iterator<Item = (&IpNet, &[Origin])> {
-        self.prefix_table().entries.iter().map(|(p, o)| (p, o.as_slice()))
+        self.prefix_table()
+            .entries
+            .iter()
+            .map(|(p, o)| (p, o.as_slice()))
     }
 
     /// Learned routes of any node, uncut.
@@ -896,7 +954,9 @@ impl<'t> Net<'t> {
                 }
             }
         };
-        self.one_route.borrow_mut().insert((key, *prefix), r.clone());
+        self.one_route
+            .borrow_mut()
+            .insert((key, *prefix), r.clone());
         r
     }
 
@@ -920,7 +980,16 @@ impl<'t> Net<'t> {
         let mut found: Vec<Vec<NodeId>> = Vec::new();
         let mut total: u64 = 0;
         for g in &l.via {
-            self.walk(*g, prefix, &l.origins, &mut vec![*g], &mut found, &mut total, limit, 0);
+            self.walk(
+                *g,
+                prefix,
+                &l.origins,
+                &mut vec![*g],
+                &mut found,
+                &mut total,
+                limit,
+                0,
+            );
         }
         (found, total)
     }
@@ -949,7 +1018,16 @@ impl<'t> Net<'t> {
         };
         for h in &next.via {
             path.push(*h);
-            self.walk(*h, prefix, &next.origins, path, found, total, limit, depth.saturating_add(1));
+            self.walk(
+                *h,
+                prefix,
+                &next.origins,
+                path,
+                found,
+                total,
+                limit,
+                depth.saturating_add(1),
+            );
             path.pop();
         }
     }

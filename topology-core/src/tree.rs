@@ -242,7 +242,11 @@ enum FrameKind {
 
 fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
     let line_base = first_line.saturating_sub(1);
-    let abs = |l: usize| -> u32 { u32::try_from(l).unwrap_or(u32::MAX).saturating_add(line_base) };
+    let abs = |l: usize| -> u32 {
+        u32::try_from(l)
+            .unwrap_or(u32::MAX)
+            .saturating_add(line_base)
+    };
     let mut parser = Parser::new_from_str(chunk);
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: rustc_hash::FxHashMap<usize, Node> = rustc_hash::FxHashMap::default();
@@ -438,7 +442,9 @@ fn resolve_scalar(text: Cow<'_, str>, style: ScalarStyle, tag: Option<&str>) -> 
         "false" | "False" | "FALSE" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => {
             return Value::Bool(false);
         }
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Value::Float(f64::INFINITY),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Value::Float(f64::INFINITY);
+        }
         "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
         ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
         _ => {}
@@ -527,7 +533,9 @@ mod tests {
 
     #[test]
     fn scalars_resolve() {
-        let docs = parse_stream("a: 1400\nb: '1400'\nc: true\nd: ~\ne: 1.5\nf: 99999999999999999999999999999999999999999999\n");
+        let docs = parse_stream(
+            "a: 1400\nb: '1400'\nc: true\nd: ~\ne: 1.5\nf: 99999999999999999999999999999999999999999999\n",
+        );
         let Ok(n) = &docs[0].result else { panic!() };
         assert_eq!(n.get("a").unwrap().node.value, Value::Int(1400));
         assert_eq!(n.get("b").unwrap().node.value, Value::Str("1400".into()));

@@ -20,12 +20,20 @@ fn site_peering_index_is_linear() {
         assert_eq!(t.sites.len(), n);
         assert_eq!(t.site_peerings.len(), 1);
         let entries = t.index_entries();
-        assert!(entries <= 4 * n, "{n}-member SitePeering: {entries} index entries > 4N");
+        assert!(
+            entries <= 4 * n,
+            "{n}-member SitePeering: {entries} index entries > 4N"
+        );
         // One node resolved: its links touch N−1 Site pairs, and the memo holds exactly those.
         let net = Net::new(&t, LinkSettings::default());
         let links = net.links(NodeId::from_idx(0));
         assert_eq!(links.len(), n - 1);
-        assert!(net.pair_memo_len() <= n - 1, "memo {} > pairs queried {}", net.pair_memo_len(), n - 1);
+        assert!(
+            net.pair_memo_len() <= n - 1,
+            "memo {} > pairs queried {}",
+            net.pair_memo_len(),
+            n - 1
+        );
         // Symmetric: asking the reverse pairs adds nothing.
         let s0 = t.node(NodeId::from_idx(0)).site;
         let before = net.pair_memo_len();
@@ -36,7 +44,10 @@ fn site_peering_index_is_linear() {
         assert_eq!(net.pair_memo_len(), before);
         // A worker whose Site has no assignment pays nothing for gateway paths.
         assert!(net.learned(NodeId::from_idx(0)).is_empty());
-        assert!(!net.gateway_indexes_built(), "a worker without assignments built gateway indexes");
+        assert!(
+            !net.gateway_indexes_built(),
+            "a worker without assignments built gateway indexes"
+        );
     }
 }
 
@@ -47,12 +58,19 @@ fn pool_peering_index_is_linear() {
         assert_eq!(t.pools.len(), n);
         assert_eq!(t.pool_peerings.len(), 1);
         let entries = t.index_entries();
-        assert!(entries <= 4 * n, "{n}-member GatewayPoolPeering: {entries} index entries > 4N");
+        assert!(
+            entries <= 4 * n,
+            "{n}-member GatewayPoolPeering: {entries} index entries > 4N"
+        );
         let net = Net::new(&t, LinkSettings::default());
         let g = t.pools[0].gateways[0];
         let links = net.links(g);
         assert!(links.len() >= n - 1);
         // Transit pairs memoized: at most the pool pairs this gateway's links queried.
-        assert!(net.pair_memo_len() <= 2 * n, "memo {} for one gateway", net.pair_memo_len());
+        assert!(
+            net.pair_memo_len() <= 2 * n,
+            "memo {} for one gateway",
+            net.pair_memo_len()
+        );
     }
 }

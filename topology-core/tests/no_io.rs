@@ -10,9 +10,27 @@ use std::collections::{BTreeSet, HashMap};
 use std::process::Command;
 
 const FORBIDDEN: &[&str] = &[
-    "tokio", "mio", "async-std", "smol", "kube", "kube-client", "kube-runtime", "k8s-openapi",
-    "rtnetlink", "netlink-sys", "netlink-proto", "netlink-packet-route", "hyper", "reqwest",
-    "tower", "rustls", "openssl", "nix", "socket2", "notify", "walkdir",
+    "tokio",
+    "mio",
+    "async-std",
+    "smol",
+    "kube",
+    "kube-client",
+    "kube-runtime",
+    "k8s-openapi",
+    "rtnetlink",
+    "netlink-sys",
+    "netlink-proto",
+    "netlink-packet-route",
+    "hyper",
+    "reqwest",
+    "tower",
+    "rustls",
+    "openssl",
+    "nix",
+    "socket2",
+    "notify",
+    "walkdir",
 ];
 
 fn closure(meta: &serde_json::Value, root: &str) -> BTreeSet<String> {
@@ -53,17 +71,36 @@ fn closure(meta: &serde_json::Value, root: &str) -> BTreeSet<String> {
 #[test]
 fn the_core_has_no_io_dependencies() {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--filter-platform", "x86_64-unknown-linux-gnu"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--filter-platform",
+            "x86_64-unknown-linux-gnu",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for krate in ["topology-core", "mtu-solver"] {
         let deps = closure(&meta, krate);
-        let bad: Vec<&String> = deps.iter().filter(|d| FORBIDDEN.contains(&d.as_str())).collect();
-        assert!(bad.is_empty(), "{krate} depends on I/O crates {bad:?} (its tree: {deps:?})");
-        assert!(deps.contains("ipnet") || krate == "mtu-solver", "the closure looks wrong: {deps:?}");
+        let bad: Vec<&String> = deps
+            .iter()
+            .filter(|d| FORBIDDEN.contains(&d.as_str()))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{krate} depends on I/O crates {bad:?} (its tree: {deps:?})"
+        );
+        assert!(
+            deps.contains("ipnet") || krate == "mtu-solver",
+            "the closure looks wrong: {deps:?}"
+        );
     }
 }
 
@@ -72,7 +109,12 @@ fn clippy_bans_io_calls_in_the_core() {
     for krate in ["topology-core", "mtu-solver"] {
         let path = format!("{}/../{krate}/clippy.toml", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap();
-        for banned in ["std::fs::read", "std::env::var", "std::time::Instant::now", "std::time::SystemTime::now"] {
+        for banned in [
+            "std::fs::read",
+            "std::env::var",
+            "std::time::Instant::now",
+            "std::time::SystemTime::now",
+        ] {
             assert!(text.contains(banned), "{path} does not ban {banned}");
         }
     }
