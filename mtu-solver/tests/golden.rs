@@ -417,6 +417,7 @@ macro_rules! golden {
 }
 
 golden! {
+    reach_no_worker => "reach-no-worker",
     uplink_caps => "uplink-caps",
     comp_chain => "comp-chain",
     cfg_ipv6_outer => "cfg-ipv6-outer",
