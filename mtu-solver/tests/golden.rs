@@ -417,6 +417,8 @@ macro_rules! golden {
 }
 
 golden! {
+    ecmp => "ecmp",
+    transit_published => "transit-published",
     reach_no_worker => "reach-no-worker",
     uplink_caps => "uplink-caps",
     comp_chain => "comp-chain",
