@@ -417,6 +417,8 @@ macro_rules! golden {
 }
 
 golden! {
+    routed_cidr => "routed-cidr",
+    localcidrs_cut => "localcidrs-cut",
     ecmp => "ecmp",
     transit_published => "transit-published",
     reach_no_worker => "reach-no-worker",
