@@ -417,6 +417,8 @@ macro_rules! golden {
 }
 
 golden! {
+    protocol_auto => "protocol-auto",
+    protocol_prefs => "protocol-prefs",
     routed_cidr => "routed-cidr",
     localcidrs_cut => "localcidrs-cut",
     ecmp => "ecmp",
