@@ -609,6 +609,30 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
                 }
             }
         }
+        // Every other port of the bridge (the agent names pods by namespace and interface only,
+        // so their host-side veths are found here, by master): the fabric MTU too.
+        let mut ports: Vec<_> = state
+            .links
+            .iter()
+            .filter(|l| l.master.as_deref() == Some(f.bridge.as_str()))
+            .filter(|l| {
+                !f.pods
+                    .iter()
+                    .any(|p| p.host_veth.as_deref() == Some(l.name.as_str()))
+            })
+            .collect();
+        ports.sort_by(|a, b| a.name.cmp(&b.name));
+        for l in ports {
+            let op = Op::SetMtu {
+                link: l.name.clone(),
+                mtu: f.mtu,
+            };
+            match pod_phase(l.mtu, f.mtu) {
+                Some(Phase::PodDown) => plan.push(Phase::PodDown, op),
+                Some(_) => pod_up.push(op),
+                None => {}
+            }
+        }
         if let Some(path) = &f.cni_config {
             let held = state
                 .cni

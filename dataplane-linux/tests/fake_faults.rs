@@ -517,3 +517,53 @@ fn plan_is_deterministic_whatever_the_input_order() {
             | Op::SetCniMtu { .. }
     )));
 }
+
+/// Pods named only by namespace and interface (as the agent names them): the bridge's ports
+/// are found by master and follow the fabric down (phase 2) and up (phase 8).
+#[test]
+fn bridge_ports_found_by_master_follow_the_fabric() {
+    let anonymous = |mut d: DesiredState| {
+        if let Some(f) = d.fabric.as_mut() {
+            for p in &mut f.pods {
+                p.host_veth = None;
+            }
+        }
+        d
+    };
+    let mut dp = converged_node(&base());
+    // The initial pods at 1500 were already unsafe: count violations from here on.
+    let initial = dp.kernel().violations().len();
+    let held = |dp: &mut Dataplane<FakeKernel>, name: &str| {
+        let st = dataplane_linux::Kernel::read(dp.kernel_mut(), &Default::default()).unwrap();
+        st.link(name).map(|l| (l.mtu, l.master.clone()))
+    };
+    assert_eq!(held(&mut dp, "veth-a"), Some((1400, Some("cni0".into()))));
+    let down = dp.reconcile(&anonymous(lowered())).expect("down");
+    let port = down
+        .writes
+        .iter()
+        .position(|o| matches!(o, Op::SetMtu { link, mtu: 1300 } if link == "veth-a"))
+        .expect("port lowered");
+    let route = down
+        .writes
+        .iter()
+        .position(|o| matches!(o, Op::ReplaceRoute(_)))
+        .expect("route lowered");
+    assert!(port < route, "{:?}", down.writes);
+    assert_eq!(held(&mut dp, "veth-b").map(|h| h.0), Some(1300));
+    let up = dp.reconcile(&anonymous(raised())).expect("up");
+    let port = up
+        .writes
+        .iter()
+        .position(|o| matches!(o, Op::SetMtu { link, mtu: 1440 } if link == "veth-a"))
+        .expect("port raised");
+    let route = up
+        .writes
+        .iter()
+        .rposition(|o| matches!(o, Op::ReplaceRoute(_)))
+        .expect("route raised");
+    assert!(route < port, "{:?}", up.writes);
+    let later = &dp.kernel().violations()[initial..];
+    assert!(later.is_empty(), "{later:?}");
+    assert_converged(&mut dp, &anonymous(raised()));
+}
