@@ -417,6 +417,7 @@ macro_rules! golden {
 }
 
 golden! {
+    protocol_explicit => "protocol-explicit",
     protocol_auto => "protocol-auto",
     protocol_prefs => "protocol-prefs",
     routed_cidr => "routed-cidr",
