@@ -417,6 +417,7 @@ macro_rules! golden {
 }
 
 golden! {
+    pair_caps => "pair-caps",
     protocol_explicit => "protocol-explicit",
     protocol_auto => "protocol-auto",
     protocol_prefs => "protocol-prefs",
