@@ -417,6 +417,7 @@ macro_rules! golden {
 }
 
 golden! {
+    devices => "devices",
     fabric_no_links => "fabric-no-links",
     pair_caps => "pair-caps",
     protocol_explicit => "protocol-explicit",
