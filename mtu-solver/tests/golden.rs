@@ -417,6 +417,7 @@ macro_rules! golden {
 }
 
 golden! {
+    floors => "floors",
     devices => "devices",
     fabric_no_links => "fabric-no-links",
     pair_caps => "pair-caps",
