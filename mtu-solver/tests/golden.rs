@@ -417,6 +417,7 @@ macro_rules! golden {
 }
 
 golden! {
+    ipv6_below_1280 => "ipv6-below-1280",
     floors => "floors",
     devices => "devices",
     fabric_no_links => "fabric-no-links",
