@@ -417,6 +417,8 @@ macro_rules! golden {
 }
 
 golden! {
+    one_way_transit => "one-way-transit",
+    served_twice => "served-twice",
     ipv6_below_1280 => "ipv6-below-1280",
     floors => "floors",
     devices => "devices",
