@@ -417,6 +417,7 @@ macro_rules! golden {
 }
 
 golden! {
+    published_no_worker_ipv6 => "published-no-worker-ipv6",
     one_way_transit => "one-way-transit",
     served_twice => "served-twice",
     ipv6_below_1280 => "ipv6-below-1280",
