@@ -417,6 +417,9 @@ macro_rules! golden {
 }
 
 golden! {
+    published_local_covered => "published-local-covered",
+    pool_split_sites => "pool-split-sites",
+    nodecidr_filter => "nodecidr-filter",
     published_no_worker_ipv6 => "published-no-worker-ipv6",
     one_way_transit => "one-way-transit",
     served_twice => "served-twice",
