@@ -123,6 +123,20 @@ fn compare(yaml: &str) -> Result<(), String> {
                 name(&t, n)
             ));
         }
+        // Forwarding paths (every ECMP branch, each gateway following its own selection).
+        for route in rn.routes.iter().filter(|x| x.kind != RefRouteKind::Direct) {
+            let (mut got, total) = net.paths(n, &route.advertised, usize::MAX);
+            let mut want = route.paths.clone();
+            got.sort();
+            want.sort();
+            if got != want || total != want.len() as u64 {
+                return Err(format!(
+                    "node {}: paths for {} differ\nproduction: {got:?} ({total} in all)\nreference:  {want:?}",
+                    name(&t, n),
+                    route.advertised
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -133,8 +147,8 @@ proptest! {
         concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/topology-core-reference.txt")
     ))]
 
-    /// Links (peer, kind, protocol), installed prefixes (cut), route types, kinds, distances and
-    /// next hops of every node equal the reference.
+    /// Links (peer, kind, protocol), installed prefixes (cut), route types, kinds, distances,
+    /// next hops and forwarding paths of every node equal the reference.
     #[test]
     fn production_forwarding_equals_reference(spec in arb_spec()) {
         let yaml = spec.to_yaml();
@@ -487,4 +501,47 @@ fn generator_covers_interesting_shapes() {
             "{n}: only {c} of {samples} samples (want {m}): {counts:?}"
         );
     }
+}
+
+/// Sites A and C share the pod block 10.200.0.0/16 (identical prefixes merge). PA (gateway in
+/// A) serves A, PC (gateway in C) serves C, PA–PC are peered. Worker wa of A drops [A, PA] and
+/// accepts [C, PC, PA] from ga, so it routes 10.200.0.0/16 via ga at distance 2; ga's pool
+/// originates the prefix (for A), so by rule 6 ga installs no route for it and delivers: the
+/// one forwarding branch of wa's route ends at ga. Every installed learned route has at least
+/// one forwarding path.
+#[test]
+fn merged_prefix_route_has_its_forwarding_path() {
+    let shared = "    - cidrBlocks: [10.200.0.0/16]\n";
+    let yaml = [
+        site("A", 1, shared),
+        site("C", 3, shared),
+        pool("PA", ""),
+        pool("PC", ""),
+        assign("a-pa", &["A"], &["PA"], true),
+        assign("c-pc", &["C"], &["PC"], true),
+        pool_peering("pa-pc", &["PA", "PC"], true),
+        node("wa", 1, 0, None),
+        node("ga", 1, 1, Some("PA")),
+        node("gc", 3, 1, Some("PC")),
+    ]
+    .concat();
+    let t = topology_of(&yaml);
+    let net = Net::new(&t, LinkSettings::default());
+    let wa = t.node_id("wa").unwrap();
+    let ga = t.node_id("ga").unwrap();
+    let prefix: ipnet::IpNet = "10.200.0.0/16".parse().unwrap();
+    let l = net
+        .learned_for(wa, &prefix)
+        .expect("wa routes the shared block");
+    assert_eq!((l.distance, l.via.to_vec()), (2, vec![ga]));
+    let r = reference::compute(&t, &RefSettings::default());
+    let want: Vec<Vec<NodeId>> = vec![vec![ga]];
+    let rr = r.nodes[wa.idx()]
+        .routes
+        .iter()
+        .find(|x| x.advertised == prefix)
+        .unwrap();
+    assert_eq!(rr.paths, want, "reference");
+    let (got, total) = net.paths(wa, &prefix, 8);
+    assert_eq!((got, total), (want, 1), "production");
 }
