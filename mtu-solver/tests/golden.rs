@@ -417,6 +417,7 @@ macro_rules! golden {
 }
 
 golden! {
+    merged_prefix => "merged-prefix",
     ipv6_published_below_1280 => "ipv6-published-below-1280",
     published_local_covered => "published-local-covered",
     pool_split_sites => "pool-split-sites",
