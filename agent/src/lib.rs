@@ -1,0 +1,7 @@
+//! `unbounded-mtu`: the node agent and the offline commands, as a library so tests can drive
+//! every part. The binary (`main.rs`) only parses arguments and maps errors to exit codes.
+
+pub mod cli;
+pub mod common;
+pub mod input;
+pub mod resolve;
