@@ -39,6 +39,10 @@ pub enum Command {
     ///
     /// Example: unbounded-mtu graph -f cluster/ --format svg > cluster.svg
     Graph(GraphArgs),
+    /// Run the node agent (a DaemonSet on every node).
+    ///
+    /// Example: NODE_NAME=w1 unbounded-mtu agent --dry-run --once
+    Agent(crate::agent::AgentArgs),
 }
 
 /// Output formats.
@@ -96,8 +100,14 @@ pub enum Encap {
 #[derive(Args, Debug, Clone)]
 pub struct Common {
     /// Manifests: a file, a directory (walked recursively) or `-` for standard input. Repeatable.
-    #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
+    #[arg(short = 'f', long = "filename", value_name = "PATH", required_unless_present_any = ["kubeconfig", "in_cluster"])]
     pub files: Vec<String>,
+    /// Read the objects from the cluster this kubeconfig names (read-only LISTs) instead of files.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["files", "in_cluster"])]
+    pub kubeconfig: Option<String>,
+    /// Read the objects from the cluster this Pod runs in (read-only LISTs) instead of files.
+    #[arg(long, conflicts_with = "files")]
+    pub in_cluster: bool,
     /// Underlay MTU of nodes without the `mtu.unbounded-cloud.io/underlay-mtu` annotation.
     #[arg(long, value_name = "N", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=65535))]
     pub underlay_mtu: u32,

@@ -2,12 +2,13 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use unbounded_mtu::{cli, common, resolve};
+use unbounded_mtu::{agent, cli, common, resolve};
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match &cli.command {
         cli::Command::Resolve(a) => resolve::run(a),
+        cli::Command::Agent(a) => agent::main(a),
         cli::Command::Explain(_) | cli::Command::WhatIf(_) | cli::Command::Graph(_) => {
             Err(common::usage("this command is not built yet"))
         }
