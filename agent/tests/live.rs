@@ -12,6 +12,7 @@ use std::time::Duration;
 use support::{End, Mock, Reply, event, node, site};
 use tokio::sync::mpsc;
 use topology_core::decode::Kind;
+use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::store::{Change, Store, reflect};
 use unbounded_mtu::k8s::{Backoff, ResourceKind};
 
@@ -81,6 +82,7 @@ async fn run_bin(args: Vec<String>, env: &[(&str, &str)]) -> Output {
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(&args);
     for k in [
+        "LISTEN_ADDRESS",
         "NODE_NAME",
         "POD_NAME",
         "POD_NAMESPACE",
@@ -330,6 +332,17 @@ async fn reflector_resumes_relists_on_gone_and_swaps() {
     task.abort();
 }
 
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("read");
+    out
+}
+
 fn agent_mock(mock: &Mock, own: Value) {
     mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
     serve(
@@ -393,8 +406,19 @@ async fn first_reconcile_acknowledges_then_closes_the_startup_watch() {
     let args = agent_args(&["--pod-name", "agent-x", "--pod-namespace", "ns"]);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let client = mock.client();
+    let status = Arc::new(Status::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let http = listener.local_addr().expect("addr");
+    tokio::spawn(unbounded_mtu::agent::status::serve(
+        listener,
+        status.clone(),
+    ));
+    assert!(http_get(http, "/readyz").await.starts_with("HTTP/1.1 503"));
+    let st = status.clone();
     let run = tokio::spawn(async move {
-        unbounded_mtu::agent::run::run(client, &args, async {
+        unbounded_mtu::agent::run::run(client, &args, st, async {
             let _ = stop_rx.await;
         })
         .await
@@ -441,6 +465,17 @@ async fn first_reconcile_acknowledges_then_closes_the_startup_watch() {
             .iter()
             .all(|r| !r.path.ends_with("/gatewaypools"))
     );
+    let ready = http_get(http, "/readyz").await;
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    let body = http_get(http, "/status").await;
+    let doc: Value =
+        serde_json::from_str(body.split("\r\n\r\n").nth(1).expect("body")).expect("json");
+    assert_eq!(doc["adoptedAssignment"], "u1/a/-");
+    assert!(
+        !doc["activeWatches"].to_string().contains("startup"),
+        "{doc}"
+    );
+    assert_eq!(doc["plan"]["nodes"][0]["name"], "n1");
     stop_tx.send(()).expect("stop");
     let exit = run.await.expect("join").expect("run");
     assert_eq!(exit.code(), 0);
@@ -494,6 +529,8 @@ async fn agent_binary_exit_codes() {
                 "--kubeconfig".into(),
                 kc.display().to_string(),
                 "--dry-run".into(),
+                "--listen".into(),
+                "127.0.0.1:0".into(),
             ],
             &[("NODE_NAME", "n1")],
         )
@@ -543,6 +580,7 @@ async fn agent_binary_once_prints_the_plan_and_acknowledges() {
             ("POD_NAMESPACE", "ns"),
             ("DRY_RUN", "true"),
             ("ONCE", "true"),
+            ("LISTEN_ADDRESS", "127.0.0.1:0"),
         ],
     )
     .await;

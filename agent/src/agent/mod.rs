@@ -6,6 +6,7 @@ pub mod ack;
 pub mod adopt;
 pub mod node_watch;
 pub mod run;
+pub mod status;
 pub mod taint;
 
 use crate::cli::{Encap, Family};
@@ -70,7 +71,7 @@ pub struct AgentArgs {
     /// Route protocol number of the agent's routes.
     #[arg(long, env = "ROUTE_PROTOCOL", value_name = "N", default_value_t = 242)]
     pub route_protocol: u8,
-    /// Listen address of the health/status server (not served yet).
+    /// Listen address of the HTTP server (`/healthz`, `/readyz`, `/status`, `/metrics`).
     #[arg(
         long,
         env = "LISTEN_ADDRESS",

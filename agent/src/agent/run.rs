@@ -6,6 +6,7 @@ use super::Exit;
 use super::ack::acknowledge;
 use super::adopt::{Adopted, adopt};
 use super::node_watch::{Verdict, WatchEnd, watch_own_node};
+use super::status::{self, Status};
 use super::taint::{GATEWAY_TAINT_KEY, RetryPolicy, remove_gateway_taint};
 use crate::k8s::client::{self, Source};
 use crate::k8s::live::SOURCE;
@@ -18,7 +19,8 @@ use mtu_solver::report::{self, Renderer};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use topology_core::decode::{Decoded, Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
@@ -41,10 +43,15 @@ pub struct Caches {
 
 impl Caches {
     /// Starts a reflector per kind; changes are announced on `changes`.
-    pub fn start(client: &Client, changes: &mpsc::UnboundedSender<Change>) -> Caches {
+    pub fn start(
+        client: &Client,
+        changes: &mpsc::UnboundedSender<Change>,
+        status: &Status,
+    ) -> Caches {
         let mut stores = Vec::new();
         let mut tasks = Vec::new();
         for kind in ResourceKind::ALL {
+            status.set_watch(kind.plural(), true);
             let store = Arc::new(Store::new(kind));
             tasks.push(tokio::spawn(reflect(
                 client.clone(),
@@ -116,7 +123,7 @@ pub fn plan_document(
     decoded: &Decoded,
     node_name: &str,
     settings: mtu_solver::Settings,
-) -> Result<String> {
+) -> Result<Value> {
     let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
     let id = topo
         .node_id(node_name)
@@ -129,7 +136,18 @@ pub fn plan_document(
     let plans = [plan];
     let mut r = Renderer::new(&solver, false);
     let doc = report::resolve_out(&topo, &mut r, &plans, &diags);
-    serde_json::to_string_pretty(&doc).context("cannot write the plan")
+    serde_json::to_value(&doc).context("cannot write the plan")
+}
+
+/// Prints the plan when it differs from the last one printed.
+fn print_changed(doc: &Value, last: &mut Option<Value>) {
+    if last.as_ref() != Some(doc) {
+        match serde_json::to_string_pretty(doc) {
+            Ok(text) => println!("{text}"),
+            Err(e) => tracing::warn!(error = %e, "cannot print the plan"),
+        }
+        *last = Some(doc.clone());
+    }
 }
 
 /// Whether the adopted Node carried the gateway taint.
@@ -160,42 +178,56 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// The agent from its arguments: manifests or an API server.
+/// The agent from its arguments: the HTTP server first, then manifests or an API server.
 pub async fn main(args: &AgentArgs) -> Result<Exit> {
-    if let Some(m) = &args.manifests {
-        return run_manifests(args, m, shutdown_signal()).await;
-    }
-    let src = Source {
-        kubeconfig: args.kubeconfig.clone(),
-        in_cluster: args.in_cluster,
+    let status = Arc::new(Status::default());
+    let listener = TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let server = tokio::spawn(status::serve(listener, status.clone()));
+    let result = match &args.manifests {
+        Some(m) => run_manifests(args, m, &status, shutdown_signal()).await,
+        None => {
+            let src = Source {
+                kubeconfig: args.kubeconfig.clone(),
+                in_cluster: args.in_cluster,
+            };
+            match client::client(&src).await {
+                Ok(client) => run(client, args, status.clone(), shutdown_signal()).await,
+                Err(e) => Err(e),
+            }
+        }
     };
-    let client = client::client(&src).await?;
-    run(client, args, shutdown_signal()).await
+    server.abort();
+    result
 }
 
 /// `--manifests`: resolve from files, re-read every 2 s; prints the plan when it changes.
 pub async fn run_manifests(
     args: &AgentArgs,
     path: &str,
+    status: &Status,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Exit> {
     tokio::pin!(shutdown);
-    let mut last: Option<String> = None;
+    let mut last: Option<Value> = None;
     loop {
+        let started = Instant::now();
         let doc = crate::input::load(std::slice::from_ref(&path.to_string()))
             .and_then(|d| plan_document(&d, &args.node_name, args.settings()));
         match doc {
             Ok(doc) => {
-                if last.as_ref() != Some(&doc) {
-                    println!("{doc}");
-                    last = Some(doc);
-                }
+                print_changed(&doc, &mut last);
+                status.reconciled(started.elapsed(), doc);
                 if args.once {
                     return Ok(Exit::Done);
                 }
             }
             Err(e) if args.once => return Err(e),
-            Err(e) => tracing::warn!(error = %format!("{e:#}"), "reconcile failed"),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "reconcile failed");
+                status.failed(started.elapsed(), "resolve", format!("{e:#}"));
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(MANIFEST_POLL) => {}
@@ -204,11 +236,57 @@ pub async fn run_manifests(
     }
 }
 
+/// A failed reconcile step.
+#[derive(Debug)]
+pub struct Failure {
+    /// The step: `resolve`, `acknowledge`, `watch` or `taint`.
+    pub step: &'static str,
+    /// What went wrong (with the API status when there is one).
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    fn new(step: &'static str, error: anyhow::Error) -> Failure {
+        Failure { step, error }
+    }
+}
+
+/// What the loop carries between reconciles.
+#[derive(Debug)]
+struct LoopState {
+    first_success: bool,
+    taint_pending: bool,
+    last: Option<Value>,
+    cancel_tx: watch::Sender<bool>,
+    node_watch: Option<JoinHandle<WatchEnd>>,
+}
+
+fn verdict_exit(end: Result<WatchEnd, tokio::task::JoinError>) -> Result<Option<Exit>, Failure> {
+    match end {
+        Ok(WatchEnd::Verdict(Verdict::Deleted)) => Ok(Some(Exit::NodeDeleted)),
+        Ok(WatchEnd::Verdict(Verdict::Changed(why))) => Ok(Some(Exit::AssignmentChanged(why))),
+        Ok(WatchEnd::Verdict(Verdict::Unchanged)) | Ok(WatchEnd::Cancelled) => Ok(None),
+        Err(e) => Err(Failure::new(
+            "watch",
+            anyhow!("the own-Node watch failed: {e}"),
+        )),
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The agent against an API server until `shutdown`, `--once` done, or a verdict of the startup
-/// watch.
+/// watch. A failed reconcile is retried after a backoff (1 s doubling to 60 s), and on every cache
+/// change and resync.
 pub async fn run(
     client: Client,
     args: &AgentArgs,
+    status: Arc<Status>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Exit> {
     tokio::pin!(shutdown);
@@ -216,37 +294,45 @@ pub async fn run(
         a = adopt(&client, &args.node_name, Backoff::watch()) => a,
         _ = &mut shutdown => return Ok(Exit::Done),
     };
+    status.set_adopted(&adopted.assignment.annotation_value());
     let (cancel_tx, cancel_rx) = watch::channel(false);
-    let mut node_watch: Option<JoinHandle<WatchEnd>> = Some(tokio::spawn(watch_own_node(
+    let watch_name = format!("node/{} (startup)", adopted.node_name);
+    status.set_watch(&watch_name, true);
+    let node_watch = tokio::spawn(watch_own_node(
         client.clone(),
         adopted.clone(),
         cancel_rx,
         Backoff::watch(),
-    )));
+    ));
     // The change queue exists before any cache starts: nothing that arrives is lost.
     let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
-    let caches = Caches::start(&client, &tx);
-    let mut first_success = false;
-    let mut taint_pending =
-        adopted.assignment.pool.is_none() && carries_gateway_taint(&adopted.node);
-    let mut last: Option<String> = None;
+    let caches = Caches::start(&client, &tx, &status);
+    let mut st = LoopState {
+        first_success: false,
+        taint_pending: adopted.assignment.pool.is_none() && carries_gateway_taint(&adopted.node),
+        last: None,
+        cancel_tx,
+        node_watch: Some(node_watch),
+    };
     let mut resync = tokio::time::interval(RESYNC);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut retry_backoff = Backoff::watch();
+    let mut retry_at: Option<tokio::time::Instant> = None;
     loop {
         let watch_end = async {
-            match node_watch.as_mut() {
+            match st.node_watch.as_mut() {
                 Some(h) => h.await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
             end = watch_end => {
-                node_watch = None;
-                match end {
-                    Ok(WatchEnd::Verdict(Verdict::Deleted)) => return Ok(Exit::NodeDeleted),
-                    Ok(WatchEnd::Verdict(Verdict::Changed(why))) => return Ok(Exit::AssignmentChanged(why)),
-                    Ok(WatchEnd::Verdict(Verdict::Unchanged)) | Ok(WatchEnd::Cancelled) => {}
-                    Err(e) => return Err(anyhow!("the own-Node watch failed: {e}")),
+                st.node_watch = None;
+                status.set_watch(&watch_name, false);
+                match verdict_exit(end) {
+                    Ok(Some(exit)) => return Ok(exit),
+                    Ok(None) => {}
+                    Err(f) => return Err(f.error),
                 }
                 continue;
             }
@@ -258,92 +344,83 @@ pub async fn run(
                 while rx.try_recv().is_ok() {}
             }
             _ = resync.tick() => {}
+            _ = sleep_until(retry_at), if retry_at.is_some() => {}
             _ = &mut shutdown => return Ok(Exit::Done),
         }
         if !caches.synced() {
             continue;
         }
-        let result = reconcile_once(
-            &client,
-            args,
-            &adopted,
-            &caches,
-            &mut last,
-            &mut first_success,
-            &mut taint_pending,
-            &cancel_tx,
-            &mut node_watch,
-        )
-        .await;
+        let started = Instant::now();
+        let result = reconcile_once(&client, args, &adopted, &caches, &mut st).await;
+        if st.node_watch.is_none() {
+            status.set_watch(&watch_name, false);
+        }
         match result {
-            Ok(Some(exit)) => return Ok(exit),
-            Ok(None) => {
+            Ok((exit, plan)) => {
+                status.reconciled(started.elapsed(), plan);
+                retry_backoff.reset();
+                retry_at = None;
+                if let Some(exit) = exit {
+                    return Ok(exit);
+                }
                 if args.once {
                     return Ok(Exit::Done);
                 }
             }
-            Err(e) if args.once => return Err(e),
-            Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "reconcile failed; the next one redoes every step")
+            Err(f) => {
+                status.failed(started.elapsed(), f.step, format!("{:#}", f.error));
+                if args.once {
+                    return Err(f.error.context(format!("reconcile step {} failed", f.step)));
+                }
+                let delay = retry_backoff.next_delay();
+                tracing::warn!(step = f.step, error = %format!("{:#}", f.error), retry_in = ?delay,
+                    "reconcile failed; the next one redoes every step");
+                retry_at = Some(tokio::time::Instant::now() + delay);
             }
         }
     }
 }
 
 /// One reconcile: resolve, print (dry run), then on the first success acknowledge and close the
-/// startup watch; remove the gateway taint while the worker still carries it.
-#[allow(clippy::too_many_arguments)]
+/// startup watch at once; remove the gateway taint while the worker still carries it.
 async fn reconcile_once(
     client: &Client,
     args: &AgentArgs,
     adopted: &Adopted,
     caches: &Caches,
-    last: &mut Option<String>,
-    first_success: &mut bool,
-    taint_pending: &mut bool,
-    cancel_tx: &watch::Sender<bool>,
-    node_watch: &mut Option<JoinHandle<WatchEnd>>,
-) -> Result<Option<Exit>> {
-    let doc = plan_document(&caches.decoded(adopted), &args.node_name, args.settings())?;
-    if last.as_ref() != Some(&doc) {
-        println!("{doc}");
-        *last = Some(doc);
-    }
-    if !*first_success {
+    st: &mut LoopState,
+) -> Result<(Option<Exit>, Value), Failure> {
+    let doc = plan_document(&caches.decoded(adopted), &args.node_name, args.settings())
+        .map_err(|e| Failure::new("resolve", e))?;
+    print_changed(&doc, &mut st.last);
+    if !st.first_success {
         match (&args.pod_namespace, &args.pod_name) {
             (Some(ns), Some(pod)) => {
                 acknowledge(client, ns, pod, &adopted.assignment)
                     .await
-                    .with_context(|| {
-                        format!("cannot write the acknowledgment on Pod {ns}/{pod}")
-                    })?;
+                    .with_context(|| format!("cannot write the acknowledgment on Pod {ns}/{pod}"))
+                    .map_err(|e| Failure::new("acknowledge", e))?;
                 tracing::info!(assignment = %adopted.assignment.annotation_value(), "acknowledged");
                 // Close the startup watch right away.
-                let _ = cancel_tx.send(true);
-                if let Some(h) = node_watch.take() {
-                    match h.await {
-                        Ok(WatchEnd::Verdict(Verdict::Deleted)) => {
-                            return Ok(Some(Exit::NodeDeleted));
-                        }
-                        Ok(WatchEnd::Verdict(Verdict::Changed(why))) => {
-                            return Ok(Some(Exit::AssignmentChanged(why)));
-                        }
-                        Ok(_) => {}
-                        Err(e) => return Err(anyhow!("the own-Node watch failed: {e}")),
-                    }
+                let _ = st.cancel_tx.send(true);
+                if let Some(h) = st.node_watch.take()
+                    && let Some(exit) = verdict_exit(h.await)?
+                {
+                    return Ok((Some(exit), doc));
                 }
             }
             _ => tracing::warn!(
                 "POD_NAME / POD_NAMESPACE unset: no acknowledgment; the startup watch stays"
             ),
         }
-        *first_success = true;
+        st.first_success = true;
     }
-    if *taint_pending {
+    if st.taint_pending {
         remove_gateway_taint(client, &args.node_name, RetryPolicy::default())
             .await
-            .context("cannot remove the gateway taint")?;
-        *taint_pending = false;
+            .context("cannot remove the gateway taint")
+            .map_err(|e| Failure::new("taint", e))?;
+        st.taint_pending = false;
     }
-    Ok(None)
+    Ok((None, doc))
 }

@@ -56,8 +56,12 @@ impl Store {
     /// Replaces everything (a relist): one atomic swap.
     pub fn replace(&self, items: Vec<Value>) {
         let mut map = Objects::new();
-        for it in items {
-            let key = name_of(&it).unwrap_or_default().to_string();
+        for (i, it) in items.into_iter().enumerate() {
+            // A nameless object keeps a key of its own (the decoder reports it).
+            let key = match name_of(&it) {
+                Some(n) if !n.is_empty() => n.to_string(),
+                _ => format!("\u{0}{i}"),
+            };
             map.insert(key, it);
         }
         let new = Arc::new(map);
@@ -126,6 +130,14 @@ pub async fn reflect(
                 }
                 Err(e) => {
                     tracing::warn!(resource = %kind, error = %e, status = ?api::api_status(&e), "LIST failed");
+                    if api::api_status(&e).is_some_and(|s| s.code == 404) && !store.synced() {
+                        // The resource does not exist (CRD not installed): an empty, synced cache
+                        // so the agent is not held back; the LIST is retried after the backoff.
+                        store.replace(Vec::new());
+                        if changes.send(Change::Listed(kind)).is_err() {
+                            return;
+                        }
+                    }
                     tokio::time::sleep(backoff.next_delay()).await;
                     continue;
                 }
