@@ -598,3 +598,92 @@ async fn agent_binary_once_prints_the_plan_and_acknowledges() {
     assert_eq!(mock.requests_to("PATCH", pods).len(), 1);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn heavy_kinds_are_watched_only_while_an_assignment_lists_the_site() {
+    let mock = Mock::start().await;
+    agent_mock(
+        &mock,
+        node(
+            "n1",
+            "u1",
+            "100",
+            json!({SITE_LABEL: "a", POOL_LABEL: ""}),
+            "10.0.0.5",
+        ),
+    );
+    mock.on_watch_selected(
+        NODES,
+        "metadata.name=n1",
+        vec![Reply::Watch(vec![], End::Hold)],
+    );
+    let assignments = ResourceKind::of(Kind::SiteGatewayPoolAssignment).path();
+    let ch = mock.live_channel();
+    mock.replace_watch(&assignments, vec![Reply::Live(ch)]);
+    let heavy: Vec<String> = [
+        Kind::GatewayPool,
+        Kind::GatewayPoolNode,
+        Kind::GatewayPoolPeering,
+    ]
+    .into_iter()
+    .map(|k| ResourceKind::of(k).path())
+    .collect();
+    let args = agent_args(&[]);
+    let status = Arc::new(Status::default());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (client, st) = (mock.client(), status.clone());
+    let run = tokio::spawn(async move {
+        unbounded_mtu::agent::run::run(client, &args, st, async {
+            let _ = stop_rx.await;
+        })
+        .await
+    });
+    assert!(
+        support::until(|| status.ready(), 5000).await,
+        "first reconcile"
+    );
+    let touched = |m: &Mock| {
+        m.requests()
+            .iter()
+            .filter(|r| heavy.contains(&r.path))
+            .count()
+    };
+    assert_eq!(
+        touched(&mock),
+        0,
+        "a worker whose Site no assignment lists reads no heavy kind"
+    );
+
+    let assignment = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "SiteGatewayPoolAssignment",
+        "metadata": {"name": "as", "resourceVersion": "50"}, "spec": {"sites": ["a"], "gatewayPools": ["p"]}});
+    mock.push(ch, event("ADDED", assignment.clone()));
+    assert!(
+        support::until(
+            || heavy.iter().all(|p| mock.open_watches_on(p, None) == 1),
+            5000
+        )
+        .await,
+        "{:#?}",
+        mock.requests()
+    );
+    for p in &heavy {
+        assert_eq!(
+            mock.requests_to("GET", p)
+                .iter()
+                .filter(|r| !r.is_watch())
+                .count(),
+            1,
+            "{p}"
+        );
+    }
+    mock.push(ch, event("DELETED", assignment));
+    assert!(
+        support::until(
+            || heavy.iter().all(|p| mock.open_watches_on(p, None) == 0),
+            5000
+        )
+        .await
+    );
+    stop_tx.send(()).expect("stop");
+    assert_eq!(run.await.expect("join").expect("run").code(), 0);
+}

@@ -34,47 +34,137 @@ pub const RESYNC: Duration = Duration::from_secs(60);
 /// Poll interval of `--manifests`.
 pub const MANIFEST_POLL: Duration = Duration::from_secs(2);
 
-/// The caches of every kind, kept by reflector tasks (aborted on drop).
+/// The three heavy kinds, watched only while needed.
+pub const HEAVY: [Kind; 3] = [
+    Kind::GatewayPool,
+    Kind::GatewayPoolNode,
+    Kind::GatewayPoolPeering,
+];
+
+/// Whether a kind is one of the heavy ones.
+pub fn is_heavy(k: Kind) -> bool {
+    HEAVY.contains(&k)
+}
+
+/// One cache and the reflector that keeps it (none while the kind is not watched).
 #[derive(Debug)]
+struct Cache {
+    store: Arc<Store>,
+    task: Option<JoinHandle<()>>,
+}
+
+/// The caches, kept by reflector tasks (aborted on drop). The light kinds are always watched;
+/// the heavy kinds (GatewayPools, GatewayPoolNodes, GatewayPoolPeerings) only while needed.
 pub struct Caches {
-    stores: Vec<Arc<Store>>,
-    tasks: Vec<JoinHandle<()>>,
+    client: Client,
+    changes: mpsc::UnboundedSender<Change>,
+    caches: Vec<Cache>,
+    heavy: bool,
 }
 
 impl Caches {
-    /// Starts a reflector per kind; changes are announced on `changes`.
+    /// Starts a reflector per light kind, and per heavy kind when `heavy`; changes are
+    /// announced on `changes`.
     pub fn start(
         client: &Client,
         changes: &mpsc::UnboundedSender<Change>,
         status: &Status,
+        heavy: bool,
     ) -> Caches {
-        let mut stores = Vec::new();
-        let mut tasks = Vec::new();
-        for kind in ResourceKind::ALL {
+        let mut c = Caches {
+            client: client.clone(),
+            changes: changes.clone(),
+            caches: ResourceKind::ALL
+                .into_iter()
+                .map(|k| Cache {
+                    store: Arc::new(Store::new(k)),
+                    task: None,
+                })
+                .collect(),
+            heavy: false,
+        };
+        for i in 0..c.caches.len() {
+            if !c
+                .caches
+                .get(i)
+                .is_some_and(|x| is_heavy(x.store.kind().kind))
+            {
+                c.spawn(i, status);
+            }
+        }
+        c.set_heavy(heavy, status);
+        c
+    }
+
+    fn spawn(&mut self, i: usize, status: &Status) {
+        let (client, changes) = (self.client.clone(), self.changes.clone());
+        if let Some(c) = self.caches.get_mut(i) {
+            let kind = c.store.kind();
             status.set_watch(kind.plural(), true);
-            let store = Arc::new(Store::new(kind));
-            tasks.push(tokio::spawn(reflect(
-                client.clone(),
-                store.clone(),
+            c.store = Arc::new(Store::new(kind));
+            c.task = Some(tokio::spawn(reflect(
+                client,
+                c.store.clone(),
                 None,
-                changes.clone(),
+                changes,
                 Backoff::watch(),
             )));
-            stores.push(store);
         }
-        Caches { stores, tasks }
     }
 
-    /// Whether every cache completed its initial LIST.
+    /// Whether the heavy kinds are watched.
+    pub fn heavy(&self) -> bool {
+        self.heavy
+    }
+
+    /// Starts or stops the heavy kinds' reflectors (stopping closes their watches and empties
+    /// their caches).
+    pub fn set_heavy(&mut self, on: bool, status: &Status) {
+        if on == self.heavy {
+            return;
+        }
+        self.heavy = on;
+        for i in 0..self.caches.len() {
+            let Some(kind) = self.caches.get(i).map(|c| c.store.kind()) else {
+                continue;
+            };
+            if !is_heavy(kind.kind) {
+                continue;
+            }
+            if on {
+                self.spawn(i, status);
+            } else if let Some(c) = self.caches.get_mut(i) {
+                if let Some(t) = c.task.take() {
+                    t.abort();
+                }
+                c.store = Arc::new(Store::new(kind));
+                status.set_watch(kind.plural(), false);
+            }
+        }
+    }
+
+    /// Whether every watched cache completed its initial LIST.
     pub fn synced(&self) -> bool {
-        self.stores.iter().all(|s| s.synced())
+        self.caches
+            .iter()
+            .filter(|c| c.task.is_some())
+            .all(|c| c.store.synced())
     }
 
-    /// Decodes a snapshot of every cache; the own Node's labels are pinned to the adopted
-    /// assignment (it stays fixed for the life of the process).
+    /// The store of a kind.
+    pub fn store(&self, k: Kind) -> Option<&Arc<Store>> {
+        self.caches
+            .iter()
+            .find(|c| c.store.kind().kind == k)
+            .map(|c| &c.store)
+    }
+
+    /// Decodes a snapshot of every watched cache; the own Node's labels are pinned to the
+    /// adopted assignment (it stays fixed for the life of the process).
     pub fn decoded(&self, adopted: &Adopted) -> Decoded {
         let mut d = Decoded::default();
-        for s in &self.stores {
+        for c in self.caches.iter().filter(|c| c.task.is_some()) {
+            let s = &c.store;
             for (name, obj) in s.snapshot().iter() {
                 if s.kind().kind == Kind::Node && *name == adopted.node_name {
                     d.add_json(SOURCE, pin(adopted, obj.clone()));
@@ -89,10 +179,29 @@ impl Caches {
 
 impl Drop for Caches {
     fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
+        for c in &mut self.caches {
+            if let Some(t) = c.task.take() {
+                t.abort();
+            }
         }
     }
+}
+
+/// Whether the heavy kinds are needed: the node is a gateway, or an enabled
+/// SiteGatewayPoolAssignment lists its Site.
+pub fn needs_heavy(adopted: &Adopted, assignments: &crate::k8s::store::Objects) -> bool {
+    if adopted.assignment.pool.is_some() {
+        return true;
+    }
+    assignments.values().any(|a| {
+        let enabled = a.pointer("/spec/enabled").and_then(Value::as_bool) != Some(false);
+        let site = adopted.assignment.site.as_str();
+        let lists_site = a
+            .pointer("/spec/sites")
+            .and_then(Value::as_array)
+            .is_some_and(|ss| ss.iter().any(|s| s.as_str() == Some(site)));
+        enabled && lists_site
+    })
 }
 
 /// The own Node with its site and pool labels set to the adopted assignment.
@@ -306,7 +415,9 @@ pub async fn run(
     ));
     // The change queue exists before any cache starts: nothing that arrives is lost.
     let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
-    let caches = Caches::start(&client, &tx, &status);
+    // The heavy kinds start with a gateway; a worker starts them once an enabled assignment
+    // lists its Site (known from the light caches).
+    let mut caches = Caches::start(&client, &tx, &status, adopted.assignment.pool.is_some());
     let mut st = LoopState {
         first_success: false,
         taint_pending: adopted.assignment.pool.is_none() && carries_gateway_taint(&adopted.node),
@@ -346,6 +457,19 @@ pub async fn run(
             _ = resync.tick() => {}
             _ = sleep_until(retry_at), if retry_at.is_some() => {}
             _ = &mut shutdown => return Ok(Exit::Done),
+        }
+        if let Some(a) = caches.store(Kind::SiteGatewayPoolAssignment)
+            && a.synced()
+        {
+            let need = needs_heavy(&adopted, &a.snapshot());
+            if need != caches.heavy() {
+                tracing::info!(
+                    watch = need,
+                    "GatewayPools, GatewayPoolNodes, GatewayPoolPeerings"
+                );
+                // No dataplane state depends on them yet in part 1, so they stop at once.
+                caches.set_heavy(need, &status);
+            }
         }
         if !caches.synced() {
             continue;

@@ -195,6 +195,16 @@ impl Mock {
         self.add_route("GET", path, true, Some(field_selector.to_string()), replies);
     }
 
+    /// Replaces the replies for WATCH requests on `path` (without a field selector).
+    pub fn replace_watch(&self, path: &str, replies: Vec<Reply>) {
+        {
+            let mut st = self.state.lock().expect("lock");
+            st.routes
+                .retain(|r| !(r.path == path && r.watch && r.field_selector.is_none()));
+        }
+        self.on_watch(path, replies);
+    }
+
     fn add(&self, method: &str, path: &str, watch: bool, replies: Vec<Reply>) {
         self.add_route(method, path, watch, None, replies);
     }
