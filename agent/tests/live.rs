@@ -687,3 +687,89 @@ async fn heavy_kinds_are_watched_only_while_an_assignment_lists_the_site() {
     stop_tx.send(()).expect("stop");
     assert_eq!(run.await.expect("join").expect("run").code(), 0);
 }
+
+#[tokio::test]
+async fn list_pages_follow_continue_tokens() {
+    let mock = Mock::start().await;
+    let sites = ResourceKind::of(Kind::Site).path();
+    let mut page1 = support::list(vec![site("a", "10.0.0.0/16")], "9");
+    page1["metadata"]["continue"] = json!("tok 1");
+    mock.on(
+        "GET",
+        &sites,
+        vec![
+            Reply::Json(200, page1),
+            Reply::Json(200, support::list(vec![site("b", "10.1.0.0/16")], "10")),
+        ],
+    );
+    let (items, rv) =
+        unbounded_mtu::k8s::api::list_all(&mock.client(), ResourceKind::of(Kind::Site), &[])
+            .await
+            .expect("listed");
+    assert_eq!(items.len(), 2);
+    assert_eq!(rv, "10");
+    let reqs = mock.requests_to("GET", &sites);
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].param("limit").as_deref(), Some("500"));
+    assert_eq!(reqs[0].param("continue"), None);
+    assert_eq!(reqs[1].param("continue").as_deref(), Some("tok 1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_binary_exits_0_on_sigterm() {
+    let mock = Mock::start().await;
+    agent_mock(
+        &mock,
+        node(
+            "n1",
+            "u1",
+            "100",
+            json!({SITE_LABEL: "a", POOL_LABEL: ""}),
+            "10.0.0.5",
+        ),
+    );
+    mock.on_watch_selected(
+        NODES,
+        "metadata.name=n1",
+        vec![Reply::Watch(vec![], End::Hold)],
+    );
+    let dir = tmpdir("term");
+    let kc = mock.kubeconfig(&dir);
+    let mut child = tokio::process::Command::new(BIN)
+        .args([
+            "agent",
+            "--dry-run",
+            "--listen",
+            "127.0.0.1:0",
+            "--kubeconfig",
+        ])
+        .arg(&kc)
+        .env("NODE_NAME", "n1")
+        .env_remove("POD_NAME")
+        .env_remove("POD_NAMESPACE")
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    assert!(
+        support::until(
+            || mock.open_watches_on(NODES, Some("metadata.name=n1")) == 1,
+            10_000
+        )
+        .await,
+        "the agent started"
+    );
+    let pid = child.id().expect("pid").to_string();
+    let killed = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .expect("kill");
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("exited")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0));
+    let _ = std::fs::remove_dir_all(dir);
+}
