@@ -773,3 +773,29 @@ async fn agent_binary_exits_0_on_sigterm() {
     assert_eq!(status.code(), Some(0));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn the_client_layer_counts_requests_by_verb_and_resource() {
+    let mock = Mock::start().await;
+    serve(&mock, &[site("a", "10.0.0.0/16")]);
+    let metrics = unbounded_mtu::k8s::metrics::ApiMetrics::default();
+    let mut cfg = kube::Config::new(mock.url().parse().expect("url"));
+    cfg.default_retry = false;
+    let client = unbounded_mtu::k8s::client::build(cfg, &metrics).expect("client");
+    let decoded = unbounded_mtu::k8s::live::list_decoded(&client)
+        .await
+        .expect("listed");
+    assert_eq!(decoded.objects.len(), 1);
+    let counts = metrics.snapshot();
+    assert_eq!(counts.len(), 8, "{counts:?}");
+    assert!(
+        counts
+            .iter()
+            .all(|((verb, _), n)| verb == "list" && *n == 1)
+    );
+    assert!(
+        counts
+            .iter()
+            .any(|((_, r), _)| r == "sitegatewaypoolassignments")
+    );
+}

@@ -10,6 +10,7 @@ use super::status::{self, Status};
 use super::taint::{GATEWAY_TAINT_KEY, RetryPolicy, remove_gateway_taint};
 use crate::k8s::client::{self, Source};
 use crate::k8s::live::SOURCE;
+use crate::k8s::metrics::ApiMetrics;
 use crate::k8s::store::{Change, Store, reflect};
 use crate::k8s::{Backoff, ResourceKind};
 use anyhow::{Context, Result, anyhow};
@@ -289,7 +290,8 @@ pub async fn shutdown_signal() {
 
 /// The agent from its arguments: the HTTP server first, then manifests or an API server.
 pub async fn main(args: &AgentArgs) -> Result<Exit> {
-    let status = Arc::new(Status::default());
+    let api = ApiMetrics::default();
+    let status = Arc::new(Status::with_api(api.clone()));
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -301,7 +303,7 @@ pub async fn main(args: &AgentArgs) -> Result<Exit> {
                 kubeconfig: args.kubeconfig.clone(),
                 in_cluster: args.in_cluster,
             };
-            match client::client(&src).await {
+            match client::client_with_metrics(&src, &api).await {
                 Ok(client) => run(client, args, status.clone(), shutdown_signal()).await,
                 Err(e) => Err(e),
             }

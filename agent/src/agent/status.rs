@@ -1,6 +1,7 @@
 //! The agent's HTTP server, started before anything else: `/healthz` (live), `/readyz` (false
 //! until the first successful reconcile), `/status` (JSON) and `/metrics` (Prometheus text).
 
+use crate::k8s::metrics::ApiMetrics;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -19,6 +20,7 @@ use tokio::net::TcpListener;
 #[derive(Debug, Default)]
 pub struct Status {
     inner: Mutex<Inner>,
+    api: ApiMetrics,
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +37,14 @@ struct Inner {
 }
 
 impl Status {
+    /// A status whose `/metrics` also reports the API requests counted in `api`.
+    pub fn with_api(api: ApiMetrics) -> Status {
+        Status {
+            inner: Mutex::default(),
+            api,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         match self.inner.lock() {
             Ok(g) => g,
@@ -118,6 +128,13 @@ impl Status {
             "unbounded_mtu_active_watches {}",
             g.watches.values().filter(|a| **a).count()
         );
+        let _ = writeln!(s, "# TYPE unbounded_mtu_api_requests_total counter");
+        for ((verb, resource), n) in self.api.snapshot() {
+            let _ = writeln!(
+                s,
+                "unbounded_mtu_api_requests_total{{verb=\"{verb}\",resource=\"{resource}\"}} {n}"
+            );
+        }
         let _ = writeln!(s, "# TYPE unbounded_mtu_ready gauge");
         let _ = writeln!(s, "unbounded_mtu_ready {}", u8::from(g.ready));
         s
@@ -198,5 +215,12 @@ mod tests {
             "{m}"
         );
         assert_eq!(respond(&s, "/nope").status(), 404);
+        let api = ApiMetrics::default();
+        api.record(&http::Method::GET, "/api/v1/nodes", Some("watch=true"));
+        let s = Status::with_api(api);
+        assert!(
+            s.metrics()
+                .contains("unbounded_mtu_api_requests_total{verb=\"watch\",resource=\"nodes\"} 1")
+        );
     }
 }

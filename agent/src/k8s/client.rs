@@ -1,5 +1,6 @@
 //! Building the kube client.
 
+use super::metrics::ApiMetrics;
 use anyhow::{Context, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -21,6 +22,28 @@ pub struct Source {
 
 /// A client from a kubeconfig file, the in-cluster environment, or (neither) the usual inference.
 pub async fn client(src: &Source) -> Result<Client> {
+    client_with_metrics(src, &ApiMetrics::default()).await
+}
+
+/// As [`client`], counting every request in `metrics`.
+pub async fn client_with_metrics(src: &Source, metrics: &ApiMetrics) -> Result<Client> {
+    build(config(src).await?, metrics)
+}
+
+/// A client for `cfg` whose requests are counted in `metrics`.
+pub fn build(cfg: Config, metrics: &ApiMetrics) -> Result<Client> {
+    let m = metrics.clone();
+    let count = tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+        m.record(req.method(), req.uri().path(), req.uri().query());
+        req
+    });
+    let builder =
+        kube::client::ClientBuilder::try_from(cfg).context("cannot build the Kubernetes client")?;
+    Ok(builder.with_layer(&count).build())
+}
+
+/// The client configuration, with the read timeout above the longest watch timeout.
+pub async fn config(src: &Source) -> Result<Config> {
     let mut cfg = if src.in_cluster {
         Config::incluster().context("in-cluster configuration")?
     } else if let Some(p) = &src.kubeconfig {
@@ -35,5 +58,5 @@ pub async fn client(src: &Source) -> Result<Client> {
             .context("no Kubernetes configuration found")?
     };
     cfg.read_timeout = Some(READ_TIMEOUT);
-    Client::try_from(cfg).context("cannot build the Kubernetes client")
+    Ok(cfg)
 }

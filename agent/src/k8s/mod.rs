@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod client;
 pub mod kinds;
 pub mod live;
+pub mod metrics;
 pub mod store;
 
 pub use api::{ApiStatus, api_status};
