@@ -13,7 +13,7 @@ use support::{End, Mock, Reply, event, node, site};
 use tokio::sync::mpsc;
 use topology_core::decode::Kind;
 use unbounded_mtu::agent::status::Status;
-use unbounded_mtu::k8s::store::{Change, Store, reflect};
+use unbounded_mtu::k8s::store::{Change, ReflectOptions, Store, reflect};
 use unbounded_mtu::k8s::{Backoff, ResourceKind};
 
 const BIN: &str = env!("CARGO_BIN_EXE_unbounded-mtu");
@@ -280,7 +280,7 @@ async fn reflector_resumes_relists_on_gone_and_swaps() {
     let task = tokio::spawn(reflect(
         mock.client(),
         store.clone(),
-        None,
+        ReflectOptions::default(),
         tx,
         Backoff::watch(),
     ));
@@ -343,16 +343,16 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     out
 }
 
+/// The own Node `own`, Site `a`, and a worker n2 of `a` (listed in a SiteNodeSlice; its Node
+/// carries the underlay annotation 1400).
 fn agent_mock(mock: &Mock, own: Value) {
     mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
-    serve(
-        mock,
-        &[
-            site("a", "10.0.0.0/16"),
-            own,
-            node("n2", "u9", "3", json!({SITE_LABEL: "a"}), "10.0.0.6"),
-        ],
-    );
+    let mut n2 = node("n2", "u9", "3", json!({SITE_LABEL: "a"}), "10.0.0.6");
+    n2["metadata"]["annotations"] = json!({"mtu.unbounded-cloud.io/underlay-mtu": "1400"});
+    let slice = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "SiteNodeSlice",
+        "metadata": {"name": "a-0"}, "siteName": "a",
+        "nodes": [{"name": "n2", "internalIPs": ["10.0.0.6"], "podCIDRs": ["10.200.2.0/24"]}]});
+    serve(mock, &[site("a", "10.0.0.0/16"), own, n2, slice]);
 }
 
 fn agent_args(extra: &[&str]) -> unbounded_mtu::agent::AgentArgs {
@@ -587,6 +587,32 @@ async fn agent_binary_once_prints_the_plan_and_acknowledges() {
     let plan = json_out(&out);
     assert_eq!(plan["nodes"][0]["name"], "n1");
     assert_eq!(plan["nodes"][0]["links"][0]["peer"], "n2");
+    // n2's underlay annotation (1400) came from the metadata-only Node watch: 1400 − GENEVE 58.
+    assert_eq!(plan["nodes"][0]["links"][0]["mtu"], 1342, "{plan:#}");
+    let node_lists: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == NODES && r.param("labelSelector").is_some())
+        .collect();
+    assert!(!node_lists.is_empty());
+    for r in &node_lists {
+        assert_eq!(
+            r.param("labelSelector").as_deref(),
+            Some("net.unbounded-cloud.io/site in (a)")
+        );
+        assert!(
+            r.accept.contains("as=PartialObjectMetadata"),
+            "{}",
+            r.accept
+        );
+    }
+    assert!(
+        mock.requests()
+            .iter()
+            .filter(|r| r.path == NODES)
+            .all(|r| r.param("labelSelector").is_some() || r.param("fieldSelector").is_some()),
+        "no unrestricted Node request"
+    );
     // No GatewayPool LIST at adoption: without the label, exactly one.
     let reqs = mock.requests();
     let first_watch = reqs.iter().position(|r| r.is_watch()).expect("a watch");

@@ -115,6 +115,7 @@ pub async fn watch_own_node(
             field_selector: Some(field_selector(&adopted.node_name)),
             label_selector: None,
             timeout_seconds: api::watch_timeout(),
+            metadata_only: false,
         };
         let mut gone = false;
         let session = async {

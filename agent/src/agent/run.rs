@@ -11,13 +11,14 @@ use super::taint::{GATEWAY_TAINT_KEY, RetryPolicy, remove_gateway_taint};
 use crate::k8s::client::{self, Source};
 use crate::k8s::live::SOURCE;
 use crate::k8s::metrics::ApiMetrics;
-use crate::k8s::store::{Change, Store, reflect};
+use crate::k8s::store::{Change, Objects, ReflectOptions, Store, reflect};
 use crate::k8s::{Backoff, ResourceKind};
 use anyhow::{Context, Result, anyhow};
 use kube::Client;
 use mtu_solver::Solver;
 use mtu_solver::report::{self, Renderer};
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,12 +56,15 @@ struct Cache {
 }
 
 /// The caches, kept by reflector tasks (aborted on drop). The light kinds are always watched;
-/// the heavy kinds (GatewayPools, GatewayPoolNodes, GatewayPoolPeerings) only while needed.
+/// the heavy kinds (GatewayPools, GatewayPoolNodes, GatewayPoolPeerings) only while needed; Nodes
+/// metadata-only, restricted by the Site label to the Sites the node has links into.
 pub struct Caches {
     client: Client,
     changes: mpsc::UnboundedSender<Change>,
     caches: Vec<Cache>,
     heavy: bool,
+    /// The Node metadata cache and its label selector.
+    nodes: Option<(String, Cache)>,
 }
 
 impl Caches {
@@ -77,12 +81,14 @@ impl Caches {
             changes: changes.clone(),
             caches: ResourceKind::ALL
                 .into_iter()
+                .filter(|k| k.kind != Kind::Node)
                 .map(|k| Cache {
                     store: Arc::new(Store::new(k)),
                     task: None,
                 })
                 .collect(),
             heavy: false,
+            nodes: None,
         };
         for i in 0..c.caches.len() {
             if !c
@@ -106,7 +112,7 @@ impl Caches {
             c.task = Some(tokio::spawn(reflect(
                 client,
                 c.store.clone(),
-                None,
+                ReflectOptions::default(),
                 changes,
                 Backoff::watch(),
             )));
@@ -144,10 +150,48 @@ impl Caches {
         }
     }
 
+    /// Watches the metadata of the Nodes of `sites` (by the Site label); returns whether the
+    /// selection changed (the new cache then has to complete its LIST).
+    pub fn set_node_sites(&mut self, sites: &BTreeSet<String>, status: &Status) -> bool {
+        let names: Vec<&str> = sites.iter().map(String::as_str).collect();
+        let selector = format!("{SITE_LABEL_KEY} in ({})", names.join(","));
+        if self.nodes.as_ref().is_some_and(|(s, _)| *s == selector) {
+            return false;
+        }
+        if let Some((_, old)) = self.nodes.take()
+            && let Some(t) = old.task
+        {
+            t.abort();
+        }
+        let kind = ResourceKind::of(Kind::Node);
+        let store = Arc::new(Store::new(kind));
+        let opts = ReflectOptions {
+            label_selector: Some(selector.clone()),
+            metadata_only: true,
+        };
+        let task = tokio::spawn(reflect(
+            self.client.clone(),
+            store.clone(),
+            opts,
+            self.changes.clone(),
+            Backoff::watch(),
+        ));
+        status.set_watch("nodes (metadata)", true);
+        self.nodes = Some((
+            selector,
+            Cache {
+                store,
+                task: Some(task),
+            },
+        ));
+        true
+    }
+
     /// Whether every watched cache completed its initial LIST.
     pub fn synced(&self) -> bool {
         self.caches
             .iter()
+            .chain(self.nodes.iter().map(|(_, c)| c))
             .filter(|c| c.task.is_some())
             .all(|c| c.store.synced())
     }
@@ -164,15 +208,25 @@ impl Caches {
     /// adopted assignment (it stays fixed for the life of the process).
     pub fn decoded(&self, adopted: &Adopted) -> Decoded {
         let mut d = Decoded::default();
+        let (mut slices, mut pools) = (Vec::new(), Vec::new());
         for c in self.caches.iter().filter(|c| c.task.is_some()) {
-            let s = &c.store;
-            for (name, obj) in s.snapshot().iter() {
-                if s.kind().kind == Kind::Node && *name == adopted.node_name {
-                    d.add_json(SOURCE, pin(adopted, obj.clone()));
-                } else {
-                    d.add_json(SOURCE, obj.clone());
-                }
+            let snap = c.store.snapshot();
+            for obj in snap.values() {
+                d.add_json(SOURCE, obj.clone());
             }
+            match c.store.kind().kind {
+                Kind::SiteNodeSlice => slices.push(snap),
+                Kind::GatewayPool => pools.push(snap),
+                _ => {}
+            }
+        }
+        let meta = self
+            .nodes
+            .as_ref()
+            .map(|(_, c)| c.store.snapshot())
+            .unwrap_or_default();
+        for n in node_objects(adopted, &meta, &slices, &pools) {
+            d.add_json(SOURCE, n);
         }
         d
     }
@@ -180,7 +234,11 @@ impl Caches {
 
 impl Drop for Caches {
     fn drop(&mut self) {
-        for c in &mut self.caches {
+        for c in self
+            .caches
+            .iter_mut()
+            .chain(self.nodes.iter_mut().map(|(_, c)| c))
+        {
             if let Some(t) = c.task.take() {
                 t.abort();
             }
@@ -203,6 +261,108 @@ pub fn needs_heavy(adopted: &Adopted, assignments: &crate::k8s::store::Objects) 
             .is_some_and(|ss| ss.iter().any(|s| s.as_str() == Some(site)));
         enabled && lists_site
     })
+}
+
+/// The Node objects the topology sees in agent mode: the own Node (from adoption, its Site and
+/// pool pinned, its annotations refreshed from the metadata cache), and for every node of the
+/// metadata cache that a SiteNodeSlice (workers) or a GatewayPool status (gateways) lists, a Node
+/// made of its metadata and the addresses and pod CIDRs listed there, merged by name.
+pub fn node_objects(
+    adopted: &Adopted,
+    meta: &Objects,
+    slices: &[Arc<Objects>],
+    pools: &[Arc<Objects>],
+) -> Vec<Value> {
+    let mut entries: BTreeMap<&str, &Value> = BTreeMap::new();
+    let listed = slices
+        .iter()
+        .flat_map(|s| s.values())
+        .filter_map(|s| s.get("nodes").and_then(Value::as_array))
+        .chain(
+            pools
+                .iter()
+                .flat_map(|p| p.values())
+                .filter_map(|p| p.pointer("/status/nodes").and_then(Value::as_array)),
+        );
+    for list in listed {
+        for e in list {
+            if let Some(n) = e.get("name").and_then(Value::as_str) {
+                entries.entry(n).or_insert(e);
+            }
+        }
+    }
+    let mut own = pin(adopted, adopted.node.clone());
+    if let Some(a) = meta
+        .get(&adopted.node_name)
+        .and_then(|m| m.pointer("/metadata/annotations"))
+        && let Some(m) = own.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("annotations".to_string(), a.clone());
+    }
+    let mut out = vec![own];
+    for (name, m) in meta {
+        if *name == adopted.node_name {
+            continue;
+        }
+        if let Some(e) = entries.get(name.as_str()) {
+            out.push(peer_node(m, e));
+        }
+    }
+    out
+}
+
+/// A Node from a node's metadata and a SiteNodeSlice or pool status entry.
+pub fn peer_node(meta: &Value, entry: &Value) -> Value {
+    let ips = |field: &str, ty: &str| -> Vec<Value> {
+        entry
+            .get(field)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|ip| serde_json::json!({"type": ty, "address": ip}))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut addresses = ips("internalIPs", "InternalIP");
+    addresses.extend(ips("externalIPs", "ExternalIP"));
+    let m = |k: &str| {
+        meta.pointer(&format!("/metadata/{k}"))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let mut metadata = serde_json::Map::new();
+    for k in ["name", "labels", "annotations"] {
+        let v = m(k);
+        if !v.is_null() {
+            metadata.insert(k.to_string(), v);
+        }
+    }
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": metadata,
+        "status": {"addresses": addresses},
+        "spec": {"podCIDRs": entry.get("podCIDRs").cloned().unwrap_or(Value::Array(Vec::new()))},
+    })
+}
+
+/// The Sites `node_name` has links into (its own included), from a resolve of `decoded`.
+pub fn linked_sites(
+    decoded: &Decoded,
+    node_name: &str,
+    settings: mtu_solver::Settings,
+) -> Option<BTreeSet<String>> {
+    let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
+    let id = topo.node_id(node_name)?;
+    let mut solver = Solver::new(&topo, settings);
+    let plan = solver.plan(id);
+    let mut sites: BTreeSet<String> = BTreeSet::new();
+    sites.insert(topo.site_name_of(id).to_string());
+    for l in &plan.links {
+        sites.insert(topo.site_name_of(l.peer).to_string());
+    }
+    Some(sites)
 }
 
 /// The own Node with its site and pool labels set to the adopted assignment.
@@ -476,6 +636,14 @@ pub async fn run(
         if !caches.synced() {
             continue;
         }
+        // Node metadata (underlay annotations) of the Sites it has links into: when that
+        // selection changes, wait for the new cache before reconciling.
+        if let Some(sites) =
+            linked_sites(&caches.decoded(&adopted), &args.node_name, args.settings())
+            && caches.set_node_sites(&sites, &status)
+        {
+            continue;
+        }
         let started = Instant::now();
         let result = reconcile_once(&client, args, &adopted, &caches, &mut st).await;
         if st.node_watch.is_none() {
@@ -549,4 +717,74 @@ async fn reconcile_once(
         st.taint_pending = false;
     }
     Ok((None, doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::adopt::Assignment;
+    use serde_json::json;
+
+    #[test]
+    fn node_objects_merge_metadata_with_slice_and_pool_status_entries() {
+        let adopted = Adopted {
+            assignment: Assignment {
+                node_uid: "u1".into(),
+                site: "a".into(),
+                pool: None,
+            },
+            node_name: "n1".into(),
+            resource_version: "1".into(),
+            site_label: None,
+            pool_label: None,
+            node: json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
+        };
+        let meta = |name: &str, ann: &str| {
+            json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": {
+                "name": name, "labels": {SITE_LABEL_KEY: "a"},
+                "annotations": {"mtu.unbounded-cloud.io/underlay-mtu": ann}}})
+        };
+        let mut m = Objects::new();
+        for (n, a) in [
+            ("n1", "1450"),
+            ("w2", "1400"),
+            ("g1", "1300"),
+            ("lonely", "1200"),
+        ] {
+            m.insert(n.to_string(), meta(n, a));
+        }
+        let slices = [Arc::new(Objects::from([(
+            "s".to_string(),
+            json!({"nodes": [{"name": "w2", "internalIPs": ["10.0.0.2"], "podCIDRs": ["10.9.2.0/24"]}]}),
+        )]))];
+        let pools = [Arc::new(Objects::from([(
+            "p".to_string(),
+            json!({"status": {"nodes": [{"name": "g1", "internalIPs": ["10.0.0.3"], "externalIPs": ["1.1.1.1"]}]}}),
+        )]))];
+        let out = node_objects(&adopted, &m, &slices, &pools);
+        let names: Vec<&str> = out
+            .iter()
+            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+            .collect();
+        assert_eq!(
+            names,
+            ["n1", "g1", "w2"],
+            "the node listed nowhere is left out"
+        );
+        assert_eq!(
+            out[0]["metadata"]["annotations"]["mtu.unbounded-cloud.io/underlay-mtu"],
+            "1450"
+        );
+        assert_eq!(out[0]["metadata"]["labels"][SITE_LABEL_KEY], "a", "pinned");
+        assert_eq!(
+            out[0]["metadata"]["labels"][POOL_LABEL_KEY], "",
+            "pinned worker"
+        );
+        assert_eq!(
+            out[1]["status"]["addresses"],
+            json!([{"type": "InternalIP", "address": "10.0.0.3"}, {"type": "ExternalIP", "address": "1.1.1.1"}])
+        );
+        assert_eq!(out[2]["spec"]["podCIDRs"], json!(["10.9.2.0/24"]));
+        assert_eq!(out[2]["kind"], "Node");
+    }
 }

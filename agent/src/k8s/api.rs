@@ -35,11 +35,29 @@ pub fn api_status_any(e: &anyhow::Error) -> Option<ApiStatus> {
         .find_map(|c| c.downcast_ref::<kube::Error>().and_then(api_status))
 }
 
+/// `Accept` of a metadata-only LIST.
+pub const META_LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// `Accept` of a metadata-only WATCH (and GET).
+pub const META_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
 /// A raw GET returning JSON.
 pub async fn get_json(client: &Client, path_and_query: &str) -> Result<Value, kube::Error> {
-    let req = http::Request::get(path_and_query)
-        .body(Vec::new())
-        .map_err(kube::Error::HttpError)?;
+    get_json_accept(client, path_and_query, None).await
+}
+
+/// A raw GET returning JSON, with an `Accept` header when given.
+pub async fn get_json_accept(
+    client: &Client,
+    path_and_query: &str,
+    accept: Option<&str>,
+) -> Result<Value, kube::Error> {
+    let mut req = http::Request::get(path_and_query);
+    if let Some(a) = accept {
+        req = req.header(http::header::ACCEPT, a);
+    }
+    let req = req.body(Vec::new()).map_err(kube::Error::HttpError)?;
     client.request::<Value>(req).await
 }
 
@@ -51,6 +69,16 @@ pub async fn list_all(
     kind: ResourceKind,
     query: &[(&str, String)],
 ) -> Result<(Vec<Value>, String), kube::Error> {
+    list_all_accept(client, kind, query, None).await
+}
+
+/// As [`list_all`], with an `Accept` header (e.g. [`META_LIST_ACCEPT`]).
+pub async fn list_all_accept(
+    client: &Client,
+    kind: ResourceKind,
+    query: &[(&str, String)],
+    accept: Option<&str>,
+) -> Result<(Vec<Value>, String), kube::Error> {
     let mut items = Vec::new();
     let mut cont: Option<String> = None;
     loop {
@@ -59,7 +87,7 @@ pub async fn list_all(
         if let Some(c) = &cont {
             q.push(("continue", c.clone()));
         }
-        let list = get_json(client, &with_query(&kind.path(), &q)).await?;
+        let list = get_json_accept(client, &with_query(&kind.path(), &q), accept).await?;
         let rv = list
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
@@ -114,6 +142,8 @@ pub struct WatchQuery {
     pub label_selector: Option<String>,
     /// Server-side timeout in seconds.
     pub timeout_seconds: u32,
+    /// Metadata only (`PartialObjectMetadata`).
+    pub metadata_only: bool,
 }
 
 impl WatchQuery {
@@ -144,9 +174,11 @@ pub async fn watch(
     kind: ResourceKind,
     q: &WatchQuery,
 ) -> Result<impl Stream<Item = Result<WatchEvent<Value>, kube::Error>> + use<>, kube::Error> {
-    let req = http::Request::get(with_query(&kind.path(), &q.pairs()))
-        .body(Vec::new())
-        .map_err(kube::Error::HttpError)?;
+    let mut req = http::Request::get(with_query(&kind.path(), &q.pairs()));
+    if q.metadata_only {
+        req = req.header(http::header::ACCEPT, META_ACCEPT);
+    }
+    let req = req.body(Vec::new()).map_err(kube::Error::HttpError)?;
     let s = client.request_events::<Value>(req).await?;
     Ok(s.boxed())
 }

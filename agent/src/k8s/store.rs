@@ -101,17 +101,31 @@ pub enum Change {
     Updated(ResourceKind),
 }
 
+/// What a reflector reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReflectOptions {
+    /// `labelSelector` of its LISTs and WATCHes.
+    pub label_selector: Option<String>,
+    /// Metadata only (`PartialObjectMetadata`).
+    pub metadata_only: bool,
+}
+
 /// Keeps `store` in sync with the API until the task is dropped or aborted: LIST, then WATCH from
 /// the list's resource version; a closed stream resumes from the last resource version seen, a
-/// `410 Gone` relists; every reconnect waits for `backoff` first. `label_selector` restricts it.
+/// `410 Gone` relists; every reconnect waits for `backoff` first.
 pub async fn reflect(
     client: Client,
     store: Arc<Store>,
-    label_selector: Option<String>,
+    opts: ReflectOptions,
     changes: mpsc::UnboundedSender<Change>,
     mut backoff: Backoff,
 ) {
     let kind = store.kind();
+    let ReflectOptions {
+        label_selector,
+        metadata_only,
+    } = opts;
+    let accept = metadata_only.then_some(api::META_LIST_ACCEPT);
     let list_query: Vec<(&str, String)> = label_selector
         .iter()
         .map(|l| ("labelSelector", l.clone()))
@@ -120,7 +134,7 @@ pub async fn reflect(
     loop {
         let from = match rv.take() {
             Some(v) => v,
-            None => match api::list_all(&client, kind, &list_query).await {
+            None => match api::list_all_accept(&client, kind, &list_query, accept).await {
                 Ok((items, list_rv)) => {
                     store.replace(items);
                     if changes.send(Change::Listed(kind)).is_err() {
@@ -148,6 +162,7 @@ pub async fn reflect(
             label_selector: label_selector.clone(),
             field_selector: None,
             timeout_seconds: api::watch_timeout(),
+            metadata_only,
         };
         let mut last = from;
         let mut relist = false;

@@ -56,6 +56,8 @@ pub struct Recorded {
     pub query: String,
     /// Body text.
     pub body: String,
+    /// `Accept` header.
+    pub accept: String,
     /// When (tokio's clock: paused time counts).
     pub at: Instant,
 }
@@ -293,6 +295,12 @@ impl Mock {
 
     async fn handle(&self, req: Request<Incoming>) -> Response<UnsyncBoxBody<Bytes, Infallible>> {
         let method = req.method().to_string();
+        let accept = req
+            .headers()
+            .get("accept")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
         let path = req.uri().path().to_string();
         let query = req.uri().query().unwrap_or_default().to_string();
         let body = req
@@ -306,6 +314,7 @@ impl Mock {
             path: path.clone(),
             query,
             body: String::from_utf8_lossy(&body).into_owned(),
+            accept,
             at: Instant::now(),
         };
         let watch = rec.is_watch();
