@@ -825,3 +825,75 @@ async fn the_client_layer_counts_requests_by_verb_and_resource() {
             .any(|((_, r), _)| r == "sitegatewaypoolassignments")
     );
 }
+
+#[tokio::test]
+async fn a_kind_whose_resource_does_not_exist_lists_as_empty() {
+    let mock = Mock::start().await;
+    // Only Sites and Nodes exist; every other LIST answers 404.
+    mock.collection(
+        &ResourceKind::of(Kind::Site).path(),
+        vec![site("a", "10.0.0.0/16")],
+        "1",
+    );
+    mock.collection(
+        NODES,
+        vec![node("n1", "u1", "2", json!({SITE_LABEL: "a"}), "10.0.0.5")],
+        "2",
+    );
+    let decoded = unbounded_mtu::k8s::live::list_decoded(&mock.client())
+        .await
+        .expect("listed");
+    assert_eq!(decoded.objects.len(), 2);
+    assert_eq!(mock.requests().len(), 8);
+}
+
+#[tokio::test(start_paused = true)]
+async fn reflector_relists_when_the_watch_request_itself_is_gone() {
+    let mock = Mock::start().await;
+    let sites = ResourceKind::of(Kind::Site).path();
+    mock.on(
+        "GET",
+        &sites,
+        vec![
+            Reply::Json(200, support::list(vec![], "1")),
+            Reply::Json(200, support::list(vec![site("b", "10.1.0.0/16")], "7")),
+        ],
+    );
+    mock.on_watch(
+        &sites,
+        vec![
+            Reply::Json(
+                410,
+                support::status(410, "Expired", "too old resource version"),
+            ),
+            Reply::Watch(vec![], End::Hold),
+        ],
+    );
+    let store = Arc::new(Store::new(ResourceKind::of(Kind::Site)));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(reflect(
+        mock.client(),
+        store.clone(),
+        ReflectOptions::default(),
+        tx,
+        Backoff::watch(),
+    ));
+    let k = ResourceKind::of(Kind::Site);
+    assert_eq!(rx.recv().await, Some(Change::Listed(k)));
+    assert_eq!(rx.recv().await, Some(Change::Listed(k)));
+    assert_eq!(store.snapshot().keys().collect::<Vec<_>>(), ["b"]);
+    assert!(
+        support::until(
+            || mock.requests().iter().filter(|r| r.is_watch()).count() == 2,
+            1000
+        )
+        .await
+    );
+    let ws: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_watch())
+        .collect();
+    assert_eq!(ws[1].param("resourceVersion").as_deref(), Some("7"));
+    task.abort();
+}
