@@ -27,7 +27,8 @@ pub struct AgentArgs {
     /// The agent's own Pod's namespace.
     #[arg(long, env = "POD_NAMESPACE", value_name = "NAMESPACE")]
     pub pod_namespace: Option<String>,
-    /// A kubeconfig file (default: in-cluster, else the usual inference).
+    /// A kubeconfig file (default: the usual inference: $KUBECONFIG or ~/.kube/config, else the
+    /// in-cluster service account).
     #[arg(
         long,
         env = "KUBECONFIG_PATH",
@@ -42,7 +43,7 @@ pub struct AgentArgs {
     #[arg(long, env = "MANIFESTS", value_name = "PATH")]
     pub manifests: Option<String>,
     /// Configured `mtu` (0 = none).
-    #[arg(long = "mtu", env = "MTU", value_name = "N", default_value_t = 0)]
+    #[arg(long = "mtu", env = "MTU", value_name = "N", default_value_t = 0, value_parser = parse_cfg_mtu)]
     pub mtu: u32,
     /// Underlay MTU used until detection is wired (and for peers without the annotation).
     #[arg(long, env = "UNDERLAY_MTU", value_name = "N", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=65535))]
@@ -103,6 +104,15 @@ impl AgentArgs {
             },
             ..Default::default()
         }
+    }
+}
+
+fn parse_cfg_mtu(s: &str) -> Result<u32, String> {
+    let v: u32 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if v == 0 || (576..=9000).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside 576..9000 (0 = none)"))
     }
 }
 
