@@ -897,3 +897,40 @@ async fn reflector_relists_when_the_watch_request_itself_is_gone() {
     assert_eq!(ws[1].param("resourceVersion").as_deref(), Some("7"));
     task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_manifests_once_prints_what_resolve_prints_for_the_node() {
+    let ex = repo()
+        .join("examples/04-transit-chain")
+        .display()
+        .to_string();
+    let agent = run_bin(
+        vec![
+            "agent".into(),
+            "--node-name".into(),
+            "wa".into(),
+            "--manifests".into(),
+            ex.clone(),
+            "--dry-run".into(),
+            "--once".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+        ],
+        &[],
+    )
+    .await;
+    let resolve = run_bin(
+        vec![
+            "resolve".into(),
+            "-f".into(),
+            ex,
+            "--node".into(),
+            "wa".into(),
+            "-o".into(),
+            "json".into(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(json_out(&agent), json_out(&resolve));
+}
