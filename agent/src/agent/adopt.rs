@@ -52,6 +52,8 @@ pub struct Adopted {
     pub pool_label: Option<String>,
     /// The Node as JSON.
     pub node: Value,
+    /// The Sites listed at adoption (to revalidate a Site that came from `nodeCidrs`).
+    pub sites: Vec<Value>,
 }
 
 /// A label of a raw Node.
@@ -140,6 +142,7 @@ pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Option<Adopte
         site_label: label(&node, SITE_LABEL_KEY).map(str::to_string),
         pool_label,
         node,
+        sites,
     }))
 }
 

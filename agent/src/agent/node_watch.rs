@@ -2,7 +2,7 @@
 //! field-selected by name, until the acknowledgment is written. A changed UID, Site or pool label
 //! ends the process (exit 3); the Node's deletion too (exit 4).
 
-use super::adopt::{Adopted, label, pool_from_label};
+use super::adopt::{Adopted, label, membership, pool_from_label};
 use crate::k8s::api::{self, WatchQuery, api_status, rv_of};
 use crate::k8s::{Backoff, ResourceKind};
 use futures::StreamExt;
@@ -35,7 +35,8 @@ impl Verdict {
 }
 
 /// Compares an observed Node with the adopted assignment. A label that is present must state the
-/// adopted value; a label present at adoption must still be there.
+/// adopted value; a label present at adoption must still be there; without a site label, the
+/// node's InternalIPs must still place it in the adopted Site (by the Sites listed at adoption).
 pub fn judge_node(adopted: &Adopted, node: &Value) -> Verdict {
     let uid = node
         .pointer("/metadata/uid")
@@ -50,7 +51,11 @@ pub fn judge_node(adopted: &Adopted, node: &Value) -> Verdict {
     let site = label(node, SITE_LABEL_KEY);
     let site_changed = match site {
         Some(s) => s != adopted.assignment.site,
-        None => adopted.site_label.is_some(),
+        None if adopted.site_label.is_some() => true,
+        None => {
+            membership(node, &adopted.sites, &[]).0.as_deref()
+                != Some(adopted.assignment.site.as_str())
+        }
     };
     if site_changed {
         return Verdict::Changed(format!(
@@ -216,11 +221,20 @@ mod tests {
             site_label: site_label.map(Into::into),
             pool_label: pool_label.map(Into::into),
             node: json!({}),
+            sites: vec![
+                json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "Site",
+                "metadata": {"name": "a"}, "spec": {"nodeCidrs": ["10.0.0.0/16"]}}),
+            ],
         }
     }
 
+    fn node_at(uid: &str, labels: Value, ip: &str) -> Value {
+        json!({"metadata": {"name": "n1", "uid": uid, "labels": labels},
+               "status": {"addresses": [{"type": "InternalIP", "address": ip}]}})
+    }
+
     fn node(uid: &str, labels: Value) -> Value {
-        json!({"metadata": {"name": "n1", "uid": uid, "labels": labels}})
+        node_at(uid, labels, "10.0.0.5")
     }
 
     #[test]
@@ -258,5 +272,8 @@ mod tests {
         assert_eq!(judge_node(&b, &pool), Verdict::Unchanged);
         assert_eq!(judge_node(&b, &node("u1", json!({}))), Verdict::Unchanged);
         assert_eq!(judge_node(&b, &same).exit_code(), Some(3));
+        // Adopted from nodeCidrs: an InternalIP outside the Site's nodeCidrs is a Site change.
+        let moved = node_at("u1", json!({}), "10.9.0.5");
+        assert_eq!(judge_node(&b, &moved).exit_code(), Some(3));
     }
 }

@@ -738,6 +738,7 @@ mod tests {
             site_label: None,
             pool_label: None,
             node: json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
+            sites: Vec::new(),
         };
         let meta = |name: &str, ann: &str| {
             json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": {
