@@ -3,7 +3,7 @@
 use super::kinds::{ResourceKind, with_query};
 use futures::{Stream, StreamExt};
 use kube::Client;
-use kube::core::WatchEvent;
+use kube::core::{DynamicObject, WatchEvent};
 use serde_json::Value;
 
 /// The API status of a failed request (`code`, `reason`), when the server sent one.
@@ -109,7 +109,9 @@ pub async fn list_all_accept(
     }
 }
 
-/// Fills in `apiVersion` and `kind` when missing (list items of core kinds omit them).
+/// Fills in `apiVersion` and `kind` when missing (list items of core kinds omit them) and reads
+/// the object as a `DynamicObject`; an object that does not read as one (e.g. a `metadata` of the
+/// wrong shape) is kept as it came, for the decoder to report.
 pub fn typed(kind: ResourceKind, mut item: Value) -> Value {
     if let Value::Object(m) = &mut item {
         m.entry("apiVersion")
@@ -117,7 +119,10 @@ pub fn typed(kind: ResourceKind, mut item: Value) -> Value {
         m.entry("kind")
             .or_insert_with(|| Value::String(kind.kind.as_str().to_string()));
     }
-    item
+    match serde_json::from_value::<DynamicObject>(item.clone()) {
+        Ok(o) => serde_json::to_value(&o).unwrap_or(item),
+        Err(_) => item,
+    }
 }
 
 /// `metadata.name` of a raw object.
@@ -181,4 +186,25 @@ pub async fn watch(
     let req = req.body(Vec::new()).map_err(kube::Error::HttpError)?;
     let s = client.request_events::<Value>(req).await?;
     Ok(s.boxed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use topology_core::decode::Kind;
+
+    #[test]
+    fn typed_reads_dynamic_objects_and_keeps_malformed_ones() {
+        let k = ResourceKind::of(Kind::Node);
+        let n = typed(
+            k,
+            json!({"metadata": {"name": "n1"}, "spec": {"podCIDRs": ["10.0.0.0/24"]}}),
+        );
+        assert_eq!(n["kind"], "Node");
+        assert_eq!(n["apiVersion"], "v1");
+        assert_eq!(n["spec"]["podCIDRs"][0], "10.0.0.0/24");
+        let bad = json!({"apiVersion": "x/v1", "kind": "Site", "metadata": {"name": 7}});
+        assert_eq!(typed(ResourceKind::of(Kind::Site), bad.clone()), bad);
+    }
 }
