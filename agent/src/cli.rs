@@ -39,11 +39,10 @@ pub enum Command {
     ///
     /// Example: unbounded-mtu graph -f cluster/ --format svg > cluster.svg
     Graph(GraphArgs),
-    /// Run the node agent: resolve this node's plan and apply it to Linux, continuously.
+    /// Run the node agent (a DaemonSet on every node).
     ///
-    /// Example (offline, one pass, nothing applied):
-    ///   unbounded-mtu agent --node-name w1 --manifests cluster/ --dry-run --once
-    Agent(AgentArgs),
+    /// Example: NODE_NAME=w1 unbounded-mtu agent --dry-run --once
+    Agent(crate::agent::AgentArgs),
 }
 
 /// Output formats.
@@ -101,8 +100,14 @@ pub enum Encap {
 #[derive(Args, Debug, Clone)]
 pub struct Common {
     /// Manifests: a file, a directory (walked recursively) or `-` for standard input. Repeatable.
-    #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
+    #[arg(short = 'f', long = "filename", value_name = "PATH", required_unless_present_any = ["kubeconfig", "in_cluster"])]
     pub files: Vec<String>,
+    /// Read the objects from the cluster this kubeconfig names (read-only LISTs) instead of files.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["files", "in_cluster"])]
+    pub kubeconfig: Option<String>,
+    /// Read the objects from the cluster this Pod runs in (read-only LISTs) instead of files.
+    #[arg(long, conflicts_with = "files")]
+    pub in_cluster: bool,
     /// Underlay MTU of nodes without the `mtu.unbounded-cloud.io/underlay-mtu` annotation.
     #[arg(long, value_name = "N", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=65535))]
     pub underlay_mtu: u32,
@@ -240,73 +245,4 @@ pub struct GraphArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "dot")]
     pub format: GraphFormat,
-}
-
-/// `agent`. Every flag is also an environment variable.
-#[derive(Args, Debug, Clone)]
-pub struct AgentArgs {
-    /// This node's name (downward API).
-    #[arg(long, env = "NODE_NAME")]
-    pub node_name: String,
-    /// This agent's Pod name (for the acknowledgment annotation).
-    #[arg(long, env = "POD_NAME")]
-    pub pod_name: Option<String>,
-    /// This agent's Pod namespace.
-    #[arg(long, env = "POD_NAMESPACE")]
-    pub pod_namespace: Option<String>,
-    /// Read objects from these files or directories instead of an API server (re-read when they
-    /// change, polled every 2 s). Repeatable.
-    #[arg(long, env = "MANIFESTS", value_name = "PATH")]
-    pub manifests: Vec<String>,
-    /// Apply to this network namespace (a path such as /var/run/netns/node1).
-    #[arg(long, env = "NETNS", value_name = "PATH")]
-    pub netns: Option<std::path::PathBuf>,
-    /// Print the plan and the operations; apply nothing.
-    #[arg(long, env = "DRY_RUN")]
-    pub dry_run: bool,
-    /// One reconcile, then exit (0 on success, 1 on failure).
-    #[arg(long, env = "ONCE")]
-    pub once: bool,
-    /// The configured `mtu` (0 = none).
-    #[arg(long = "mtu", env = "MTU", default_value_t = 0, value_parser = parse_cfg_mtu)]
-    pub mtu: u32,
-    /// This node's underlay MTU; detected from the kernel when not given.
-    #[arg(long, env = "UNDERLAY_MTU", value_parser = clap::value_parser!(u32).range(576..=65535))]
-    pub underlay_mtu: Option<u32>,
-    /// Outer (tunnel) IP family.
-    #[arg(long, env = "TUNNEL_IP_FAMILY", value_enum, default_value = "IPv4")]
-    pub tunnel_ip_family: Family,
-    /// What `Auto` resolves to on links that cross public addresses.
-    #[arg(long, env = "PUBLIC_ENCAP", value_enum, default_value = "WireGuard")]
-    pub public_encap: Encap,
-    /// What `Auto` resolves to elsewhere.
-    #[arg(long, env = "PRIVATE_ENCAP", value_enum, default_value = "GENEVE")]
-    pub private_encap: Encap,
-    /// VXLAN network identifier.
-    #[arg(long, env = "VXLAN_VNI", default_value_t = 1)]
-    pub vxlan_vni: u32,
-    /// VXLAN UDP port.
-    #[arg(long, env = "VXLAN_PORT", default_value_t = 4789)]
-    pub vxlan_port: u16,
-    /// The routing table the agent owns.
-    #[arg(long, env = "ROUTE_TABLE", default_value_t = 100)]
-    pub table: u32,
-    /// Priority of the policy rule that consults the table.
-    #[arg(long, env = "RULE_PRIORITY", default_value_t = 100)]
-    pub rule_priority: u32,
-    /// Route protocol number marking the agent's routes (only those are swept).
-    #[arg(long, env = "ROUTE_PROTOCOL", default_value_t = 250)]
-    pub route_protocol: u8,
-    /// The pod bridge (none: the agent manages no pod-side state).
-    #[arg(long, env = "BRIDGE")]
-    pub bridge: Option<String>,
-    /// The CNI configuration whose `mtu` the agent owns (Sites that manage CNI only).
-    #[arg(long, env = "CNI_CONFIG")]
-    pub cni_config: Option<std::path::PathBuf>,
-    /// A pod to keep at the fabric MTU: NETNS_PATH:IFNAME (repeatable).
-    #[arg(long = "pod", value_name = "NETNS:IFNAME")]
-    pub pods: Vec<String>,
-    /// Address of the HTTP endpoints (/healthz, /readyz, /status, /metrics).
-    #[arg(long, env = "LISTEN", default_value = "127.0.0.1:9477")]
-    pub listen: std::net::SocketAddr,
 }

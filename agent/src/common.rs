@@ -67,8 +67,22 @@ pub fn output(c: &Common) -> Output {
     })
 }
 
-/// Loads and decodes the `-f` inputs; exit 2 when nothing could be read or decoded.
-pub fn load(paths: &[String]) -> Result<Decoded> {
+/// Loads and decodes the inputs: the cluster with `--kubeconfig` / `--in-cluster` (read-only
+/// LISTs), else the `-f` files; exit 2 when nothing could be read or decoded.
+pub fn load(c: &Common) -> Result<Decoded> {
+    if c.kubeconfig.is_some() || c.in_cluster {
+        let src = crate::k8s::client::Source { kubeconfig: c.kubeconfig.clone(), in_cluster: c.in_cluster };
+        let decoded = crate::k8s::live::load(&src).map_err(|e| usage(format!("{e:#}")))?;
+        if decoded.objects.is_empty() && decoded.diagnostics.is_empty() {
+            bail!(usage("the cluster holds no objects of a kind this tool reads"));
+        }
+        return Ok(decoded);
+    }
+    load_files(&c.files)
+}
+
+/// Loads and decodes files; exit 2 when nothing could be read or decoded.
+pub fn load_files(paths: &[String]) -> Result<Decoded> {
     let decoded = crate::input::load(paths).map_err(|e| usage(format!("{e:#}")))?;
     if decoded.objects.is_empty() {
         let first_error = decoded

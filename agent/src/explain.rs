@@ -106,7 +106,7 @@ enum Want {
 
 /// Runs `explain`.
 pub fn run(args: &ExplainArgs) -> Result<()> {
-    let decoded = common::load(&args.common.files)?;
+    let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded);
     let n = topo.node_id(&args.node).ok_or_else(|| {
         usage(format!(

@@ -247,7 +247,7 @@ fn intersect<T: Ord + Copy>(a: &[T], b: &[T]) -> Vec<T> {
 
 /// Runs `graph`.
 pub fn run(args: &GraphArgs) -> Result<()> {
-    let decoded = common::load(&args.common.files)?;
+    let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded);
     let mut solver = Solver::new(&topo, common::settings(&args.common));
     let text = dot(&mut solver);

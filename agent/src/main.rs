@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use unbounded_mtu::{cli, common, explain, graph, resolve, run_agent, whatif};
+use unbounded_mtu::{agent, cli, common, explain, graph, resolve, whatif};
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -14,17 +14,7 @@ fn main() -> ExitCode {
         }
         cli::Command::Explain(a) => explain::run(a),
         cli::Command::Graph(a) => graph::run(a),
-        cli::Command::Agent(a) => run_agent::main(a).map_err(|e| {
-            if e.downcast_ref::<common::ExitError>().is_some() {
-                e
-            } else {
-                // A fatal error of the agent: exit 1.
-                anyhow::Error::new(common::ExitError {
-                    code: 1,
-                    message: format!("{e:#}"),
-                })
-            }
-        }),
+        cli::Command::Agent(a) => agent::main(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,7 +11,7 @@ use topology_core::ids::NodeId;
 
 /// Runs `resolve`.
 pub fn run(args: &ResolveArgs) -> Result<()> {
-    let decoded = common::load(&args.common.files)?;
+    let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded);
     let mut selected: Vec<NodeId> = Vec::new();
     for name in &args.nodes {

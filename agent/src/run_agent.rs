@@ -1,6 +1,7 @@
 //! `unbounded-mtu agent`: settings, the HTTP server (started first), then the reconcile loop.
 
-use crate::cli::{AgentArgs, Family};
+use crate::agent::AgentArgs;
+use crate::cli::Family;
 use crate::common::{protocol, usage};
 use crate::dataplane::FabricOptions;
 use crate::node_agent::{Config, Shared, run};
@@ -19,7 +20,7 @@ pub fn config(a: &AgentArgs) -> Result<Config> {
         pods.push((ns.into(), ifname.to_string()));
     }
     let dp = dataplane_linux::Settings {
-        table: a.table,
+        table: a.route_table,
         rule_priority: a.rule_priority,
         route_protocol: a.route_protocol,
         vxlan_vni: a.vxlan_vni,
@@ -28,8 +29,8 @@ pub fn config(a: &AgentArgs) -> Result<Config> {
     };
     Ok(Config {
         node: a.node_name.clone(),
-        manifests: a.manifests.clone(),
-        netns: a.netns.clone(),
+        manifests: a.manifests.iter().cloned().collect(),
+        netns: a.netns.as_ref().map(std::path::PathBuf::from),
         dry_run: a.dry_run,
         once: a.once,
         solver: mtu_solver::Settings {
@@ -41,7 +42,7 @@ pub fn config(a: &AgentArgs) -> Result<Config> {
             },
             ..Default::default()
         },
-        underlay_mtu: a.underlay_mtu,
+        underlay_mtu: (!a.detect_underlay).then_some(a.underlay_mtu),
         dataplane: dp,
         fabric: FabricOptions {
             bridge: a.bridge.clone(),
@@ -63,10 +64,8 @@ pub fn main(a: &AgentArgs) -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-    if a.manifests.is_empty() {
-        return Err(usage(
-            "the agent needs --manifests PATH (objects as files) in this build; the Kubernetes API source is not wired into the agent yet",
-        ));
+    if a.manifests.is_none() {
+        return Err(usage("the manifests-mode loop needs --manifests PATH"));
     }
     let cfg = config(a)?;
     let shared = Arc::new(Shared::default());
@@ -76,8 +75,12 @@ pub fn main(a: &AgentArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
+    let listen: std::net::SocketAddr = a
+        .listen
+        .parse()
+        .map_err(|_| usage(format!("--listen {}: not an address such as 127.0.0.1:9842", a.listen)))?;
     let bound = rt
-        .block_on(crate::http::serve(a.listen, shared.clone()))
+        .block_on(crate::http::serve(listen, shared.clone()))
         .with_context(|| format!("cannot listen on {}", a.listen))?;
     tracing::info!(%bound, "serving /healthz /readyz /status /metrics");
     rt.spawn(async {

@@ -220,7 +220,7 @@ fn item_out(item: &Item) -> ItemOut {
 /// Runs `what-if`.
 pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
     let muts = mutations(args, raw_args)?;
-    let decoded = common::load(&args.common.files)?;
+    let decoded = common::load(&args.common)?;
     let base = Input {
         objects: decoded.objects,
         diagnostics: decoded.diagnostics,
@@ -233,7 +233,7 @@ pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
                 "--after compares two inputs; it does not combine with mutation flags",
             ));
         }
-        let d2 = common::load(&args.after)?;
+        let d2 = common::load_files(&args.after)?;
         let after = Input {
             objects: d2.objects,
             diagnostics: d2.diagnostics,

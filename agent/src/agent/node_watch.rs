@@ -1,0 +1,279 @@
+//! The startup-only watch of the agent's own Node: from the adoption GET's resource version,
+//! field-selected by name, until the acknowledgment is written. A changed UID, Site or pool label
+//! ends the process (exit 3); the Node's deletion too (exit 4).
+
+use super::adopt::{Adopted, label, membership, pool_from_label};
+use crate::k8s::api::{self, WatchQuery, api_status, rv_of};
+use crate::k8s::{Backoff, ResourceKind};
+use futures::StreamExt;
+use kube::Client;
+use kube::core::WatchEvent;
+use serde_json::Value;
+use tokio::sync::watch;
+use topology_core::decode::{Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
+
+/// What an observation of the own Node means for the process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing that matters changed.
+    Unchanged,
+    /// The UID, Site or pool changed: restart (exit 3).
+    Changed(String),
+    /// The Node was deleted (exit 4).
+    Deleted,
+}
+
+impl Verdict {
+    /// The exit code the verdict ends the process with, if it ends it.
+    pub fn exit_code(&self) -> Option<u8> {
+        match self {
+            Verdict::Unchanged => None,
+            Verdict::Changed(_) => Some(3),
+            Verdict::Deleted => Some(4),
+        }
+    }
+}
+
+/// Compares an observed Node with the adopted assignment. A label that is present must state the
+/// adopted value; a label present at adoption must still be there; without a site label, the
+/// node's InternalIPs must still place it in the adopted Site (by the Sites listed at adoption).
+pub fn judge_node(adopted: &Adopted, node: &Value) -> Verdict {
+    let uid = node
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if uid != adopted.assignment.node_uid {
+        return Verdict::Changed(format!(
+            "the Node's UID changed from {} to {uid}",
+            adopted.assignment.node_uid
+        ));
+    }
+    let site = label(node, SITE_LABEL_KEY);
+    let site_changed = match site {
+        Some(s) => s != adopted.assignment.site,
+        None if adopted.site_label.is_some() => true,
+        None => {
+            membership(node, &adopted.sites, &[]).0.as_deref()
+                != Some(adopted.assignment.site.as_str())
+        }
+    };
+    if site_changed {
+        return Verdict::Changed(format!(
+            "the Node's Site label changed from {:?} to {:?} (adopted Site {})",
+            adopted.site_label, site, adopted.assignment.site
+        ));
+    }
+    let pool = label(node, POOL_LABEL_KEY);
+    let pool_changed = match pool {
+        Some(p) => pool_from_label(p) != adopted.assignment.pool,
+        None => adopted.pool_label.is_some(),
+    };
+    if pool_changed {
+        return Verdict::Changed(format!(
+            "the Node's gateway-pool label changed from {:?} to {:?}",
+            adopted.pool_label, pool
+        ));
+    }
+    Verdict::Unchanged
+}
+
+/// The verdict of one watch event (`None` for events that say nothing about the Node).
+pub fn judge_event(adopted: &Adopted, ev: &WatchEvent<Value>) -> Option<Verdict> {
+    match ev {
+        WatchEvent::Added(n) | WatchEvent::Modified(n) => Some(judge_node(adopted, n)),
+        WatchEvent::Deleted(_) => Some(Verdict::Deleted),
+        WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
+    }
+}
+
+/// How the startup watch ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// The acknowledgment was written; the watch is closed.
+    Cancelled,
+    /// The process must end (exit 3 or 4).
+    Verdict(Verdict),
+}
+
+/// The field selector of the own-Node watch.
+pub fn field_selector(node_name: &str) -> String {
+    format!("metadata.name={node_name}")
+}
+
+/// Watches the own Node until `cancel` turns true or a verdict ends the process. Closed streams
+/// and errors reconnect after `backoff`, from the last resource version seen; `410 Gone`
+/// revalidates with a GET (404 there = deleted) and resumes from its resource version.
+pub async fn watch_own_node(
+    client: Client,
+    adopted: Adopted,
+    mut cancel: watch::Receiver<bool>,
+    mut backoff: Backoff,
+) -> WatchEnd {
+    let kind = ResourceKind::of(Kind::Node);
+    let mut rv = adopted.resource_version.clone();
+    loop {
+        if *cancel.borrow() {
+            return WatchEnd::Cancelled;
+        }
+        let q = WatchQuery {
+            resource_version: rv.clone(),
+            field_selector: Some(field_selector(&adopted.node_name)),
+            label_selector: None,
+            timeout_seconds: api::watch_timeout(),
+            metadata_only: false,
+        };
+        let mut gone = false;
+        let session = async {
+            match api::watch(&client, kind, &q).await {
+                Ok(mut events) => {
+                    while let Some(ev) = events.next().await {
+                        match ev {
+                            Ok(WatchEvent::Error(s)) => {
+                                tracing::info!(code = s.code, reason = %s.reason, "own-Node watch error");
+                                gone = s.code == 410;
+                                return None;
+                            }
+                            Ok(ev) => {
+                                backoff.reset();
+                                match &ev {
+                                    WatchEvent::Added(o)
+                                    | WatchEvent::Modified(o)
+                                    | WatchEvent::Deleted(o) => {
+                                        if let Some(v) = rv_of(o) {
+                                            rv = v.to_string();
+                                        }
+                                    }
+                                    WatchEvent::Bookmark(b) => {
+                                        rv = b.metadata.resource_version.clone()
+                                    }
+                                    WatchEvent::Error(_) => {}
+                                }
+                                if let Some(v) = judge_event(&adopted, &ev)
+                                    && v != Verdict::Unchanged
+                                {
+                                    return Some(v);
+                                }
+                            }
+                            Err(e) => {
+                                tracing::info!(error = %e, "own-Node watch stream failed");
+                                gone = api_status(&e).is_some_and(|s| s.code == 410);
+                                return None;
+                            }
+                        }
+                    }
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, status = ?api_status(&e), "own-Node WATCH failed");
+                    gone = api_status(&e).is_some_and(|s| s.code == 410);
+                    None
+                }
+            }
+        };
+        tokio::select! {
+            v = session => if let Some(v) = v { return WatchEnd::Verdict(v) },
+            _ = cancel.wait_for(|c| *c) => return WatchEnd::Cancelled,
+        }
+        let delay = backoff.next_delay();
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = cancel.wait_for(|c| *c) => return WatchEnd::Cancelled,
+        }
+        if gone {
+            // The resource version expired: revalidate with a GET and resume from there.
+            let path = kind.object_path(&adopted.node_name);
+            let got = tokio::select! {
+                g = api::get_json(&client, &path) => g,
+                _ = cancel.wait_for(|c| *c) => return WatchEnd::Cancelled,
+            };
+            match got {
+                Ok(n) => {
+                    let v = judge_node(&adopted, &n);
+                    if v != Verdict::Unchanged {
+                        return WatchEnd::Verdict(v);
+                    }
+                    rv = rv_of(&n).unwrap_or_default().to_string();
+                }
+                Err(e) if api_status(&e).is_some_and(|s| s.code == 404) => {
+                    return WatchEnd::Verdict(Verdict::Deleted);
+                }
+                Err(e) => tracing::warn!(error = %e, "own-Node revalidation failed"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::adopt::Assignment;
+    use serde_json::json;
+
+    fn adopted(site_label: Option<&str>, pool_label: Option<&str>, pool: Option<&str>) -> Adopted {
+        Adopted {
+            assignment: Assignment {
+                node_uid: "u1".into(),
+                site: "a".into(),
+                pool: pool.map(Into::into),
+            },
+            node_name: "n1".into(),
+            resource_version: "5".into(),
+            site_label: site_label.map(Into::into),
+            pool_label: pool_label.map(Into::into),
+            node: json!({}),
+            sites: vec![
+                json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "Site",
+                "metadata": {"name": "a"}, "spec": {"nodeCidrs": ["10.0.0.0/16"]}}),
+            ],
+        }
+    }
+
+    fn node_at(uid: &str, labels: Value, ip: &str) -> Value {
+        json!({"metadata": {"name": "n1", "uid": uid, "labels": labels},
+               "status": {"addresses": [{"type": "InternalIP", "address": ip}]}})
+    }
+
+    fn node(uid: &str, labels: Value) -> Value {
+        node_at(uid, labels, "10.0.0.5")
+    }
+
+    #[test]
+    fn verdicts_and_exit_codes() {
+        let a = adopted(Some("a"), Some(""), None);
+        let same = node(
+            "u1",
+            json!({"net.unbounded-cloud.io/site": "a", "net.unbounded-cloud.io/gateway-pool": ""}),
+        );
+        assert_eq!(judge_node(&a, &same), Verdict::Unchanged);
+        assert_eq!(judge_node(&a, &same).exit_code(), None);
+        let uid = node(
+            "u2",
+            json!({"net.unbounded-cloud.io/site": "a", "net.unbounded-cloud.io/gateway-pool": ""}),
+        );
+        assert_eq!(judge_node(&a, &uid).exit_code(), Some(3));
+        let site = node(
+            "u1",
+            json!({"net.unbounded-cloud.io/site": "b", "net.unbounded-cloud.io/gateway-pool": ""}),
+        );
+        assert_eq!(judge_node(&a, &site).exit_code(), Some(3));
+        let pool = node(
+            "u1",
+            json!({"net.unbounded-cloud.io/site": "a", "net.unbounded-cloud.io/gateway-pool": "p"}),
+        );
+        assert_eq!(judge_node(&a, &pool).exit_code(), Some(3));
+        let unlabelled = node("u1", json!({"net.unbounded-cloud.io/site": "a"}));
+        assert_eq!(judge_node(&a, &unlabelled).exit_code(), Some(3));
+        assert_eq!(
+            judge_event(&a, &WatchEvent::Deleted(same.clone())).and_then(|v| v.exit_code()),
+            Some(4)
+        );
+        // Adopted from nodeCidrs and a pool LIST: a label stating the same values is no change.
+        let b = adopted(None, None, Some("p"));
+        assert_eq!(judge_node(&b, &pool), Verdict::Unchanged);
+        assert_eq!(judge_node(&b, &node("u1", json!({}))), Verdict::Unchanged);
+        assert_eq!(judge_node(&b, &same).exit_code(), Some(3));
+        // Adopted from nodeCidrs: an InternalIP outside the Site's nodeCidrs is a Site change.
+        let moved = node_at("u1", json!({}), "10.9.0.5");
+        assert_eq!(judge_node(&b, &moved).exit_code(), Some(3));
+    }
+}

@@ -1,0 +1,226 @@
+//! The agent's HTTP server, started before anything else: `/healthz` (live), `/readyz` (false
+//! until the first successful reconcile), `/status` (JSON) and `/metrics` (Prometheus text).
+
+use crate::k8s::metrics::ApiMetrics;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// What the server reports; shared with the agent's loop.
+#[derive(Debug, Default)]
+pub struct Status {
+    inner: Mutex<Inner>,
+    api: ApiMetrics,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    ready: bool,
+    adopted: Option<String>,
+    watches: BTreeMap<String, bool>,
+    reconciles: u64,
+    reconcile_seconds: f64,
+    errors: BTreeMap<String, u64>,
+    last_result: Option<&'static str>,
+    last_error: Option<String>,
+    plan: Option<Value>,
+}
+
+impl Status {
+    /// A status whose `/metrics` also reports the API requests counted in `api`.
+    pub fn with_api(api: ApiMetrics) -> Status {
+        Status {
+            inner: Mutex::default(),
+            api,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Records the adopted assignment (`<uid>/<Site>/<pool or ->`).
+    pub fn set_adopted(&self, a: &str) {
+        self.lock().adopted = Some(a.to_string());
+    }
+
+    /// Marks a watch active or not.
+    pub fn set_watch(&self, name: &str, active: bool) {
+        self.lock().watches.insert(name.to_string(), active);
+    }
+
+    /// Records a successful reconcile and its plan; the agent becomes ready.
+    pub fn reconciled(&self, took: Duration, plan: Value) {
+        let mut g = self.lock();
+        g.ready = true;
+        g.reconciles = g.reconciles.saturating_add(1);
+        g.reconcile_seconds += took.as_secs_f64();
+        g.last_result = Some("success");
+        g.last_error = None;
+        g.plan = Some(plan);
+    }
+
+    /// Records a failed reconcile (`kind`: what failed, e.g. `resolve`, `acknowledge`, `taint`).
+    pub fn failed(&self, took: Duration, kind: &str, error: String) {
+        let mut g = self.lock();
+        g.reconciles = g.reconciles.saturating_add(1);
+        g.reconcile_seconds += took.as_secs_f64();
+        *g.errors.entry(kind.to_string()).or_default() += 1;
+        g.last_result = Some("error");
+        g.last_error = Some(error);
+    }
+
+    /// Whether the first reconcile succeeded.
+    pub fn ready(&self) -> bool {
+        self.lock().ready
+    }
+
+    /// The `/status` document.
+    pub fn document(&self) -> Value {
+        let g = self.lock();
+        let watches: Vec<&String> = g
+            .watches
+            .iter()
+            .filter(|(_, a)| **a)
+            .map(|(k, _)| k)
+            .collect();
+        json!({
+            "ready": g.ready,
+            "adoptedAssignment": g.adopted,
+            "activeWatches": watches,
+            "lastReconcile": {"result": g.last_result, "error": g.last_error},
+            "plan": g.plan,
+        })
+    }
+
+    /// The `/metrics` text.
+    pub fn metrics(&self) -> String {
+        let g = self.lock();
+        let mut s = String::new();
+        let _ = writeln!(s, "# TYPE unbounded_mtu_reconciles_total counter");
+        let _ = writeln!(s, "unbounded_mtu_reconciles_total {}", g.reconciles);
+        let _ = writeln!(s, "# TYPE unbounded_mtu_reconcile_seconds_total counter");
+        let _ = writeln!(
+            s,
+            "unbounded_mtu_reconcile_seconds_total {}",
+            g.reconcile_seconds
+        );
+        let _ = writeln!(s, "# TYPE unbounded_mtu_errors_total counter");
+        for (k, n) in &g.errors {
+            let _ = writeln!(s, "unbounded_mtu_errors_total{{kind=\"{k}\"}} {n}");
+        }
+        let _ = writeln!(s, "# TYPE unbounded_mtu_active_watches gauge");
+        let _ = writeln!(
+            s,
+            "unbounded_mtu_active_watches {}",
+            g.watches.values().filter(|a| **a).count()
+        );
+        let _ = writeln!(s, "# TYPE unbounded_mtu_api_requests_total counter");
+        for ((verb, resource), n) in self.api.snapshot() {
+            let _ = writeln!(
+                s,
+                "unbounded_mtu_api_requests_total{{verb=\"{verb}\",resource=\"{resource}\"}} {n}"
+            );
+        }
+        let _ = writeln!(s, "# TYPE unbounded_mtu_ready gauge");
+        let _ = writeln!(s, "unbounded_mtu_ready {}", u8::from(g.ready));
+        s
+    }
+}
+
+fn reply(code: u16, ctype: &str, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() =
+        http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    if let Ok(v) = http::HeaderValue::from_str(ctype) {
+        r.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+/// The response to one request.
+pub fn respond(status: &Status, path: &str) -> Response<Full<Bytes>> {
+    match path {
+        "/healthz" => reply(200, "text/plain", "ok\n".into()),
+        "/readyz" if status.ready() => reply(200, "text/plain", "ready\n".into()),
+        "/readyz" => reply(
+            503,
+            "text/plain",
+            "not ready: no successful reconcile yet\n".into(),
+        ),
+        "/status" => reply(200, "application/json", format!("{}\n", status.document())),
+        "/metrics" => reply(200, "text/plain; version=0.0.4", status.metrics()),
+        _ => reply(404, "text/plain", "not found\n".into()),
+    }
+}
+
+/// Serves until the task is dropped.
+pub async fn serve(listener: TcpListener, status: Arc<Status>) {
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            continue;
+        };
+        let st = status.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let st = st.clone();
+                async move { Ok::<_, Infallible>(respond(&st, req.uri().path())) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(tcp), svc)
+                .await
+            {
+                tracing::debug!(error = %e, "status connection ended");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_only_after_a_success() {
+        let s = Status::default();
+        assert_eq!(respond(&s, "/healthz").status(), 200);
+        assert_eq!(respond(&s, "/readyz").status(), 503);
+        s.failed(Duration::from_millis(5), "resolve", "no Site".into());
+        assert_eq!(respond(&s, "/readyz").status(), 503);
+        s.set_adopted("u/a/-");
+        s.set_watch("node/n1", true);
+        s.reconciled(Duration::from_millis(5), json!({"nodes": []}));
+        assert_eq!(respond(&s, "/readyz").status(), 200);
+        let d = s.document();
+        assert_eq!(d["adoptedAssignment"], "u/a/-");
+        assert_eq!(d["activeWatches"], json!(["node/n1"]));
+        assert_eq!(d["lastReconcile"]["result"], "success");
+        let m = s.metrics();
+        assert!(m.contains("unbounded_mtu_reconciles_total 2"), "{m}");
+        assert!(
+            m.contains("unbounded_mtu_errors_total{kind=\"resolve\"} 1"),
+            "{m}"
+        );
+        assert_eq!(respond(&s, "/nope").status(), 404);
+        let api = ApiMetrics::default();
+        api.record(&http::Method::GET, "/api/v1/nodes", Some("watch=true"));
+        let s = Status::with_api(api);
+        assert!(
+            s.metrics()
+                .contains("unbounded_mtu_api_requests_total{verb=\"watch\",resource=\"nodes\"} 1")
+        );
+    }
+}

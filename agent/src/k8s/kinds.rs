@@ -1,0 +1,149 @@
+//! The resources the adapter reads: the unbounded kinds (cluster-scoped, group
+//! `net.unbounded-cloud.io`, version `v1alpha1`) and core `v1` Nodes.
+
+use topology_core::decode::Kind;
+
+/// API group of the unbounded kinds.
+pub const GROUP: &str = "net.unbounded-cloud.io";
+/// API version of the unbounded kinds.
+pub const VERSION: &str = "v1alpha1";
+
+/// A listable, watchable, cluster-scoped resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceKind {
+    /// The kind as the decoder knows it.
+    pub kind: Kind,
+}
+
+impl ResourceKind {
+    /// Every kind the offline commands list, Nodes last.
+    pub const ALL: [ResourceKind; 8] = [
+        ResourceKind { kind: Kind::Site },
+        ResourceKind {
+            kind: Kind::SiteNodeSlice,
+        },
+        ResourceKind {
+            kind: Kind::GatewayPool,
+        },
+        ResourceKind {
+            kind: Kind::GatewayPoolNode,
+        },
+        ResourceKind {
+            kind: Kind::SitePeering,
+        },
+        ResourceKind {
+            kind: Kind::SiteGatewayPoolAssignment,
+        },
+        ResourceKind {
+            kind: Kind::GatewayPoolPeering,
+        },
+        ResourceKind { kind: Kind::Node },
+    ];
+
+    /// The resource of a kind.
+    pub const fn of(kind: Kind) -> ResourceKind {
+        ResourceKind { kind }
+    }
+
+    /// The plural resource name.
+    pub fn plural(self) -> &'static str {
+        match self.kind {
+            Kind::Site => "sites",
+            Kind::SiteNodeSlice => "sitenodeslices",
+            Kind::GatewayPool => "gatewaypools",
+            Kind::GatewayPoolNode => "gatewaypoolnodes",
+            Kind::SitePeering => "sitepeerings",
+            Kind::SiteGatewayPoolAssignment => "sitegatewaypoolassignments",
+            Kind::GatewayPoolPeering => "gatewaypoolpeerings",
+            Kind::Node => "nodes",
+        }
+    }
+
+    /// `apiVersion` of its objects.
+    pub fn api_version(self) -> String {
+        match self.kind {
+            Kind::Node => "v1".to_string(),
+            _ => format!("{GROUP}/{VERSION}"),
+        }
+    }
+
+    /// The collection path (cluster-scoped).
+    pub fn path(self) -> String {
+        match self.kind {
+            Kind::Node => "/api/v1/nodes".to_string(),
+            _ => format!("/apis/{GROUP}/{VERSION}/{}", self.plural()),
+        }
+    }
+
+    /// The path of one object.
+    pub fn object_path(self, name: &str) -> String {
+        format!("{}/{}", self.path(), encode(name))
+    }
+
+    /// A kube `ApiResource` for `Api<DynamicObject>`.
+    pub fn api_resource(self) -> kube::core::ApiResource {
+        let (group, version) = match self.kind {
+            Kind::Node => ("", "v1"),
+            _ => (GROUP, VERSION),
+        };
+        kube::core::ApiResource {
+            group: group.to_string(),
+            version: version.to_string(),
+            api_version: self.api_version(),
+            kind: self.kind.as_str().to_string(),
+            plural: self.plural().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for ResourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.plural())
+    }
+}
+
+/// Percent-encodes a path segment or query value (everything but unreserved characters).
+pub fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `path?k=v&...` with encoded values.
+pub fn with_query(path: &str, query: &[(&str, String)]) -> String {
+    if query.is_empty() {
+        return path.to_string();
+    }
+    let q: Vec<String> = query
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    format!("{path}?{}", q.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            ResourceKind::of(Kind::SiteGatewayPoolAssignment).path(),
+            "/apis/net.unbounded-cloud.io/v1alpha1/sitegatewaypoolassignments"
+        );
+        assert_eq!(
+            ResourceKind::of(Kind::Node).object_path("n 1"),
+            "/api/v1/nodes/n%201"
+        );
+        assert_eq!(
+            with_query("/x", &[("fieldSelector", "metadata.name=a".into())]),
+            "/x?fieldSelector=metadata.name%3Da"
+        );
+    }
+}

@@ -1,0 +1,486 @@
+//! A scripted Kubernetes API on 127.0.0.1 (hyper, HTTP/1.1) for kube's real `Client`: it serves
+//! LISTs, GETs, PATCHes and WATCH streams (newline-delimited JSON events) from per-route reply
+//! queues, records every request (method, path, query, body, time), can close streams, send watch
+//! errors, HTTP errors and `410 Gone`, and counts the watch streams still open.
+
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt, stream};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// How a watch stream ends after its scripted events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The server closes the stream.
+    Close,
+    /// The stream stays open until the client goes away.
+    Hold,
+}
+
+/// One scripted reply.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A JSON body with a status code.
+    Json(u16, Value),
+    /// A watch stream: these events (each `{"type": ..., "object": ...}`), then `End`.
+    Watch(Vec<Value>, End),
+    /// A watch stream fed by the test through `Mock::push` on this channel number; held open.
+    Live(usize),
+}
+
+/// A recorded request.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// Method.
+    pub method: String,
+    /// Path.
+    pub path: String,
+    /// Raw query.
+    pub query: String,
+    /// Body text.
+    pub body: String,
+    /// `Accept` header.
+    pub accept: String,
+    /// When (tokio's clock: paused time counts).
+    pub at: Instant,
+}
+
+impl Recorded {
+    /// A decoded query parameter.
+    pub fn param(&self, key: &str) -> Option<String> {
+        self.query.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            (k == key).then(|| decode(v))
+        })
+    }
+
+    /// Whether this is a WATCH.
+    pub fn is_watch(&self) -> bool {
+        self.param("watch").as_deref() == Some("true")
+    }
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(if b[i] == b'+' { b' ' } else { b[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+struct Route {
+    method: String,
+    path: String,
+    watch: bool,
+    field_selector: Option<String>,
+    replies: VecDeque<Reply>,
+    /// The front reply was served as the (repeating) last one.
+    served: bool,
+}
+
+#[derive(Default)]
+struct State {
+    routes: Vec<Route>,
+    log: Vec<Recorded>,
+    live: Vec<Option<mpsc::UnboundedReceiver<Bytes>>>,
+    live_tx: Vec<mpsc::UnboundedSender<Bytes>>,
+}
+
+/// The mock API server.
+#[derive(Clone)]
+pub struct Mock {
+    /// Its address.
+    pub addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    open_watches: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Mock {
+    /// Starts a server on 127.0.0.1 on the current runtime.
+    pub async fn start() -> Mock {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let mock = Mock {
+            addr,
+            state: Arc::default(),
+            open_watches: Arc::default(),
+        };
+        let m = mock.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let m = m.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| {
+                        let m = m.clone();
+                        async move { Ok::<_, Infallible>(m.handle(req).await) }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), svc)
+                        .await;
+                });
+            }
+        });
+        mock
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kube client for this server (no client-side timeouts or retries, so paused time only
+    /// moves through the code under test's own sleeps).
+    pub fn client(&self) -> kube::Client {
+        let mut cfg = kube::Config::new(self.url().parse().expect("url"));
+        cfg.connect_timeout = None;
+        cfg.read_timeout = None;
+        cfg.write_timeout = None;
+        cfg.default_retry = false;
+        kube::Client::try_from(cfg).expect("client")
+    }
+
+    /// Writes a kubeconfig naming this server; returns its path.
+    pub fn kubeconfig(&self, dir: &std::path::Path) -> std::path::PathBuf {
+        let p = dir.join("kubeconfig");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: mock\n  cluster:\n    server: {}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: mock\n    user: u\ncurrent-context: c\n",
+            self.url()
+        );
+        std::fs::write(&p, text).expect("write kubeconfig");
+        p
+    }
+
+    /// Queues replies for `method path` (non-watch requests). The last reply repeats.
+    pub fn on(&self, method: &str, path: &str, replies: Vec<Reply>) {
+        self.add(method, path, false, replies);
+    }
+
+    /// Queues replies for WATCH requests on `path`. The last reply repeats.
+    pub fn on_watch(&self, path: &str, replies: Vec<Reply>) {
+        self.add("GET", path, true, replies);
+    }
+
+    /// Queues replies for WATCH requests on `path` with this `fieldSelector` (they take
+    /// precedence over `on_watch`). The last reply repeats.
+    pub fn on_watch_selected(&self, path: &str, field_selector: &str, replies: Vec<Reply>) {
+        self.add_route("GET", path, true, Some(field_selector.to_string()), replies);
+    }
+
+    /// Replaces the replies for WATCH requests on `path` (without a field selector).
+    pub fn replace_watch(&self, path: &str, replies: Vec<Reply>) {
+        {
+            let mut st = self.state.lock().expect("lock");
+            st.routes
+                .retain(|r| !(r.path == path && r.watch && r.field_selector.is_none()));
+        }
+        self.on_watch(path, replies);
+    }
+
+    fn add(&self, method: &str, path: &str, watch: bool, replies: Vec<Reply>) {
+        self.add_route(method, path, watch, None, replies);
+    }
+
+    fn add_route(
+        &self,
+        method: &str,
+        path: &str,
+        watch: bool,
+        field_selector: Option<String>,
+        replies: Vec<Reply>,
+    ) {
+        let mut st = self.state.lock().expect("lock");
+        if let Some(r) = st.routes.iter_mut().find(|r| {
+            r.method == method
+                && r.path == path
+                && r.watch == watch
+                && r.field_selector == field_selector
+        }) {
+            if r.served {
+                r.replies.pop_front();
+                r.served = false;
+            }
+            r.replies.extend(replies);
+        } else {
+            st.routes.push(Route {
+                method: method.into(),
+                path: path.into(),
+                watch,
+                field_selector,
+                replies: replies.into(),
+                served: false,
+            });
+        }
+    }
+
+    /// A LIST of `items` at `path` (resource version `rv`) and a held, empty WATCH.
+    pub fn collection(&self, path: &str, items: Vec<Value>, rv: &str) {
+        self.on("GET", path, vec![Reply::Json(200, list(items, rv))]);
+        self.on_watch(path, vec![Reply::Watch(vec![], End::Hold)]);
+    }
+
+    /// A new live channel number for `Reply::Live`.
+    pub fn live_channel(&self) -> usize {
+        let mut st = self.state.lock().expect("lock");
+        let (tx, rx) = mpsc::unbounded_channel();
+        st.live.push(Some(rx));
+        st.live_tx.push(tx);
+        st.live.len() - 1
+    }
+
+    /// Sends one event on a live watch.
+    pub fn push(&self, channel: usize, event: Value) {
+        let st = self.state.lock().expect("lock");
+        let _ = st.live_tx[channel].send(line(&event));
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().expect("lock").log.clone()
+    }
+
+    /// Requests matching `method` and `path`.
+    pub fn requests_to(&self, method: &str, path: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == method && r.path == path)
+            .collect()
+    }
+
+    /// Watch streams the server still holds open.
+    pub fn open_watches(&self) -> usize {
+        self.open_watches.lock().expect("lock").values().sum()
+    }
+
+    /// Watch streams still open on `path` with this `fieldSelector` (`None`: without one).
+    pub fn open_watches_on(&self, path: &str, field_selector: Option<&str>) -> usize {
+        let key = format!("{path}|{}", field_selector.unwrap_or(""));
+        self.open_watches
+            .lock()
+            .expect("lock")
+            .get(&key)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    async fn handle(&self, req: Request<Incoming>) -> Response<UnsyncBoxBody<Bytes, Infallible>> {
+        let method = req.method().to_string();
+        let accept = req
+            .headers()
+            .get("accept")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let path = req.uri().path().to_string();
+        let query = req.uri().query().unwrap_or_default().to_string();
+        let body = req
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let rec = Recorded {
+            method: method.clone(),
+            path: path.clone(),
+            query,
+            body: String::from_utf8_lossy(&body).into_owned(),
+            accept,
+            at: Instant::now(),
+        };
+        let watch = rec.is_watch();
+        let selector = rec.param("fieldSelector");
+        let key = format!("{path}|{}", selector.clone().unwrap_or_default());
+        let reply = {
+            let mut st = self.state.lock().expect("lock");
+            st.log.push(rec);
+            let matches = |r: &Route| r.method == method && r.path == path && r.watch == watch;
+            let idx = st
+                .routes
+                .iter()
+                .position(|r| {
+                    matches(r) && r.field_selector.is_some() && r.field_selector == selector
+                })
+                .or_else(|| {
+                    st.routes
+                        .iter()
+                        .position(|r| matches(r) && r.field_selector.is_none())
+                });
+            let r = idx.and_then(|i| st.routes.get_mut(i)).and_then(|r| {
+                if r.replies.len() > 1 {
+                    r.replies.pop_front()
+                } else {
+                    r.served = true;
+                    r.replies.front().cloned()
+                }
+            });
+            match r {
+                Some(Reply::Live(n)) => match st.live.get_mut(n).and_then(Option::take) {
+                    Some(rx) => Ok(rx),
+                    None => Err(Reply::Json(
+                        500,
+                        status(500, "InternalError", "live channel already used"),
+                    )),
+                },
+                Some(r) => Err(r),
+                None => Err(Reply::Json(
+                    404,
+                    status(404, "NotFound", &format!("{method} {path} is not scripted")),
+                )),
+            }
+        };
+        match reply {
+            Ok(rx) => self.stream(
+                key,
+                stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })
+                    .boxed(),
+            ),
+            Err(Reply::Json(code, v)) => Response::builder()
+                .status(code)
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from(v.to_string())).boxed_unsync())
+                .expect("response"),
+            Err(Reply::Watch(events, end)) => {
+                let lines: Vec<Bytes> = events.iter().map(line).collect();
+                let s = stream::iter(lines);
+                match end {
+                    End::Close => self.stream(key, s.boxed()),
+                    End::Hold => self.stream(key, s.chain(stream::pending()).boxed()),
+                }
+            }
+            Err(Reply::Live(_)) => unreachable!(),
+        }
+    }
+
+    fn stream(
+        &self,
+        key: String,
+        s: Pin<Box<dyn Stream<Item = Bytes> + Send>>,
+    ) -> Response<UnsyncBoxBody<Bytes, Infallible>> {
+        *self
+            .open_watches
+            .lock()
+            .expect("lock")
+            .entry(key.clone())
+            .or_default() += 1;
+        let guarded = Guarded {
+            inner: s,
+            key,
+            count: self.open_watches.clone(),
+        };
+        Response::builder()
+            .status(200)
+            .header("content-type", "application/json")
+            .body(
+                StreamBody::new(guarded.map(|b| Ok::<_, Infallible>(Frame::data(b))))
+                    .boxed_unsync(),
+            )
+            .expect("response")
+    }
+}
+
+struct Guarded {
+    inner: Pin<Box<dyn Stream<Item = Bytes> + Send>>,
+    key: String,
+    count: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Stream for Guarded {
+    type Item = Bytes;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.count.lock()
+            && let Some(n) = m.get_mut(&self.key)
+        {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+fn line(v: &Value) -> Bytes {
+    Bytes::from(format!("{v}\n"))
+}
+
+/// A list body.
+pub fn list(items: Vec<Value>, rv: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": rv}, "items": items})
+}
+
+/// A `Status` body.
+pub fn status(code: u16, reason: &str, message: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": code, "reason": reason, "message": message})
+}
+
+/// A watch event.
+pub fn event(ty: &str, object: Value) -> Value {
+    json!({"type": ty, "object": object})
+}
+
+/// A watch `ERROR` event carrying a Status.
+pub fn error_event(code: u16, reason: &str) -> Value {
+    event("ERROR", status(code, reason, "scripted"))
+}
+
+/// A Node object.
+pub fn node(name: &str, uid: &str, rv: &str, labels: Value, ip: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": uid, "resourceVersion": rv, "labels": labels},
+        "status": {"addresses": [{"type": "InternalIP", "address": ip}]}
+    })
+}
+
+/// A Site object.
+pub fn site(name: &str, cidr: &str) -> Value {
+    json!({
+        "apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "Site",
+        "metadata": {"name": name, "resourceVersion": "1"},
+        "spec": {"nodeCidrs": [cidr], "podCidrAssignments": [{"cidrBlocks": ["10.200.0.0/16"]}]}
+    })
+}
+
+/// Yields to the runtime until `f` holds (at most `n` rounds; paused time does not move).
+pub async fn until(mut f: impl FnMut() -> bool, n: usize) -> bool {
+    for _ in 0..n {
+        if f() {
+            return true;
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    f()
+}
