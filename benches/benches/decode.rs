@@ -1,0 +1,32 @@
+//! Decoding the standard cluster's YAML and building its topology.
+
+use benches::{build, decode_text, report_allocs};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use std::time::Duration;
+use topology_core::testkit::scale::ScaleSpec;
+
+fn bench(c: &mut Criterion) {
+    let spec = ScaleSpec::standard();
+    let id = format!("standard-{}", spec.node_count());
+    let text = spec.generate();
+    let decoded = decode_text(&text);
+
+    report_allocs(&format!("decode/{id}"), || decode_text(&text));
+    let mut g = c.benchmark_group("decode");
+    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    g.bench_function(BenchmarkId::from_parameter(&id), |b| {
+        b.iter(|| decode_text(std::hint::black_box(&text)))
+    });
+    g.finish();
+
+    report_allocs(&format!("build/{id}"), || build(&decoded));
+    let mut g = c.benchmark_group("build");
+    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    g.bench_function(BenchmarkId::from_parameter(&id), |b| {
+        b.iter(|| build(std::hint::black_box(&decoded)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,46 @@
+//! 1,000-member peerings: one mesh SitePeering of 1,000 Sites (one node each) and one
+//! GatewayPoolPeering of 1,000 pools (one gateway each): building the topology and resolving
+//! one node.
+
+use benches::{build, decode_text, index_entries, report_allocs};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use mtu_solver::{Settings, Solver};
+use std::time::Duration;
+use topology_core::ids::NodeId;
+use topology_core::testkit::scale::{mesh_peering, pool_peering};
+
+fn bench(c: &mut Criterion) {
+    for (label, text) in [
+        ("site-peering-1000", mesh_peering(1000)),
+        ("pool-peering-1000", pool_peering(1000)),
+    ] {
+        let d = decode_text(&text);
+        let topo = build(&d);
+        let e = index_entries(&topo);
+        println!(
+            "index {label}: {} memberships + {} hub entries",
+            e.memberships, e.hubs
+        );
+        report_allocs(&format!("peering_build/{label}"), || build(&d));
+        let mut g = c.benchmark_group("peering_build");
+        g.sample_size(10).measurement_time(Duration::from_secs(5));
+        g.bench_function(BenchmarkId::from_parameter(label), |b| {
+            b.iter(|| build(std::hint::black_box(&d)))
+        });
+        g.finish();
+
+        let node = NodeId::from_idx(topo.nodes.len() / 2);
+        report_allocs(&format!("peering_resolve_node/{label}"), || {
+            Solver::new(&topo, Settings::default()).plan(node)
+        });
+        let mut g = c.benchmark_group("peering_resolve_node");
+        g.sample_size(20).measurement_time(Duration::from_secs(5));
+        g.bench_function(BenchmarkId::from_parameter(label), |b| {
+            b.iter(|| Solver::new(&topo, Settings::default()).plan(std::hint::black_box(node)))
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

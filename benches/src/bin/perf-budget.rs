@@ -1,0 +1,565 @@
+//! The performance budgets of the project, measured in one run on the seeded clusters:
+//! `cargo run --release -p benches --bin perf-budget [-- --strict] [--no-dataplane]`.
+//!
+//! Prints a table (figure, measured median, budget, pass). With `--strict` it exits 1 when a
+//! budget is missed. Every ratio is measured side by side in one run (samples interleaved), and
+//! every figure is a median. In-process figures are judged on the CPU time of the measuring
+//! thread (`/proc/thread-self/schedstat`; everything measured is single-threaded), so a busy
+//! shared machine does not fail them; wall-clock medians are printed next to them. The dataplane
+//! comparison involves another process (`ip`) and the kernel, so it is judged on wall-clock time.
+
+use benches::alloc::{Allocs, counted};
+use benches::{
+    Fixture, Sample, build, decode_text, index_entries, median, medians, resolve_one, serialize,
+    site_assignment_cap, timed,
+};
+use mtu_solver::incremental::{Event, Incremental};
+use mtu_solver::whatif::what_if;
+use mtu_solver::{NodePlan, Settings, Solver};
+use std::time::{Duration, Instant};
+use topology_core::decode::RawObject;
+use topology_core::ids::NodeId;
+use topology_core::testkit::scale::{mesh_peering, pool_peering};
+
+/// One line of the table.
+struct Row {
+    figure: String,
+    measured: String,
+    budget: String,
+    /// `None`: information only (or skipped).
+    pass: Option<bool>,
+    note: String,
+}
+
+struct Table {
+    rows: Vec<Row>,
+}
+
+impl Table {
+    fn budget(&mut self, figure: &str, measured: String, budget: &str, pass: bool, note: String) {
+        self.rows.push(Row {
+            figure: figure.into(),
+            measured,
+            budget: budget.into(),
+            pass: Some(pass),
+            note,
+        });
+        self.flush_last();
+    }
+    fn info(&mut self, figure: &str, measured: String, note: String) {
+        self.rows.push(Row {
+            figure: figure.into(),
+            measured,
+            budget: "-".into(),
+            pass: None,
+            note,
+        });
+        self.flush_last();
+    }
+    fn skip(&mut self, figure: &str, budget: &str, reason: String) {
+        self.rows.push(Row {
+            figure: figure.into(),
+            measured: "skipped".into(),
+            budget: budget.into(),
+            pass: None,
+            note: reason,
+        });
+        self.flush_last();
+    }
+    fn flush_last(&self) {
+        if let Some(r) = self.rows.last() {
+            eprintln!("  measured: {} = {} ({})", r.figure, r.measured, r.note);
+        }
+    }
+    fn print(&self) {
+        let w0 = self
+            .rows
+            .iter()
+            .map(|r| r.figure.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        let w1 = self
+            .rows
+            .iter()
+            .map(|r| r.measured.len())
+            .max()
+            .unwrap_or(8)
+            .max(8);
+        let w2 = self
+            .rows
+            .iter()
+            .map(|r| r.budget.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        println!(
+            "| {:w0$} | {:>w1$} | {:w2$} | pass | notes",
+            "figure", "measured (median)", "budget"
+        );
+        println!(
+            "|{}|{}|{}|------|------",
+            "-".repeat(w0 + 2),
+            "-".repeat(w1 + 2),
+            "-".repeat(w2 + 2)
+        );
+        for r in &self.rows {
+            let pass = match r.pass {
+                Some(true) => "yes ",
+                Some(false) => "NO  ",
+                None if r.measured == "skipped" => "skip",
+                None => "info",
+            };
+            println!(
+                "| {:w0$} | {:>w1$} | {:w2$} | {pass} | {}",
+                r.figure, r.measured, r.budget, r.note
+            );
+        }
+    }
+    fn failed(&self) -> Vec<&str> {
+        self.rows
+            .iter()
+            .filter(|r| r.pass == Some(false))
+            .map(|r| r.figure.as_str())
+            .collect()
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+/// CPU time first (the figure budgets are judged on), wall-clock time second.
+fn both(s: Sample) -> String {
+    format!("{} (wall {})", ms(s.cpu), ms(s.wall))
+}
+
+fn per(d: Duration, n: usize) -> f64 {
+    d.as_secs_f64() * 1e9 / n.max(1) as f64
+}
+
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<u64>().ok())
+        })
+        .map(|k| format!("{:.1} GiB", k as f64 / 1048576.0))
+        .unwrap_or_else(|| "? GiB".into());
+    format!("{cpus} CPUs, {model}, {mem} RAM")
+}
+
+struct Opts {
+    strict: bool,
+    dataplane: bool,
+    samples: usize,
+    only: Option<String>,
+}
+
+impl Opts {
+    fn wants(&self, section: &str) -> bool {
+        self.only
+            .as_deref()
+            .is_none_or(|o| o.split(',').any(|x| x == section))
+    }
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        strict: false,
+        dataplane: true,
+        samples: 3,
+        only: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--only" => o.only = args.next(),
+            "--strict" => o.strict = true,
+            "--no-dataplane" => o.dataplane = false,
+            "--quick" => o.samples = 2,
+            "-h" | "--help" => {
+                println!(
+                    "perf-budget [--strict] [--no-dataplane] [--quick] [--only SECTIONS]\n  \
+                     --strict        exit 1 when a budget is missed\n  \
+                     --no-dataplane  skip the 10,000-route dataplane comparison\n  \
+                     --quick         2 samples per figure instead of 3\n  \
+                     --only LIST     comma-separated sections: decode, one, all, whatif,\n                  \
+                     incremental, peerings, dataplane (for profiling)"
+                );
+                std::process::exit(0);
+            }
+            other => {
+                eprintln!("perf-budget: unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    o
+}
+
+fn main() {
+    let o = opts();
+    let started = Instant::now();
+    let mut t = Table { rows: Vec::new() };
+    println!("perf-budget: {}", machine());
+    eprintln!("generating the standard (5,000 nodes) and double (10,000 nodes) clusters ...");
+    let std = Fixture::standard();
+    if o.wants("decode") {
+        decode_and_build(&mut t, &std, o.samples);
+    }
+    if o.wants("one") {
+        one_node(&mut t, &std);
+    }
+    if o.wants("all") {
+        let dbl = Fixture::double();
+        all_nodes(&mut t, &std, &dbl, o.samples);
+    }
+    if o.wants("whatif") {
+        what_if_cap(&mut t, &std, o.samples);
+    }
+    if o.wants("incremental") {
+        incremental_event(&mut t, &std);
+    }
+    if o.wants("peerings") {
+        peerings(&mut t);
+    }
+    if !o.wants("dataplane") {
+    } else if o.dataplane {
+        dataplane(&mut t, o.samples);
+    } else {
+        t.skip(
+            "10,000 route MTU changes, adapter / ip -batch",
+            "≤ 1.5 ×",
+            "--no-dataplane".into(),
+        );
+    }
+
+    println!();
+    t.print();
+    println!();
+    let failed = t.failed();
+    println!(
+        "{} budgets, {} missed; run took {:.1} s",
+        t.rows.iter().filter(|r| r.pass.is_some()).count(),
+        failed.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if !failed.is_empty() {
+        println!("missed: {}", failed.join("; "));
+        if o.strict {
+            std::process::exit(1);
+        }
+    }
+}
+
+fn decode_and_build(t: &mut Table, f: &Fixture, samples: usize) {
+    let (mut dec, mut bld) = (Vec::new(), Vec::new());
+    let (mut da, mut ba) = (Allocs::default(), Allocs::default());
+    for _ in 0..samples {
+        let ((d, a), s) = timed(|| counted(|| decode_text(&f.text)));
+        dec.push(s);
+        da = a;
+        let ((topo, a), s) = timed(|| counted(|| build(&d)));
+        bld.push(s);
+        ba = a;
+        std::hint::black_box(topo);
+    }
+    t.info(
+        &format!(
+            "decode {} ({:.1} MB YAML)",
+            f.name,
+            f.text.len() as f64 / 1e6
+        ),
+        both(medians(&dec)),
+        da.human(),
+    );
+    t.info(
+        &format!("build topology {}", f.name),
+        both(medians(&bld)),
+        ba.human(),
+    );
+}
+
+fn one_node(t: &mut Table, f: &Fixture) {
+    const N: usize = 51;
+    let mut times = Vec::with_capacity(N);
+    let mut allocs = Vec::with_capacity(N);
+    let mut values = 0;
+    for i in 0..N {
+        let n = f.spread_node(i, N);
+        let ((plan, a), s) = timed(|| counted(|| resolve_one(&f.topo, n)));
+        times.push(s);
+        allocs.push(a.count);
+        values += plan.value_count();
+    }
+    let max = times.iter().map(|s| s.cpu).max().unwrap_or_default();
+    let med = medians(&times);
+    allocs.sort_unstable();
+    t.budget(
+        "resolve one node (standard-5000, fresh Solver)",
+        both(med),
+        "≤ 2 ms",
+        med.cpu <= Duration::from_millis(2),
+        format!(
+            "{N} nodes spread over the cluster, max {}, {} values/node, median {} allocs",
+            ms(max),
+            values / N,
+            allocs.get(N / 2).copied().unwrap_or(0)
+        ),
+    );
+}
+
+fn all_nodes(t: &mut Table, std: &Fixture, dbl: &Fixture, samples: usize) {
+    let (mut rs, mut ss, mut rd) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut vs, mut vd, mut bytes) = (0, 0, 0);
+    let (mut ra, mut sa, mut da) = (Allocs::default(), Allocs::default(), Allocs::default());
+    for _ in 0..samples {
+        // Standard: resolve every node, then serialize what it produced.
+        let ((solver, plans, a), s) = timed(|| {
+            let mut solver = Solver::new(&std.topo, Settings::default());
+            let (plans, a) = counted(|| solver.plan_all());
+            (solver, plans, a)
+        });
+        rs.push(s);
+        ra = a;
+        vs = plans.iter().map(NodePlan::value_count).sum();
+        let ((b, a), s) = timed(|| counted(|| serialize(&solver, &std.topo, &plans)));
+        ss.push(s);
+        sa = a;
+        bytes = b;
+        drop(plans);
+        drop(solver);
+        // Double.
+        let ((plans, a), s) = timed(|| {
+            let mut solver = Solver::new(&dbl.topo, Settings::default());
+            counted(|| solver.plan_all())
+        });
+        rd.push(s);
+        da = a;
+        vd = plans.iter().map(NodePlan::value_count).sum();
+    }
+    let (mrs, mss, mrd) = (medians(&rs), medians(&ss), medians(&rd));
+    let ns_std = per(mrs.cpu, vs);
+    let ns_dbl = per(mrd.cpu, vd);
+    t.budget(
+        "resolve all nodes standard-5000, per value",
+        format!("{ns_std:.1} ns"),
+        "≤ 150 ns",
+        ns_std <= 150.0,
+        format!(
+            "{} for {vs} values (links + routes); wall {:.1} ns/value; {}",
+            both(mrs),
+            per(mrs.wall, vs),
+            ra.human()
+        ),
+    );
+    t.budget(
+        "resolve all / serialize its JSON (standard-5000)",
+        format!("{:.2} ×", mrs.cpu.as_secs_f64() / mss.cpu.as_secs_f64()),
+        "≤ 1 ×",
+        mrs.cpu <= mss.cpu,
+        format!(
+            "resolve {} vs resolve_out + serde_json {} ({:.1} MB JSON; {})",
+            both(mrs),
+            both(mss),
+            bytes as f64 / 1e6,
+            sa.human()
+        ),
+    );
+    t.info(
+        "resolve all nodes double-10000, per value",
+        format!("{ns_dbl:.1} ns"),
+        format!("{} for {vd} values; {}", both(mrd), da.human()),
+    );
+    let ratio = ns_dbl / ns_std;
+    t.budget(
+        "double / standard, cost per resolved value",
+        format!("{ratio:.2} ×"),
+        "≤ 1.3 ×",
+        ratio <= 1.3,
+        format!("{ns_dbl:.1} ns / {ns_std:.1} ns"),
+    );
+}
+
+fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
+    let Some(m) = site_assignment_cap(&f.topo) else {
+        t.skip(
+            "what-if: Site assignment cap none → 1280",
+            "≤ 2 µs/change",
+            "no uncapped single-Site assignment".into(),
+        );
+        return;
+    };
+    let name = match &m {
+        mtu_solver::whatif::Mutation::SetCap { name, .. } => name.clone(),
+        _ => String::new(),
+    };
+    let muts = [m];
+    let (mut wi, mut full) = (Vec::new(), Vec::new());
+    let (mut changes, mut work, mut strategy, mut wa) = (0, 0, "", Allocs::default());
+    for _ in 0..samples {
+        let ((w, a), s) = timed(|| counted(|| what_if(&f.input, &muts, false)));
+        wi.push(s);
+        wa = a;
+        if let Ok(w) = w {
+            changes = w.changes.len();
+            work = w.work;
+            strategy = w.strategy;
+        }
+        // The full re-resolve it replaces: build the topology, resolve every node.
+        let ((), s) = timed(|| {
+            let topo = f.input.topology();
+            let mut solver = Solver::new(&topo, Settings::default());
+            std::hint::black_box(solver.plan_all());
+        });
+        full.push(s);
+    }
+    let (mw, mf) = (medians(&wi), medians(&full));
+    let per_change = mw.cpu.as_secs_f64() * 1e6 / changes.max(1) as f64;
+    t.budget(
+        "what-if: Site assignment cap none → 1280, per changed value",
+        format!("{per_change:.2} µs"),
+        "≤ 2 µs",
+        per_change <= 2.0,
+        format!(
+            "SiteGatewayPoolAssignment/{name}: {} for {changes} changes ({strategy}, work {work}); {}",
+            both(mw),
+            wa.human()
+        ),
+    );
+    let speedup = mf.cpu.as_secs_f64() / mw.cpu.as_secs_f64();
+    t.budget(
+        "what-if speed-up over a full re-resolve",
+        format!("{speedup:.1} ×"),
+        "≥ 50 ×",
+        speedup >= 50.0,
+        format!(
+            "full (build + resolve all) {} vs what-if {}",
+            both(mf),
+            both(mw)
+        ),
+    );
+}
+
+fn incremental_event(t: &mut Table, f: &Fixture) {
+    let Some(mut_obj) = f.input.objects.iter().find_map(|o| match o {
+        RawObject::Assignment(r) if r.cap.is_none() => Some(o.clone()),
+        _ => None,
+    }) else {
+        return;
+    };
+    let mut inc = Incremental::new(Settings::default());
+    let s = Instant::now();
+    inc.apply(f.input.objects.iter().cloned().map(Event::Apply));
+    let load = s.elapsed();
+    let mut changed = mut_obj.clone();
+    if let RawObject::Assignment(r) = &mut changed {
+        r.cap = Some(topology_core::decode::RawCap {
+            mtu: 1280,
+            invalid: None,
+            loc: None,
+        });
+    }
+    let mut times = Vec::new();
+    let mut a = Allocs::default();
+    for i in 0..3 {
+        let ev = if i % 2 == 0 {
+            changed.clone()
+        } else {
+            mut_obj.clone()
+        };
+        let ((_, al), s) = timed(|| counted(|| inc.apply([Event::Apply(ev)])));
+        times.push(s);
+        a = al;
+    }
+    t.info(
+        "incremental: one assignment cap event (standard-5000)",
+        both(medians(&times)),
+        format!(
+            "work {}; initial load of all objects {}; {}",
+            inc.last_work,
+            ms(load),
+            a.human()
+        ),
+    );
+}
+
+fn peerings(t: &mut Table) {
+    for n in [1000usize, 2000] {
+        for (kind, text) in [
+            ("SitePeering", mesh_peering(n)),
+            ("GatewayPoolPeering", pool_peering(n)),
+        ] {
+            let d = decode_text(&text);
+            let ((topo, ba), b) = timed(|| counted(|| build(&d)));
+            let e = index_entries(&topo);
+            t.budget(
+                &format!("index entries, {n}-member {kind}"),
+                format!("{} ({:.2} N)", e.total(), e.total() as f64 / n as f64),
+                "≤ 4 N",
+                e.total() <= 4 * n,
+                format!(
+                    "{} memberships + {} hub entries (+{} component entries); build {} ({})",
+                    e.memberships,
+                    e.hubs,
+                    e.components,
+                    both(b),
+                    ba.human()
+                ),
+            );
+            let node = NodeId::from_idx(topo.nodes.len() / 2);
+            let mut solver = Solver::new(&topo, Settings::default());
+            let ((plan, a), d) = timed(|| counted(|| solver.plan(node)));
+            t.info(
+                &format!("pair memo after one node, {n}-member {kind}"),
+                format!("{}", solver.net.pair_memo_len()),
+                format!(
+                    "resolve one node {} ({} values; {})",
+                    both(d),
+                    plan.value_count(),
+                    a.human()
+                ),
+            );
+        }
+    }
+}
+
+fn dataplane(t: &mut Table, samples: usize) {
+    const FIG: &str = "10,000 route MTU changes, adapter / ip -batch";
+    match benches::dataplane::route_mtu(10_000, samples) {
+        Err(reason) => t.skip(FIG, "≤ 1.5 ×", reason),
+        Ok(mut r) => {
+            let (a, b) = (median(&mut r.adapter), median(&mut r.ip_batch));
+            let ratio = a.as_secs_f64() / b.as_secs_f64();
+            t.budget(
+                FIG,
+                format!("{ratio:.2} ×"),
+                "≤ 1.5 ×",
+                ratio <= 1.5,
+                format!(
+                    "adapter reconcile {} ({} writes) vs ip -batch {}; {} routes read back",
+                    ms(a),
+                    r.writes,
+                    ms(b),
+                    r.verified
+                ),
+            );
+        }
+    }
+}
