@@ -75,16 +75,20 @@ fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet)
 
 fn explained(r: &Renderer<'_, '_>, solver: &Solver<'_>, item: String, e: ExplId) -> Explained {
     let node = solver.expl.get(e);
+    let topo = solver.topo();
+    // For people, each cap term also says where it was written.
+    let term = |id: ExplId| {
+        let mut t = r.term(id);
+        if let Some(loc) = solver.expl.term_location(id, topo) {
+            t.source = format!("{} at {loc}", t.source);
+        }
+        t
+    };
     Explained {
         item,
         value: node.value.0,
-        bound: r.term(node.bound),
-        terms: solver
-            .expl
-            .leaves(e)
-            .into_iter()
-            .map(|l| r.term(l))
-            .collect(),
+        bound: term(node.bound),
+        terms: solver.expl.leaves(e).into_iter().map(term).collect(),
         paths: None,
     }
 }

@@ -277,21 +277,25 @@ impl Explanations {
         }
     }
 
+    /// Where the object of a cap term was written (`file:line`), for people.
+    pub fn term_location(&self, id: ExplId, topo: &Topology) -> Option<String> {
+        match &self.get(id).kind {
+            Kind::Leaf(Leaf::Cap { obj }) | Kind::Leaf(Leaf::Comp { obj, .. }) => {
+                topo.cap_of(*obj).and_then(|c| c.loc.as_ref()).map(|l| l.to_string())
+            }
+            _ => None,
+        }
+    }
+
     /// Where a term came from, in words, reproducing its arithmetic.
     pub fn term_source(&self, id: ExplId, topo: &Topology) -> String {
         let node = self.get(id);
+        // Sources name objects and fields, not file positions: output must not depend on where
+        // (or in which order) objects were read. `term_location` gives the position.
         let loc = |o: &ObjRef| {
             topo.cap_of(*o)
-                .map(|c| {
-                    let mut s = String::new();
-                    if let Some(inv) = &c.invalid {
-                        s.push_str(&format!(" (invalid {inv}, fails closed to 576)"));
-                    }
-                    if let Some(l) = &c.loc {
-                        s.push_str(&format!(" at {l}"));
-                    }
-                    s
-                })
+                .and_then(|c| c.invalid.as_ref())
+                .map(|inv| format!(" (invalid {inv}, fails closed to 576)"))
                 .unwrap_or_default()
         };
         let under = |s: &UnderlaySource| match s {

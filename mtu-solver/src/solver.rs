@@ -96,8 +96,8 @@ pub struct Solver<'t> {
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
     comp_leaves: FxHashMap<SiteId, Option<ExplId>>,
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
-    reach_memo: FxHashMap<(PoolId, SiteId, IpNet), Option<ExplId>>,
-    pub_memo: FxHashMap<(NodeId, IpNet), Option<ExplId>>,
+    reach_memo: FxHashMap<(PoolId, SiteId, IpNet, SmallVec<[Origin; 1]>), Option<ExplId>>,
+    pub_memo: FxHashMap<(NodeId, IpNet, SmallVec<[Origin; 1]>), Option<ExplId>>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<(Link, ExplId)>>,
     published_prefixes: FxHashSet<IpNet>,
 }
@@ -359,7 +359,9 @@ impl<'t> Solver<'t> {
         let topo = self.topo();
         let gn = topo.node(g);
         let pool = gn.pool()?;
-        let key = (pool, gn.site, prefix);
+        // `reach` depends on the destination the caller's route leads to: with identical
+        // prefixes of several Sites, the origins are part of the key.
+        let key = (pool, gn.site, prefix, origins.iter().copied().collect());
         if let Some(x) = self.reach_memo.get(&key) {
             return *x;
         }
@@ -408,7 +410,8 @@ impl<'t> Solver<'t> {
         if !self.published_prefixes.contains(&prefix) {
             return None;
         }
-        if let Some(x) = self.pub_memo.get(&(g, prefix)) {
+        let key = (g, prefix, origins.iter().copied().collect::<SmallVec<[Origin; 1]>>());
+        if let Some(x) = self.pub_memo.get(&key) {
             return *x;
         }
         let topo = self.topo();
@@ -425,7 +428,7 @@ impl<'t> Solver<'t> {
             }
         }
         let r = self.expl.min(&kids);
-        self.pub_memo.insert((g, prefix), r);
+        self.pub_memo.insert(key, r);
         r
     }
 
@@ -646,6 +649,16 @@ impl<'t> Solver<'t> {
                     low.push(format!("route {} {}", r.destination, r.mtu.mtu));
                 }
             }
+            for d in &devices {
+                if d.mtu.mtu.0 < 1280 {
+                    low.push(format!("device {} {}", device_label(topo, &d.device), d.mtu.mtu));
+                }
+            }
+            for p in published.iter().flatten() {
+                if p.mtu.mtu.0 < 1280 {
+                    low.push(format!("published {} {}", p.destination, p.mtu.mtu));
+                }
+            }
             if !low.is_empty() {
                 let n_low = low.len();
                 low.truncate(3);
@@ -680,10 +693,13 @@ impl<'t> Solver<'t> {
         let topo = self.topo();
         let gn = topo.node(g);
         let mut by_prefix: BTreeMap<IpNetKey, SmallVec<[ExplId; 4]>> = BTreeMap::new();
-        // Learned prefixes: the transit route MTU (uncut).
-        for r in routes {
-            if r.kind == RouteKind::Transit {
-                by_prefix.entry(IpNetKey(r.advertised)).or_default().push(r.mtu.expl);
+        // Learned prefixes: the transit route MTU, by the uncut prefix (also when `localCidrs`
+        // cut the installed route away entirely).
+        let _ = routes;
+        let learned = self.net.learned(g);
+        for l in learned.iter() {
+            if let Some(e) = self.learned_value(g, l, false) {
+                by_prefix.entry(IpNetKey(l.prefix)).or_default().push(e);
             }
         }
         // Served Sites' prefixes: the smallest delivery link MTU into the Site.
@@ -805,6 +821,15 @@ pub fn first_address(net: &IpNet) -> IpAddr {
             let a = if n.prefix_len() < 128 { base.saturating_add(1) } else { base };
             IpAddr::V6(a.into())
         }
+    }
+}
+
+fn device_label(topo: &Topology, d: &DeviceRef) -> String {
+    match d {
+        DeviceRef::Shared(n) => n.clone(),
+        DeviceRef::PerPeer { name: Some(n), .. } => n.clone(),
+        DeviceRef::PerPeer { name: None, peer } => format!("(WireGuard for {})", topo.node(*peer).name),
+        DeviceRef::Underlay => "underlay".to_string(),
     }
 }
 

@@ -1006,7 +1006,10 @@ impl<'t> Net<'t> {
         limit: usize,
         depth: usize,
     ) {
-        if origins.iter().any(|o| self.originates(g, o.dest)) || depth > self.topo.pools.len() {
+        // A gateway whose pool originates any origin of the prefix delivers it (rule 6).
+        let delivers = origins.iter().any(|o| self.originates(g, o.dest))
+            || self.origins_of(prefix).iter().any(|o| self.originates(g, o.dest));
+        if delivers || depth > self.topo.pools.len() {
             *total = total.saturating_add(1);
             if found.len() < limit {
                 found.push(path.clone());
