@@ -5,6 +5,7 @@
 pub mod ack;
 pub mod adopt;
 pub mod node_watch;
+pub mod publish;
 pub mod run;
 pub mod status;
 pub mod taint;

@@ -684,9 +684,24 @@ async fn reconcile_once(
     caches: &Caches,
     st: &mut LoopState,
 ) -> Result<(Option<Exit>, Value), Failure> {
-    let doc = plan_document(&caches.decoded(adopted), &args.node_name, args.settings())
+    let decoded = caches.decoded(adopted);
+    let doc = plan_document(&decoded, &args.node_name, args.settings())
         .map_err(|e| Failure::new("resolve", e))?;
-    print_changed(&doc, &mut st.last);
+    if args.dry_run {
+        print_changed(&doc, &mut st.last);
+    } else {
+        // Apply through dataplane-linux (blocking netlink on a blocking thread), then publish
+        // the underlay MTU and a gateway's forwarding MTUs, only after the dataplane succeeded.
+        let args_owned = args.clone();
+        let applied = tokio::task::spawn_blocking(move || super::publish::apply(&args_owned, &decoded))
+            .await
+            .map_err(|e| Failure::new("dataplane", anyhow!("the dataplane task failed: {e}")))?
+            .map_err(|e| Failure::new("dataplane", e))?;
+        tracing::info!(writes = applied.writes, "dataplane applied");
+        super::publish::publish(client, &args.node_name, &applied)
+            .await
+            .map_err(|e| Failure::new("publication", e))?;
+    }
     if !st.first_success {
         match (&args.pod_namespace, &args.pod_name) {
             (Some(ns), Some(pod)) => {
