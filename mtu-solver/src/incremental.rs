@@ -15,6 +15,7 @@ use topology_core::ids::NodeId;
 
 /// An object event.
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // events are transient; boxing buys nothing
 pub enum Event {
     /// Add or update: replaces every object of this kind and name.
     Apply(RawObject),

@@ -74,6 +74,11 @@ impl Default for Settings {
     }
 }
 
+/// `reach` memo key: gateway class (pool, Site), prefix, and the origins the route leads to.
+type ReachKey = (PoolId, SiteId, IpNet, SmallVec<[Origin; 1]>);
+/// `pubPath` memo key: gateway, prefix, origins.
+type PubKey = (NodeId, IpNet, SmallVec<[Origin; 1]>);
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct EdgeKey {
     kind: u8,
@@ -96,8 +101,8 @@ pub struct Solver<'t> {
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
     comp_leaves: FxHashMap<SiteId, Option<ExplId>>,
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
-    reach_memo: FxHashMap<(PoolId, SiteId, IpNet, SmallVec<[Origin; 1]>), Option<ExplId>>,
-    pub_memo: FxHashMap<(NodeId, IpNet, SmallVec<[Origin; 1]>), Option<ExplId>>,
+    reach_memo: FxHashMap<ReachKey, Option<ExplId>>,
+    pub_memo: FxHashMap<PubKey, Option<ExplId>>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<(Link, ExplId)>>,
     published_prefixes: FxHashSet<IpNet>,
 }

@@ -414,10 +414,9 @@ fn classify(base: &Input, after: &Input) -> Difference {
         if ob == oa {
             continue;
         }
-        if ob.len() != 1 || oa.len() != 1 {
+        let (Some(x), Some(y), 1, 1) = (ob.first(), oa.first(), ob.len(), oa.len()) else {
             return Difference::Structure;
-        }
-        let (x, y) = (&ob[0], &oa[0]);
+        };
         if without_cap(x) == without_cap(y) && cap_slot(&mut x.clone()).is_some() {
             caps.push(k.clone());
         } else if without_underlay(x) == without_underlay(y) && k.0 == Kind::Node {
@@ -481,7 +480,7 @@ pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
             }
             let mut nodes: Vec<NodeId> = near.into_iter().collect();
             nodes.sort();
-            let work = nodes.len() * 2;
+            let work = nodes.len().saturating_mul(2);
             let changes = diff_nodes(&mut sb, &mut sa, &nodes, &nodes, full);
             WhatIf {
                 changes,
@@ -492,7 +491,7 @@ pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
         Difference::Structure => {
             let all_b: Vec<NodeId> = (0..tb.nodes.len()).map(NodeId::from_idx).collect();
             let all_a: Vec<NodeId> = (0..ta.nodes.len()).map(NodeId::from_idx).collect();
-            let work = all_b.len() + all_a.len();
+            let work = all_b.len().saturating_add(all_a.len());
             let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
             WhatIf {
                 changes,
@@ -684,7 +683,7 @@ fn per_value(
     }
     let mut near_nodes: Vec<NodeId> = near_set.iter().copied().collect();
     near_nodes.sort();
-    let mut work = near_nodes.len() * 2;
+    let mut work = near_nodes.len().saturating_mul(2);
     let mut changes = diff_nodes(sb, sa, &near_nodes, &near_nodes, full);
     // Elsewhere only learned routes (and gateways' published values for them) can change.
     let prefixes: Vec<(ipnet::IpNet, Vec<topology_core::net::Origin>)> = sb
@@ -727,7 +726,7 @@ fn per_value(
                 continue;
             }
             for n in &members {
-                work += 1;
+                work = work.saturating_add(1);
                 route_changes(sb, sa, *n, &l, !gateway, &mut remote);
             }
         }
