@@ -352,9 +352,10 @@ pub fn sample_until(
     st
 }
 
-fn from_netlink(
-    st: &dataplane_linux::KernelState,
-) -> (BTreeMap<String, LinkInfo>, Vec<RouteInfo>, Option<u32>) {
+/// One netlink read: links, table 100, the pod's interface MTU.
+type Read = (BTreeMap<String, LinkInfo>, Vec<RouteInfo>, Option<u32>);
+
+fn from_netlink(st: &dataplane_linux::KernelState) -> Read {
     use dataplane_linux::model::LinkKind;
     let links = st
         .links
@@ -410,7 +411,7 @@ pub fn netlink_sample_until(
             ..Default::default()
         };
         let mut st = SampleStats::default();
-        let mut window: Vec<(BTreeMap<String, LinkInfo>, Vec<RouteInfo>, Option<u32>)> = Vec::new();
+        let mut window: Vec<Read> = Vec::new();
         let start = Instant::now();
         while !stop.load(std::sync::atomic::Ordering::SeqCst) {
             // A short pause leaves the CPU to the agents and the `ip` sampler.

@@ -423,13 +423,23 @@ impl Lab {
 
     /// Waits until every node's kernel equals `wants` (or panics after `timeout`).
     pub fn wait_converged(&self, wants: &BTreeMap<String, Want>, timeout: Duration) -> Duration {
+        self.wait_nodes(wants, &NODES.map(|d| d.name), timeout)
+    }
+
+    /// Waits until the kernels of `names` equal `wants` (or panics after `timeout`).
+    pub fn wait_nodes(
+        &self,
+        wants: &BTreeMap<String, Want>,
+        names: &[&str],
+        timeout: Duration,
+    ) -> Duration {
         let start = Instant::now();
         loop {
             let mut diffs = Vec::new();
-            for d in &NODES {
-                let snap = crate::kernel::Snapshot::read(&self.nodes[d.name], &self.pods[d.name]);
-                for m in snap.diff(&wants[d.name]) {
-                    diffs.push(format!("{}: {m}", d.name));
+            for name in names {
+                let snap = crate::kernel::Snapshot::read(&self.nodes[name], &self.pods[name]);
+                for m in snap.diff(&wants[*name]) {
+                    diffs.push(format!("{name}: {m}"));
                 }
             }
             if diffs.is_empty() {
