@@ -161,7 +161,10 @@ pub fn main(args: &AgentArgs) -> Result<()> {
             if e.downcast_ref::<ExitError>().is_some() {
                 e
             } else {
-                anyhow::Error::new(ExitError { code: 1, message: format!("{e:#}") })
+                anyhow::Error::new(ExitError {
+                    code: 1,
+                    message: format!("{e:#}"),
+                })
             }
         });
     }

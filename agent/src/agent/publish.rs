@@ -7,13 +7,11 @@ use crate::agent::AgentArgs;
 use crate::dataplane::{self, FabricOptions};
 use crate::k8s::kinds::ResourceKind;
 use anyhow::{Context, Result, anyhow};
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 use std::collections::BTreeMap;
-use topology_core::decode::{
-    Decoded, FORWARDING_ANNOTATION, Kind, RawObject, UNDERLAY_ANNOTATION,
-};
+use topology_core::decode::{Decoded, FORWARDING_ANNOTATION, Kind, RawObject, UNDERLAY_ANNOTATION};
 use topology_core::model::Topology;
 
 /// What one apply produced, for publication.
@@ -59,6 +57,21 @@ fn dp_settings(args: &AgentArgs) -> dataplane_linux::Settings {
     }
 }
 
+/// The dataplane step of a reconcile, behind a trait so tests can fail it on purpose.
+pub trait Applier: Send + Sync {
+    /// Resolves the node's plan from `decoded` and makes the dataplane match it (blocking).
+    fn apply(&self, args: &AgentArgs, decoded: &Decoded) -> Result<Applied>;
+}
+
+/// The real dataplane: rtnetlink through dataplane-linux.
+pub struct Netlink;
+
+impl Applier for Netlink {
+    fn apply(&self, args: &AgentArgs, decoded: &Decoded) -> Result<Applied> {
+        apply(args, decoded)
+    }
+}
+
 /// Resolves the node's plan and applies it (blocking: run it on a blocking thread).
 pub fn apply(args: &AgentArgs, decoded: &Decoded) -> Result<Applied> {
     let fabric = fabric(args)?;
@@ -86,7 +99,9 @@ pub fn apply(args: &AgentArgs, decoded: &Decoded) -> Result<Applied> {
             .map_err(|e| anyhow!("dataplane: underlay detection: {e}"))?;
         if let Some(u) = underlay {
             // `underlay-mtu-max` still caps it (the solver applies the annotation).
-            settings.underlay_overrides.insert(args.node_name.clone(), u);
+            settings
+                .underlay_overrides
+                .insert(args.node_name.clone(), u);
             settings.default_underlay = u;
         }
     }
@@ -99,8 +114,8 @@ pub fn apply(args: &AgentArgs, decoded: &Decoded) -> Result<Applied> {
         .or_else(|| info.internal_ips.first().copied())
         .ok_or_else(|| anyhow!("node {} has no address", args.node_name))?;
     let desired = dataplane::desired_state(&topo, &plan, addr, &fabric);
-    let report = dataplane::apply(&desired, &dp, netns.as_deref())
-        .map_err(|e| anyhow!("dataplane: {e}"))?;
+    let report =
+        dataplane::apply(&desired, &dp, netns.as_deref()).map_err(|e| anyhow!("dataplane: {e}"))?;
     let forwarding = plan.published.as_ref().map(|ps| {
         ps.iter()
             .map(|p| (p.destination.to_string(), p.mtu.mtu.0))
@@ -112,7 +127,11 @@ pub fn apply(args: &AgentArgs, decoded: &Decoded) -> Result<Applied> {
     });
     Ok(Applied {
         underlay,
-        underlay_published: info.underlay.as_ref().filter(|u| u.invalid.is_none()).map(|u| u.mtu),
+        underlay_published: info
+            .underlay
+            .as_ref()
+            .filter(|u| u.invalid.is_none())
+            .map(|u| u.mtu),
         forwarding,
         forwarding_published: info
             .published
@@ -140,7 +159,10 @@ pub async fn publish(client: &Client, node: &str, a: &Applied) -> Result<()> {
         && *fwd != a.forwarding_published
     {
         let Some(name) = &a.gateway_pool_node else {
-            tracing::warn!(node, "no GatewayPoolNode names this gateway; forwarding MTUs are not published");
+            tracing::warn!(
+                node,
+                "no GatewayPoolNode names this gateway; forwarding MTUs are not published"
+            );
             return Ok(());
         };
         let ar = ResourceKind::of(Kind::GatewayPoolNode).api_resource();

@@ -523,8 +523,8 @@ impl Failure {
 }
 
 /// What the loop carries between reconciles.
-#[derive(Debug)]
 struct LoopState {
+    applier: Arc<dyn super::publish::Applier>,
     first_success: bool,
     taint_pending: bool,
     last: Option<Value>,
@@ -560,6 +560,24 @@ pub async fn run(
     status: Arc<Status>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Exit> {
+    run_with(
+        client,
+        args,
+        status,
+        shutdown,
+        Arc::new(super::publish::Netlink),
+    )
+    .await
+}
+
+/// [`run`] with the dataplane behind `applier` (tests pass a fake that can fail on purpose).
+pub async fn run_with(
+    client: Client,
+    args: &AgentArgs,
+    status: Arc<Status>,
+    shutdown: impl Future<Output = ()>,
+    applier: Arc<dyn super::publish::Applier>,
+) -> Result<Exit> {
     tokio::pin!(shutdown);
     let adopted = tokio::select! {
         a = adopt(&client, &args.node_name, Backoff::watch()) => a,
@@ -581,6 +599,7 @@ pub async fn run(
     // lists its Site (known from the light caches).
     let mut caches = Caches::start(&client, &tx, &status, adopted.assignment.pool.is_some());
     let mut st = LoopState {
+        applier,
         first_success: false,
         taint_pending: adopted.assignment.pool.is_none() && carries_gateway_taint(&adopted.node),
         last: None,
@@ -693,7 +712,8 @@ async fn reconcile_once(
         // Apply through dataplane-linux (blocking netlink on a blocking thread), then publish
         // the underlay MTU and a gateway's forwarding MTUs, only after the dataplane succeeded.
         let args_owned = args.clone();
-        let applied = tokio::task::spawn_blocking(move || super::publish::apply(&args_owned, &decoded))
+        let applier = st.applier.clone();
+        let applied = tokio::task::spawn_blocking(move || applier.apply(&args_owned, &decoded))
             .await
             .map_err(|e| Failure::new("dataplane", anyhow!("the dataplane task failed: {e}")))?
             .map_err(|e| Failure::new("dataplane", e))?;

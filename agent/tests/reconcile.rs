@@ -1,0 +1,262 @@
+//! The reconcile loop against the scripted API server with a fake dataplane that fails on
+//! purpose: a failed dataplane step or publication marks the state dirty and the next reconcile
+//! redoes it; the acknowledgment and a gateway's forwarding MTUs are written only after a
+//! successful apply.
+
+mod support;
+
+use anyhow::anyhow;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use support::{Mock, Reply, node, site};
+use topology_core::decode::{Decoded, Kind};
+use unbounded_mtu::agent::AgentArgs;
+use unbounded_mtu::agent::publish::{Applied, Applier};
+use unbounded_mtu::agent::status::Status;
+use unbounded_mtu::k8s::ResourceKind;
+
+const NODE: &str = "/api/v1/nodes/n1";
+const POD: &str = "/api/v1/namespaces/ns/pods/agent-x";
+const GPN: &str = "/apis/net.unbounded-cloud.io/v1alpha1/gatewaypoolnodes/gpn-n1";
+const SITE_LABEL: &str = "net.unbounded-cloud.io/site";
+const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
+
+/// A dataplane that fails its first `fail` calls, then returns `ok`.
+struct Fake {
+    calls: AtomicUsize,
+    fail: usize,
+    ok: Applied,
+}
+
+impl Applier for Fake {
+    fn apply(&self, _: &AgentArgs, _: &Decoded) -> anyhow::Result<Applied> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if n < self.fail {
+            Err(anyhow!("dataplane: injected failure {n}"))
+        } else {
+            Ok(self.ok.clone())
+        }
+    }
+}
+
+fn serve(mock: &Mock, objects: &[Value]) {
+    for rk in ResourceKind::ALL {
+        let items: Vec<Value> = objects
+            .iter()
+            .filter(|o| {
+                o["kind"]
+                    .as_str()
+                    .and_then(Kind::parse_ci)
+                    .map(|k| ResourceKind::of(k).path())
+                    == Some(rk.path())
+            })
+            .cloned()
+            .collect();
+        mock.collection(&rk.path(), items, "42");
+    }
+}
+
+fn args() -> AgentArgs {
+    use clap::Parser;
+    let argv = [
+        "unbounded-mtu",
+        "agent",
+        "--node-name",
+        "n1",
+        "--pod-name",
+        "agent-x",
+        "--pod-namespace",
+        "ns",
+    ];
+    match unbounded_mtu::cli::Cli::try_parse_from(argv)
+        .expect("args")
+        .command
+    {
+        unbounded_mtu::cli::Command::Agent(a) => a,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn start(mock: &Mock, fake: Arc<Fake>) -> tokio::sync::oneshot::Sender<()> {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let client = mock.client();
+    let args = args();
+    tokio::spawn(async move {
+        unbounded_mtu::agent::run::run_with(
+            client,
+            &args,
+            Arc::new(Status::default()),
+            async {
+                let _ = stop_rx.await;
+            },
+            fake,
+        )
+        .await
+    });
+    stop_tx
+}
+
+fn worker_cluster(mock: &Mock) {
+    let own = node(
+        "n1",
+        "u1",
+        "100",
+        json!({SITE_LABEL: "a", POOL_LABEL: ""}),
+        "10.0.0.5",
+    );
+    mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
+    mock.on_watch_selected(
+        "/api/v1/nodes",
+        "metadata.name=n1",
+        vec![Reply::Watch(vec![], support::End::Hold)],
+    );
+    mock.on(
+        "PATCH",
+        POD,
+        vec![Reply::Json(
+            200,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent-x"}}),
+        )],
+    );
+    serve(mock, &[site("a", "10.0.0.0/16"), own]);
+}
+
+async fn wait(mut f: impl FnMut() -> bool) -> bool {
+    for _ in 0..1000 {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    f()
+}
+
+#[tokio::test]
+async fn a_failed_dataplane_step_is_redone_and_acknowledged_only_after_success() {
+    let mock = Mock::start().await;
+    worker_cluster(&mock);
+    mock.on(
+        "PATCH",
+        NODE,
+        vec![Reply::Json(
+            200,
+            node("n1", "u1", "101", json!({}), "10.0.0.5"),
+        )],
+    );
+    let fake = Arc::new(Fake {
+        calls: AtomicUsize::new(0),
+        fail: 2,
+        ok: Applied {
+            underlay: Some(1450),
+            ..Default::default()
+        },
+    });
+    let _stop = start(&mock, fake.clone());
+    assert!(
+        wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
+        "{:#?}",
+        mock.requests()
+    );
+    // Two failures, then the success that allowed the acknowledgment: the loop redid the step
+    // although nothing changed in between.
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 3);
+    // The underlay MTU was published on the own Node after the successful apply.
+    let patches = mock.requests_to("PATCH", NODE);
+    assert!(
+        patches
+            .iter()
+            .any(|r| r.body.contains("mtu.unbounded-cloud.io/underlay-mtu")
+                && r.body.contains("1450")),
+        "{patches:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_publication_is_redone_with_the_dataplane() {
+    let mock = Mock::start().await;
+    worker_cluster(&mock);
+    // The first publication fails (server error), the next ones succeed.
+    mock.on(
+        "PATCH",
+        NODE,
+        vec![
+            Reply::Json(500, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500, "reason": "InternalError", "message": "injected"})),
+            Reply::Json(200, node("n1", "u1", "101", json!({}), "10.0.0.5")),
+        ],
+    );
+    let fake = Arc::new(Fake {
+        calls: AtomicUsize::new(0),
+        fail: 0,
+        ok: Applied {
+            underlay: Some(1450),
+            ..Default::default()
+        },
+    });
+    let _stop = start(&mock, fake.clone());
+    assert!(
+        wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
+        "{:#?}",
+        mock.requests()
+    );
+    // The failed publication marked the state dirty: the retry redid the dataplane step too.
+    assert!(fake.calls.load(Ordering::SeqCst) >= 2);
+    assert!(mock.requests_to("PATCH", NODE).len() >= 2);
+}
+
+#[tokio::test]
+async fn a_gateway_publishes_forwarding_mtus_only_after_a_successful_apply() {
+    let mock = Mock::start().await;
+    let own = node(
+        "n1",
+        "u1",
+        "100",
+        json!({SITE_LABEL: "a", POOL_LABEL: "P"}),
+        "10.0.0.5",
+    );
+    mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
+    mock.on_watch_selected(
+        "/api/v1/nodes",
+        "metadata.name=n1",
+        vec![Reply::Watch(vec![], support::End::Hold)],
+    );
+    mock.on(
+        "PATCH",
+        POD,
+        vec![Reply::Json(
+            200,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent-x"}}),
+        )],
+    );
+    mock.on("PATCH", GPN, vec![Reply::Json(200, json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPoolNode", "metadata": {"name": "gpn-n1"}}))]);
+    let pool = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPool",
+        "metadata": {"name": "P", "resourceVersion": "1"}, "spec": {"type": "Internal"}});
+    serve(&mock, &[site("a", "10.0.0.0/16"), own, pool]);
+    let forwarding: BTreeMap<String, u32> = [("10.9.0.0/16".to_string(), 1400)].into();
+    let fake = Arc::new(Fake {
+        calls: AtomicUsize::new(0),
+        fail: 1,
+        ok: Applied {
+            forwarding: Some(forwarding),
+            gateway_pool_node: Some("gpn-n1".into()),
+            ..Default::default()
+        },
+    });
+    let _stop = start(&mock, fake.clone());
+    assert!(
+        wait(|| !mock.requests_to("PATCH", GPN).is_empty()).await,
+        "{:#?}",
+        mock.requests()
+    );
+    // Published once, after the second (successful) apply; never after the failed one.
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 2);
+    let body: Value = serde_json::from_str(&mock.requests_to("PATCH", GPN)[0].body).unwrap();
+    let value = body["metadata"]["annotations"]["mtu.unbounded-cloud.io/forwarding-mtus"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(value).unwrap(),
+        json!({"10.9.0.0/16": 1400})
+    );
+}
