@@ -260,3 +260,105 @@ async fn a_gateway_publishes_forwarding_mtus_only_after_a_successful_apply() {
         json!({"10.9.0.0/16": 1400})
     );
 }
+
+/// A dataplane whose failures the test switches on and off.
+struct Switch {
+    failing: std::sync::atomic::AtomicBool,
+    calls: AtomicUsize,
+}
+
+impl Applier for Switch {
+    fn apply(&self, _: &AgentArgs, _: &Decoded) -> anyhow::Result<Applied> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.failing.load(Ordering::SeqCst) {
+            Err(anyhow!("dataplane: injected failure"))
+        } else {
+            Ok(Applied::default())
+        }
+    }
+}
+
+#[tokio::test]
+async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_applied() {
+    let mock = Mock::start().await;
+    worker_cluster(&mock);
+    mock.on(
+        "PATCH",
+        NODE,
+        vec![Reply::Json(
+            200,
+            node("n1", "u1", "101", json!({}), "10.0.0.5"),
+        )],
+    );
+    let assignments = ResourceKind::of(Kind::SiteGatewayPoolAssignment).path();
+    let ch = mock.live_channel();
+    mock.replace_watch(&assignments, vec![Reply::Live(ch)]);
+    let heavy: Vec<String> = [
+        Kind::GatewayPool,
+        Kind::GatewayPoolNode,
+        Kind::GatewayPoolPeering,
+    ]
+    .into_iter()
+    .map(|k| ResourceKind::of(k).path())
+    .collect();
+    let dp = Arc::new(Switch {
+        failing: false.into(),
+        calls: AtomicUsize::new(0),
+    });
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (client, args, d) = (mock.client(), args(), dp.clone());
+    tokio::spawn(async move {
+        unbounded_mtu::agent::run::run_with(
+            client,
+            &args,
+            Arc::new(Status::default()),
+            async {
+                let _ = stop_rx.await;
+            },
+            d,
+        )
+        .await
+    });
+    assert!(
+        wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
+        "first reconcile"
+    );
+    let touched = mock
+        .requests()
+        .iter()
+        .filter(|r| heavy.contains(&r.path))
+        .count();
+    assert_eq!(
+        touched, 0,
+        "a worker whose Site no assignment lists reads no heavy kind"
+    );
+    let assignment = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "SiteGatewayPoolAssignment",
+        "metadata": {"name": "as", "resourceVersion": "50"}, "spec": {"sites": ["a"], "gatewayPools": ["p"]}});
+    mock.push(ch, support::event("ADDED", assignment.clone()));
+    assert!(
+        wait(|| heavy.iter().all(|p| mock.open_watches_on(p, None) == 1)).await,
+        "started"
+    );
+    // The assignment goes away while the dataplane fails: the watches must stay, since the
+    // state that depended on them could not be removed yet.
+    dp.failing.store(true, Ordering::SeqCst);
+    let before = dp.calls.load(Ordering::SeqCst);
+    mock.push(ch, support::event("DELETED", assignment));
+    assert!(
+        wait(|| dp.calls.load(Ordering::SeqCst) > before).await,
+        "a reconcile ran"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        heavy.iter().all(|p| mock.open_watches_on(p, None) == 1),
+        "stopped before the dataplane state was removed"
+    );
+    // Once the dataplane succeeds, they stop (no restart of the process).
+    dp.failing.store(false, Ordering::SeqCst);
+    assert!(
+        wait(|| heavy.iter().all(|p| mock.open_watches_on(p, None) == 0)).await,
+        "{:#?}",
+        mock.requests()
+    );
+    let _ = stop_tx.send(());
+}

@@ -606,6 +606,7 @@ pub async fn run_with(
         cancel_tx,
         node_watch: Some(node_watch),
     };
+    let mut stop_heavy_after_success = false;
     let mut resync = tokio::time::interval(RESYNC);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut retry_backoff = Backoff::watch();
@@ -643,14 +644,13 @@ pub async fn run_with(
             && a.synced()
         {
             let need = needs_heavy(&adopted, &a.snapshot());
-            if need != caches.heavy() {
-                tracing::info!(
-                    watch = need,
-                    "GatewayPools, GatewayPoolNodes, GatewayPoolPeerings"
-                );
-                // No dataplane state depends on them yet in part 1, so they stop at once.
-                caches.set_heavy(need, &status);
+            if need && !caches.heavy() {
+                tracing::info!("watching GatewayPools, GatewayPoolNodes, GatewayPoolPeerings");
+                caches.set_heavy(true, &status);
             }
+            // Stop them only after a reconcile without them succeeded: the dataplane state that
+            // depended on them (uplinks, gateway routes) must be removed first.
+            stop_heavy_after_success = !need && caches.heavy();
         }
         if !caches.synced() {
             continue;
@@ -671,6 +671,13 @@ pub async fn run_with(
         match result {
             Ok((exit, plan)) => {
                 status.reconciled(started.elapsed(), plan);
+                if stop_heavy_after_success {
+                    tracing::info!(
+                        "dataplane state without gateways applied; stopping the GatewayPool, GatewayPoolNode and GatewayPoolPeering watches"
+                    );
+                    caches.set_heavy(false, &status);
+                    stop_heavy_after_success = false;
+                }
                 retry_backoff.reset();
                 retry_at = None;
                 if let Some(exit) = exit {
