@@ -362,3 +362,83 @@ async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_appli
     );
     let _ = stop_tx.send(());
 }
+
+/// A dataplane that records the Sites each reconcile saw.
+struct Recorder {
+    seen: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+impl Applier for Recorder {
+    fn apply(&self, _: &AgentArgs, d: &Decoded) -> anyhow::Result<Applied> {
+        let sites = d
+            .objects
+            .iter()
+            .filter(|o| o.kind() == Kind::Site)
+            .map(|o| o.name().to_string())
+            .collect();
+        self.seen.lock().unwrap().push(sites);
+        Ok(Applied::default())
+    }
+}
+
+#[tokio::test]
+async fn watch_timeouts_lie_in_600_1200_and_startup_events_are_not_lost() {
+    let mock = Mock::start().await;
+    worker_cluster(&mock);
+    mock.on(
+        "PATCH",
+        NODE,
+        vec![Reply::Json(
+            200,
+            node("n1", "u1", "101", json!({}), "10.0.0.5"),
+        )],
+    );
+    // Sites arrive on a live watch: one event is sent at once, while the agent is starting.
+    let sites = ResourceKind::of(Kind::Site).path();
+    let ch = mock.live_channel();
+    mock.replace_watch(&sites, vec![Reply::Live(ch)]);
+    mock.push(ch, support::event("ADDED", site("b", "10.1.0.0/16")));
+    let rec = Arc::new(Recorder {
+        seen: Default::default(),
+    });
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (client, args, r) = (mock.client(), args(), rec.clone());
+    tokio::spawn(async move {
+        unbounded_mtu::agent::run::run_with(
+            client,
+            &args,
+            Arc::new(Status::default()),
+            async {
+                let _ = stop_rx.await;
+            },
+            r,
+        )
+        .await
+    });
+    assert!(
+        wait(|| rec
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.contains(&"b".to_string())))
+        .await,
+        "the Site sent during start-up never reached a reconcile: {:?}",
+        rec.seen.lock().unwrap()
+    );
+    let watches: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_watch())
+        .collect();
+    assert!(watches.len() >= 4, "{watches:#?}");
+    for w in &watches {
+        let t: u64 = w
+            .param("timeoutSeconds")
+            .expect("every watch sets timeoutSeconds")
+            .parse()
+            .unwrap();
+        assert!((600..1200).contains(&t), "{} timeoutSeconds={t}", w.path);
+    }
+    let _ = stop_tx.send(());
+}
