@@ -442,3 +442,62 @@ async fn watch_timeouts_lie_in_600_1200_and_startup_events_are_not_lost() {
     }
     let _ = stop_tx.send(());
 }
+
+#[tokio::test]
+async fn requests_of_a_worker_without_assignments() {
+    let mock = Mock::start().await;
+    worker_cluster(&mock);
+    mock.on(
+        "PATCH",
+        NODE,
+        vec![Reply::Json(
+            200,
+            node("n1", "u1", "101", json!({}), "10.0.0.5"),
+        )],
+    );
+    let rec = Arc::new(Recorder {
+        seen: Default::default(),
+    });
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (client, args, r) = (mock.client(), args(), rec.clone());
+    tokio::spawn(async move {
+        unbounded_mtu::agent::run::run_with(
+            client,
+            &args,
+            Arc::new(Status::default()),
+            async {
+                let _ = stop_rx.await;
+            },
+            r,
+        )
+        .await
+    });
+    assert!(wait(|| !mock.requests_to("PATCH", POD).is_empty()).await);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let start = mock.requests();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &start {
+        let verb = if r.is_watch() {
+            "WATCH".to_string()
+        } else {
+            r.method.clone()
+        };
+        *counts.entry(format!("{verb} {}", r.path)).or_default() += 1;
+    }
+    eprintln!("requests at start ({}):", start.len());
+    for (k, v) in &counts {
+        eprintln!("  {v:>2}  {k}");
+    }
+    assert!(
+        counts.keys().all(|k| !k.contains("gatewaypools")
+            && !k.contains("gatewaypoolpeerings")
+            && !k.contains("gatewaypoolnodes")),
+        "{counts:#?}"
+    );
+    // Steady state: nothing but the held watches; no request in a quiet second.
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let steady = mock.requests().len() - start.len();
+    eprintln!("requests in one second of steady state: {steady}");
+    assert_eq!(steady, 0);
+    let _ = stop_tx.send(());
+}
