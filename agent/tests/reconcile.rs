@@ -79,7 +79,7 @@ fn args() -> AgentArgs {
     }
 }
 
-fn start(mock: &Mock, fake: Arc<Fake>) -> tokio::sync::oneshot::Sender<()> {
+fn start(mock: &Mock, fake: Arc<dyn Applier>) -> tokio::sync::oneshot::Sender<()> {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let client = mock.client();
     let args = args();
@@ -305,20 +305,7 @@ async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_appli
         failing: false.into(),
         calls: AtomicUsize::new(0),
     });
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (client, args, d) = (mock.client(), args(), dp.clone());
-    tokio::spawn(async move {
-        unbounded_mtu::agent::run::run_with(
-            client,
-            &args,
-            Arc::new(Status::default()),
-            async {
-                let _ = stop_rx.await;
-            },
-            d,
-        )
-        .await
-    });
+    let stop_tx = start(&mock, dp.clone());
     assert!(
         wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
         "first reconcile"
@@ -401,20 +388,7 @@ async fn watch_timeouts_lie_in_600_1200_and_startup_events_are_not_lost() {
     let rec = Arc::new(Recorder {
         seen: Default::default(),
     });
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (client, args, r) = (mock.client(), args(), rec.clone());
-    tokio::spawn(async move {
-        unbounded_mtu::agent::run::run_with(
-            client,
-            &args,
-            Arc::new(Status::default()),
-            async {
-                let _ = stop_rx.await;
-            },
-            r,
-        )
-        .await
-    });
+    let stop_tx = start(&mock, rec.clone());
     assert!(
         wait(|| rec
             .seen
@@ -458,20 +432,7 @@ async fn requests_of_a_worker_without_assignments() {
     let rec = Arc::new(Recorder {
         seen: Default::default(),
     });
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (client, args, r) = (mock.client(), args(), rec.clone());
-    tokio::spawn(async move {
-        unbounded_mtu::agent::run::run_with(
-            client,
-            &args,
-            Arc::new(Status::default()),
-            async {
-                let _ = stop_rx.await;
-            },
-            r,
-        )
-        .await
-    });
+    let stop_tx = start(&mock, rec.clone());
     assert!(wait(|| !mock.requests_to("PATCH", POD).is_empty()).await);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let start = mock.requests();
