@@ -560,7 +560,11 @@ impl<'t> Solver<'t> {
         for l in learned.iter() {
             let Some(e) = self.learned_value(n, l, worker) else { continue };
             let mtu = Value { mtu: self.expl.value(e), expl: e };
-            let pieces = if locals.is_empty() { vec![l.prefix] } else { cut(l.prefix, &locals) };
+            let pieces: SmallVec<[IpNet; 1]> = if locals.is_empty() {
+                smallvec::smallvec![l.prefix]
+            } else {
+                cut(l.prefix, &locals).into()
+            };
             let mut via = l.via.clone();
             via.sort_by(|a, b| topo.node(*a).name.cmp(&topo.node(*b).name));
             let v6 = matches!(l.prefix, IpNet::V6(_));

@@ -212,6 +212,7 @@ pub struct Net<'t> {
     gpp: RefCell<FxHashMap<(PoolId, PoolId), Rc<PairCaps>>>,
     prefixes: OnceCell<PrefixTable>,
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
+    gateway_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
     bfs: RefCell<FxHashMap<(Dest, bool), Rc<Bfs>>>,
     site_routes: RefCell<FxHashMap<SiteId, Rc<[Learned]>>>,
     gw_routes: RefCell<LearnedMemo>,
@@ -257,6 +258,7 @@ impl<'t> Net<'t> {
             gpp: RefCell::default(),
             prefixes: OnceCell::new(),
             served: OnceCell::new(),
+            gateway_sites: OnceCell::new(),
             bfs: RefCell::default(),
             site_routes: RefCell::default(),
             gw_routes: RefCell::default(),
@@ -277,6 +279,7 @@ impl<'t> Net<'t> {
     pub fn gateway_indexes_built(&self) -> bool {
         self.prefixes.get().is_some()
             || self.served.get().is_some()
+            || self.gateway_sites.get().is_some()
             || !self.bfs.borrow().is_empty()
     }
 
@@ -678,12 +681,46 @@ impl<'t> Net<'t> {
         })
     }
 
+    /// The distinct Sites where each pool's gateways are located, sorted (gateway-only index,
+    /// built lazily).
+    fn pool_gateway_sites(&self) -> &[SmallVec<[SiteId; 2]>] {
+        self.gateway_sites.get_or_init(|| {
+            let topo = self.topo;
+            topo.pools
+                .iter()
+                .map(|p| {
+                    let mut v: SmallVec<[SiteId; 2]> =
+                        p.gateways.iter().map(|g| topo.node(*g).site).collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                })
+                .collect()
+        })
+    }
+
     /// Whether a gateway located in Site `x` accepts hop lists of this origin class.
     fn allowed(&self, x: SiteId, class: (Dest, bool)) -> bool {
         match class.0 {
             Dest::Pool(_) => true,
-            Dest::Site(d) => x != d && !(class.1 && self.network_peered(x, d)),
+            Dest::Site(d) => x != d && !(class.1 && self.shares_peering(x, d)),
         }
+    }
+
+    /// `networkPeered(s, t)` for `s ≠ t` straight from the membership index, without the pair
+    /// memo: the searches ask it for every (gateway Site, destination Site) pair they meet, and
+    /// a merge of two short sorted membership lists costs less than a memo entry.
+    fn shares_peering(&self, s: SiteId, t: SiteId) -> bool {
+        let (a, b) = (self.topo.peerings_of(s), self.topo.peerings_of(t));
+        let (mut i, mut j) = (0usize, 0usize);
+        while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+            match x.cmp(y) {
+                std::cmp::Ordering::Less => i = i.saturating_add(1),
+                std::cmp::Ordering::Greater => j = j.saturating_add(1),
+                std::cmp::Ordering::Equal => return true,
+            }
+        }
+        false
     }
 
     /// Pools that originate a destination.
@@ -726,16 +763,18 @@ impl<'t> Net<'t> {
                 frontier.push(*p);
             }
         }
-        // A pool is traversable when one of its gateways accepts the destination's hop lists.
+        // A pool is traversable when one of its gateways accepts the destination's hop lists
+        // (acceptance depends only on where a gateway is: each distinct Site is asked once).
+        let sites = self.pool_gateway_sites();
         let traversable = |p: PoolId| {
-            topo.pool(p)
-                .gateways
-                .iter()
-                .any(|g| self.allowed(topo.node(*g).site, key))
+            sites
+                .get(p.idx())
+                .is_some_and(|xs| xs.iter().any(|x| self.allowed(*x, key)))
         };
         let mut level = 1u32;
+        let mut next: Vec<PoolId> = Vec::new();
         while !frontier.is_empty() {
-            let mut next: Vec<PoolId> = Vec::new();
+            next.clear();
             let next_level = level.saturating_add(1);
             for p in &frontier {
                 for h in topo.pool_peerings_of(*p) {
@@ -757,7 +796,7 @@ impl<'t> Net<'t> {
                     }
                 }
             }
-            frontier = next;
+            std::mem::swap(&mut frontier, &mut next);
             level = next_level;
         }
         let rc = Rc::new(Bfs { dist, origins });
@@ -767,8 +806,7 @@ impl<'t> Net<'t> {
 
     /// Distance via a gateway of pool `p` located in Site `x` for an origin: what that gateway
     /// advertises (`None`: nothing).
-    fn advertised(&self, p: PoolId, x: SiteId, o: Origin) -> Option<u32> {
-        let bfs = self.bfs(o.dest, o.ty == RouteType::NodeCidr);
+    fn advertised(&self, bfs: &Bfs, p: PoolId, x: SiteId, o: Origin) -> Option<u32> {
         if bfs.origins.contains(&p) {
             return Some(1);
         }
@@ -809,12 +847,16 @@ impl<'t> Net<'t> {
                 if d == s {
                     continue;
                 }
-                if o.ty == RouteType::NodeCidr && self.network_peered(s, d) {
+                if o.ty == RouteType::NodeCidr && self.shares_peering(s, d) {
                     continue;
                 }
             }
+            if gws.is_empty() {
+                continue;
+            }
+            let bfs = self.bfs(o.dest, o.ty == RouteType::NodeCidr);
             for (g, p, x) in gws {
-                if let Some(d) = self.advertised(*p, *x, *o) {
+                if let Some(d) = self.advertised(&bfs, *p, *x, *o) {
                     consider(&mut best, prefix, *o, d, *g);
                 }
             }
@@ -830,9 +872,15 @@ impl<'t> Net<'t> {
         origins: &[Origin],
         peers: &[(NodeId, PoolId, SiteId)],
     ) -> Option<Learned> {
-        let own = origins
-            .iter()
-            .any(|o| self.origin_pools(o.dest).contains(&q));
+        // Whether `q` is among `origin_pools(o.dest)` of some origin, without building the list.
+        let topo = self.topo;
+        let own = origins.iter().any(|o| match o.dest {
+            Dest::Pool(x) => x == q,
+            Dest::Site(d) => topo
+                .assignments_of(d)
+                .iter()
+                .any(|a| topo.assignment(*a).pools.contains(&q)),
+        });
         if own {
             // Rule 6: a serving gateway delivers; an owning pool hands it to its underlay.
             return None;
@@ -842,8 +890,12 @@ impl<'t> Net<'t> {
             if !self.allowed(x, o.class()) {
                 continue;
             }
+            if peers.is_empty() {
+                continue;
+            }
+            let bfs = self.bfs(o.dest, o.ty == RouteType::NodeCidr);
             for (h, p, y) in peers {
-                if let Some(d) = self.advertised(*p, *y, *o) {
+                if let Some(d) = self.advertised(&bfs, *p, *y, *o) {
                     consider(&mut best, prefix, *o, d, *h);
                 }
             }
@@ -1069,8 +1121,17 @@ fn finish(mut l: Learned) -> Learned {
 
 /// Output order of prefixes: IPv4 before IPv6, then network address, then prefix length.
 pub fn prefix_order(a: &IpNet, b: &IpNet) -> std::cmp::Ordering {
-    let fam = |n: &IpNet| u8::from(matches!(n, IpNet::V6(_)));
-    (fam(a), a.network(), a.prefix_len()).cmp(&(fam(b), b.network(), b.prefix_len()))
+    // Same order as (family, network address, prefix length), without building `IpAddr`s.
+    match (a, b) {
+        (IpNet::V4(x), IpNet::V4(y)) => {
+            (u32::from(x.network()), x.prefix_len()).cmp(&(u32::from(y.network()), y.prefix_len()))
+        }
+        (IpNet::V6(x), IpNet::V6(y)) => {
+            (x.network(), x.prefix_len()).cmp(&(y.network(), y.prefix_len()))
+        }
+        (IpNet::V4(_), IpNet::V6(_)) => std::cmp::Ordering::Less,
+        (IpNet::V6(_), IpNet::V4(_)) => std::cmp::Ordering::Greater,
+    }
 }
 
 /// `prefix` with every one of `locals` cut out: the largest prefixes that remain, in order.
