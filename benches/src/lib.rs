@@ -181,18 +181,13 @@ pub fn index_entries(t: &Topology) -> IndexEntries {
     }
 }
 
-/// CPU time this thread has run so far (from `/proc/thread-self/schedstat`, nanosecond
-/// resolution; zero where it is unavailable). On a shared machine it is the figure that does not
-/// depend on what else runs.
+/// CPU time this thread has run so far (`CLOCK_THREAD_CPUTIME_ID`, nanosecond resolution; zero
+/// where it is unavailable). On a shared machine it is the figure that does not depend on what
+/// else runs.
 pub fn thread_cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(Duration::from_nanos)
+    use nix::time::{ClockId, clock_gettime};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(Duration::from)
         .unwrap_or_default()
 }
 

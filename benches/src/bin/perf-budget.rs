@@ -4,7 +4,7 @@
 //! Prints a table (figure, measured median, budget, pass). With `--strict` it exits 1 when a
 //! budget is missed. Every ratio is measured side by side in one run (samples interleaved), and
 //! every figure is a median. In-process figures are judged on the CPU time of the measuring
-//! thread (`/proc/thread-self/schedstat`; everything measured is single-threaded), so a busy
+//! thread (`CLOCK_THREAD_CPUTIME_ID`; everything measured is single-threaded), so a busy
 //! shared machine does not fail them; wall-clock medians are printed next to them. The dataplane
 //! comparison involves another process (`ip`) and the kernel, so it is judged on wall-clock time.
 

@@ -1,6 +1,7 @@
 //! Prints what a fuzz input of the `resolve` or `whatif` target stands for: the topology as
-//! YAML (and, for `whatif`, the mutations as a comment), for turning a crash into a regression
-//! test. Usage: `cargo run --bin to-yaml -- resolve|whatif FILE`.
+//! YAML (and, for `whatif`, the mutations as `# what-if: ...` comment lines), the form the
+//! regression test replays. Usage: `cargo run --bin to-yaml -- resolve|whatif FILE >
+//! regressions/<target>/<name>.yaml`.
 
 use arbitrary::{Arbitrary, Unstructured};
 use unbounded_mtu_fuzz::{FTopo, WhatIfCase};
@@ -24,7 +25,7 @@ fn main() {
         "whatif" => match WhatIfCase::arbitrary(&mut u) {
             Ok(c) => {
                 for m in c.mutations() {
-                    println!("# mutation: {m:?}");
+                    println!("{}", unbounded_mtu_fuzz::mutation_line(&m));
                 }
                 print!("{}", c.topo.yaml());
             }
