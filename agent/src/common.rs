@@ -71,10 +71,15 @@ pub fn output(c: &Common) -> Output {
 /// LISTs), else the `-f` files; exit 2 when nothing could be read or decoded.
 pub fn load(c: &Common) -> Result<Decoded> {
     if c.kubeconfig.is_some() || c.in_cluster {
-        let src = crate::k8s::client::Source { kubeconfig: c.kubeconfig.clone(), in_cluster: c.in_cluster };
+        let src = crate::k8s::client::Source {
+            kubeconfig: c.kubeconfig.clone(),
+            in_cluster: c.in_cluster,
+        };
         let decoded = crate::k8s::live::load(&src).map_err(|e| usage(format!("{e:#}")))?;
         if decoded.objects.is_empty() && decoded.diagnostics.is_empty() {
-            bail!(usage("the cluster holds no objects of a kind this tool reads"));
+            bail!(usage(
+                "the cluster holds no objects of a kind this tool reads"
+            ));
         }
         return Ok(decoded);
     }

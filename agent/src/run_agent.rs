@@ -75,10 +75,12 @@ pub fn main(a: &AgentArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    let listen: std::net::SocketAddr = a
-        .listen
-        .parse()
-        .map_err(|_| usage(format!("--listen {}: not an address such as 127.0.0.1:9842", a.listen)))?;
+    let listen: std::net::SocketAddr = a.listen.parse().map_err(|_| {
+        usage(format!(
+            "--listen {}: not an address such as 127.0.0.1:9842",
+            a.listen
+        ))
+    })?;
     let bound = rt
         .block_on(crate::http::serve(listen, shared.clone()))
         .with_context(|| format!("cannot listen on {}", a.listen))?;

@@ -171,7 +171,8 @@ impl Explanations {
 
     /// The minimum of `first` and `others` (always exists).
     pub fn min_with(&mut self, first: ExplId, others: &[ExplId]) -> ExplId {
-        let mut all: SmallVec<[ExplId; 8]> = SmallVec::with_capacity(others.len().saturating_add(1));
+        let mut all: SmallVec<[ExplId; 8]> =
+            SmallVec::with_capacity(others.len().saturating_add(1));
         all.push(first);
         all.extend_from_slice(others);
         self.min(&all).unwrap_or(first)
@@ -203,13 +204,21 @@ impl Explanations {
                 None => Some((v, *k)),
                 Some((bv, bk)) => {
                     let better = if max { v > bv } else { v < bv };
-                    if better { Some((v, *k)) } else { Some((bv, bk)) }
+                    if better {
+                        Some((v, *k))
+                    } else {
+                        Some((bv, bk))
+                    }
                 }
             };
         }
         let (value, child) = best?;
         let bound = if max { child } else { self.get(child).bound };
-        let kind = if max { Kind::Max(kids) } else { Kind::Min(kids) };
+        let kind = if max {
+            Kind::Max(kids)
+        } else {
+            Kind::Min(kids)
+        };
         Some(self.intern(kind, value, Some(bound)))
     }
 
@@ -280,9 +289,10 @@ impl Explanations {
     /// Where the object of a cap term was written (`file:line`), for people.
     pub fn term_location(&self, id: ExplId, topo: &Topology) -> Option<String> {
         match &self.get(id).kind {
-            Kind::Leaf(Leaf::Cap { obj }) | Kind::Leaf(Leaf::Comp { obj, .. }) => {
-                topo.cap_of(*obj).and_then(|c| c.loc.as_ref()).map(|l| l.to_string())
-            }
+            Kind::Leaf(Leaf::Cap { obj }) | Kind::Leaf(Leaf::Comp { obj, .. }) => topo
+                .cap_of(*obj)
+                .and_then(|c| c.loc.as_ref())
+                .map(|l| l.to_string()),
             _ => None,
         }
     }
@@ -310,7 +320,13 @@ impl Explanations {
                 Leaf::Cfg { node: n } => {
                     format!("agent config mtu {} on {}", node.value, topo.node(*n).name)
                 }
-                Leaf::Auto { node: n, underlay, source, protocol, overhead } => format!(
+                Leaf::Auto {
+                    node: n,
+                    underlay,
+                    source,
+                    protocol,
+                    overhead,
+                } => format!(
                     "underlay of {} {}{} − {} overhead {}",
                     topo.node(*n).name,
                     underlay,
@@ -318,7 +334,12 @@ impl Explanations {
                     protocol,
                     overhead
                 ),
-                Leaf::Underlay { node: n, underlay, source, minus } => match minus {
+                Leaf::Underlay {
+                    node: n,
+                    underlay,
+                    source,
+                    minus,
+                } => match minus {
                     Some((p, o)) => format!(
                         "underlay of {} {}{} − {} overhead {}",
                         topo.node(*n).name,
@@ -327,10 +348,20 @@ impl Explanations {
                         p,
                         o
                     ),
-                    None => format!("underlay of {} {}{}", topo.node(*n).name, underlay, under(source)),
+                    None => format!(
+                        "underlay of {} {}{}",
+                        topo.node(*n).name,
+                        underlay,
+                        under(source)
+                    ),
                 },
                 Leaf::Cap { obj } => {
-                    format!("{} spec.tunnelMTU {}{}", topo.label(*obj), node.value, loc(obj))
+                    format!(
+                        "{} spec.tunnelMTU {}{}",
+                        topo.label(*obj),
+                        node.value,
+                        loc(obj)
+                    )
                 }
                 Leaf::Comp { site, obj } => format!(
                     "direct-mesh component of Site/{}: {} spec.tunnelMTU {}{}",

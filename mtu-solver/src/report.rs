@@ -41,7 +41,11 @@ pub struct Renderer<'s, 't> {
 impl<'s, 't> Renderer<'s, 't> {
     /// A renderer; `full` adds every term.
     pub fn new(solver: &'s Solver<'t>, full: bool) -> Self {
-        Renderer { solver, full, cache: FxHashMap::default() }
+        Renderer {
+            solver,
+            full,
+            cache: FxHashMap::default(),
+        }
     }
 
     /// One term.
@@ -61,9 +65,14 @@ impl<'s, 't> Renderer<'s, 't> {
         }
         let node = self.solver.expl.get(id);
         let bound = self.term(node.bound);
-        let terms = self
-            .full
-            .then(|| self.solver.expl.leaves(id).into_iter().map(|l| self.term(l)).collect());
+        let terms = self.full.then(|| {
+            self.solver
+                .expl
+                .leaves(id)
+                .into_iter()
+                .map(|l| self.term(l))
+                .collect()
+        });
         let out = Rc::new(ExplOut { bound, terms });
         self.cache.insert(id, out.clone());
         out
@@ -208,7 +217,11 @@ fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Rc<ExplOut>) {
 }
 
 /// Builds the output of one node.
-pub fn node_out<'a>(topo: &'a Topology, r: &mut Renderer<'_, '_>, plan: &'a NodePlan) -> NodeOut<'a> {
+pub fn node_out<'a>(
+    topo: &'a Topology,
+    r: &mut Renderer<'_, '_>,
+    plan: &'a NodePlan,
+) -> NodeOut<'a> {
     let node = topo.node(plan.node);
     let links = plan
         .links
@@ -252,12 +265,21 @@ pub fn node_out<'a>(topo: &'a Topology, r: &mut Renderer<'_, '_>, plan: &'a Node
                 }
                 DeviceRef::Underlay => (None, None),
             };
-            DeviceOut { name, peer, protocol: d.protocol.as_str(), mtu, explanation }
+            DeviceOut {
+                name,
+                peer,
+                protocol: d.protocol.as_str(),
+                mtu,
+                explanation,
+            }
         })
         .collect();
     let published = plan.published.as_ref().map(|ps| {
         ps.iter()
-            .map(|p| PublishedOut { destination: p.destination.to_string(), mtu: p.mtu.mtu.0 })
+            .map(|p| PublishedOut {
+                destination: p.destination.to_string(),
+                mtu: p.mtu.mtu.0,
+            })
             .collect()
     });
     let (fabric_mtu, fabric_explanation) = val(r, &plan.fabric);

@@ -58,7 +58,12 @@ pub enum Item {
 
 /// Every value of a plan, keyed by name, with its explanation.
 pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
-    let mut out = Vec::with_capacity(plan.links.len().saturating_add(plan.routes.len()).saturating_add(4));
+    let mut out = Vec::with_capacity(
+        plan.links
+            .len()
+            .saturating_add(plan.routes.len())
+            .saturating_add(4),
+    );
     for l in &plan.links {
         out.push((
             Item::Link {

@@ -238,7 +238,14 @@ impl<'t> Solver<'t> {
 
     /// The configured caps of a link (`mtu.md` §3), symmetric: both ends get the same set.
     /// `worker_site` is the worker's Site for uplinks and deliveries.
-    fn edge_caps(&mut self, kind: LinkKind, a: SiteId, b: SiteId, p: Option<PoolId>, q: Option<PoolId>) -> Option<ExplId> {
+    fn edge_caps(
+        &mut self,
+        kind: LinkKind,
+        a: SiteId,
+        b: SiteId,
+        p: Option<PoolId>,
+        q: Option<PoolId>,
+    ) -> Option<ExplId> {
         let kind_code = match kind {
             LinkKind::Mesh => 0u8,
             LinkKind::Uplink | LinkKind::Delivery => 1,
@@ -256,7 +263,13 @@ impl<'t> Solver<'t> {
                 }
             }
         };
-        let key = EdgeKey { kind: kind_code, a, b, p, q };
+        let key = EdgeKey {
+            kind: kind_code,
+            a,
+            b,
+            p,
+            q,
+        };
         if let Some(x) = self.edges.get(&key) {
             return *x;
         }
@@ -319,7 +332,11 @@ impl<'t> Solver<'t> {
     fn auto_leaf(&mut self, n: NodeId, peer: NodeId, protocol: Protocol) -> ExplId {
         let (ua, sa) = self.underlay(n);
         let (ub, sb) = self.underlay(peer);
-        let (node, u, src) = if ua <= ub { (n, ua, sa) } else { (peer, ub, sb) };
+        let (node, u, src) = if ua <= ub {
+            (n, ua, sa)
+        } else {
+            (peer, ub, sb)
+        };
         let o = overhead(protocol, self.settings.link.ipv6_outer);
         self.expl.leaf(
             Leaf::Auto {
@@ -380,7 +397,9 @@ impl<'t> Solver<'t> {
             for o in originated {
                 match o.dest {
                     Dest::Site(d) => {
-                        if let Some(c) = self.edge_caps(LinkKind::Delivery, d, gn.site, Some(pool), None) {
+                        if let Some(c) =
+                            self.edge_caps(LinkKind::Delivery, d, gn.site, Some(pool), None)
+                        {
                             kids.push(c);
                         }
                     }
@@ -397,7 +416,9 @@ impl<'t> Solver<'t> {
         } else if let Some(l) = self.net.learned_for(g, &prefix) {
             for h in &l.via {
                 let hn = topo.node(*h);
-                if let Some(c) = self.edge_caps(LinkKind::Transit, gn.site, hn.site, Some(pool), hn.pool()) {
+                if let Some(c) =
+                    self.edge_caps(LinkKind::Transit, gn.site, hn.site, Some(pool), hn.pool())
+                {
                     kids.push(c);
                 }
                 if let Some(c) = self.reach(*h, prefix, &l.origins) {
@@ -415,7 +436,11 @@ impl<'t> Solver<'t> {
         if !self.published_prefixes.contains(&prefix) {
             return None;
         }
-        let key = (g, prefix, origins.iter().copied().collect::<SmallVec<[Origin; 1]>>());
+        let key = (
+            g,
+            prefix,
+            origins.iter().copied().collect::<SmallVec<[Origin; 1]>>(),
+        );
         if let Some(x) = self.pub_memo.get(&key) {
             return *x;
         }
@@ -506,12 +531,16 @@ impl<'t> Solver<'t> {
         let mut links: Vec<LinkPlan> = Vec::with_capacity(links_raw.len());
         for link in links_raw {
             let e = self.link_expl(n, &link);
-            self.link_memo.insert((n, link.peer), Some((link.clone(), e)));
+            self.link_memo
+                .insert((n, link.peer), Some((link.clone(), e)));
             links.push(LinkPlan {
                 peer: link.peer,
                 kind: link.kind,
                 protocol: link.protocol,
-                mtu: Value { mtu: self.expl.value(e), expl: e },
+                mtu: Value {
+                    mtu: self.expl.value(e),
+                    expl: e,
+                },
                 local_addr: link.local_addr,
                 peer_addr: link.peer_addr,
                 device: self.device_of(&link),
@@ -534,8 +563,13 @@ impl<'t> Solver<'t> {
                 .iter()
                 .filter_map(|i| links.get(*i).map(|l| l.mtu.expl))
                 .collect();
-            let Some(e) = self.expl.min(&kids) else { continue };
-            let mut via: SmallVec<[NodeId; 4]> = idxs.iter().filter_map(|i| links.get(*i).map(|l| l.peer)).collect();
+            let Some(e) = self.expl.min(&kids) else {
+                continue;
+            };
+            let mut via: SmallVec<[NodeId; 4]> = idxs
+                .iter()
+                .filter_map(|i| links.get(*i).map(|l| l.peer))
+                .collect();
             via.sort_by(|a, b| topo.node(*a).name.cmp(&topo.node(*b).name));
             let next_hops = idxs
                 .iter()
@@ -547,7 +581,10 @@ impl<'t> Solver<'t> {
                 advertised: dest.0,
                 ty: RouteType::NodePod,
                 kind: RouteKind::Direct,
-                mtu: Value { mtu: self.expl.value(e), expl: e },
+                mtu: Value {
+                    mtu: self.expl.value(e),
+                    expl: e,
+                },
                 via,
                 distance: 0,
                 next_hops,
@@ -558,8 +595,13 @@ impl<'t> Solver<'t> {
         let learned = self.net.learned(n);
         let locals = topo.site(node.site).local_cidrs.clone();
         for l in learned.iter() {
-            let Some(e) = self.learned_value(n, l, worker) else { continue };
-            let mtu = Value { mtu: self.expl.value(e), expl: e };
+            let Some(e) = self.learned_value(n, l, worker) else {
+                continue;
+            };
+            let mtu = Value {
+                mtu: self.expl.value(e),
+                expl: e,
+            };
             let pieces: SmallVec<[IpNet; 1]> = if locals.is_empty() {
                 smallvec::smallvec![l.prefix]
             } else {
@@ -578,7 +620,11 @@ impl<'t> Solver<'t> {
                     destination: piece,
                     advertised: l.prefix,
                     ty: l.origin.ty,
-                    kind: if worker { RouteKind::Gateway } else { RouteKind::Transit },
+                    kind: if worker {
+                        RouteKind::Gateway
+                    } else {
+                        RouteKind::Transit
+                    },
                     mtu,
                     via: via.clone(),
                     distance: l.distance,
@@ -586,7 +632,8 @@ impl<'t> Solver<'t> {
                 });
             }
         }
-        routes.sort_by(|a, b| prefix_order(&a.destination, &b.destination).then(a.kind.cmp(&b.kind)));
+        routes
+            .sort_by(|a, b| prefix_order(&a.destination, &b.destination).then(a.kind.cmp(&b.kind)));
         // Devices.
         let mut dev_links: BTreeMap<DeviceRef, (Protocol, SmallVec<[ExplId; 4]>)> = BTreeMap::new();
         for l in &links {
@@ -606,7 +653,10 @@ impl<'t> Solver<'t> {
                 devices.push(DevicePlan {
                     device,
                     protocol,
-                    mtu: Value { mtu: self.expl.value(e), expl: e },
+                    mtu: Value {
+                        mtu: self.expl.value(e),
+                        expl: e,
+                    },
                 });
             }
         }
@@ -633,13 +683,21 @@ impl<'t> Solver<'t> {
                 let (u, src) = self.underlay(n);
                 let o = overhead(Protocol::WireGuard, self.settings.link.ipv6_outer);
                 self.expl.leaf(
-                    Leaf::Underlay { node: n, underlay: u.0, source: src, minus: Some((Protocol::WireGuard, o)) },
+                    Leaf::Underlay {
+                        node: n,
+                        underlay: u.0,
+                        source: src,
+                        minus: Some((Protocol::WireGuard, o)),
+                    },
                     u.minus_overhead(o),
                 )
             }
         };
         let fabric_e = self.expl.min_with(base, &kids);
-        let fabric = Value { mtu: self.expl.value(fabric_e), expl: fabric_e };
+        let fabric = Value {
+            mtu: self.expl.value(fabric_e),
+            expl: fabric_e,
+        };
         // Published values (gateways).
         let published = node.pool().map(|p| self.published(n, p, &links, &routes));
         let mut diagnostics = Vec::new();
@@ -660,7 +718,11 @@ impl<'t> Solver<'t> {
             }
             for d in &devices {
                 if d.mtu.mtu.0 < 1280 {
-                    low.push(format!("device {} {}", device_label(topo, &d.device), d.mtu.mtu));
+                    low.push(format!(
+                        "device {} {}",
+                        device_label(topo, &d.device),
+                        d.mtu.mtu
+                    ));
                 }
             }
             for p in published.iter().flatten() {
@@ -698,7 +760,13 @@ impl<'t> Solver<'t> {
         }
     }
 
-    fn published(&mut self, g: NodeId, pool: PoolId, links: &[LinkPlan], routes: &[RoutePlan]) -> Vec<Published> {
+    fn published(
+        &mut self,
+        g: NodeId,
+        pool: PoolId,
+        links: &[LinkPlan],
+        routes: &[RoutePlan],
+    ) -> Vec<Published> {
         let topo = self.topo();
         let gn = topo.node(g);
         let mut by_prefix: BTreeMap<IpNetKey, SmallVec<[ExplId; 4]>> = BTreeMap::new();
@@ -725,7 +793,12 @@ impl<'t> Solver<'t> {
                 let (u, src) = self.underlay(g);
                 let o = overhead(protocol, self.settings.link.ipv6_outer);
                 kids.push(self.expl.leaf(
-                    Leaf::Underlay { node: g, underlay: u.0, source: src, minus: Some((protocol, o)) },
+                    Leaf::Underlay {
+                        node: g,
+                        underlay: u.0,
+                        source: src,
+                        minus: Some((protocol, o)),
+                    },
                     u.minus_overhead(o),
                 ));
                 if let Some(c) = self.cfg_leaf(g) {
@@ -735,7 +808,9 @@ impl<'t> Solver<'t> {
                     kids.push(c);
                 }
             }
-            let Some(e) = self.expl.min(&kids) else { continue };
+            let Some(e) = self.expl.min(&kids) else {
+                continue;
+            };
             for p in site.pod_blocks.iter().chain(site.node_cidrs.iter()) {
                 by_prefix.entry(IpNetKey(*p)).or_default().push(e);
             }
@@ -746,7 +821,12 @@ impl<'t> Solver<'t> {
             let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
             let (u, src) = self.underlay(g);
             kids.push(self.expl.leaf(
-                Leaf::Underlay { node: g, underlay: u.0, source: src, minus: None },
+                Leaf::Underlay {
+                    node: g,
+                    underlay: u.0,
+                    source: src,
+                    minus: None,
+                },
                 u.unencapsulated(),
             ));
             if let Some(c) = self.cfg_leaf(g) {
@@ -767,7 +847,13 @@ impl<'t> Solver<'t> {
         let mut out = Vec::with_capacity(by_prefix.len());
         for (p, kids) in by_prefix {
             if let Some(e) = self.expl.min(&kids) {
-                out.push(Published { destination: p.0, mtu: Value { mtu: self.expl.value(e), expl: e } });
+                out.push(Published {
+                    destination: p.0,
+                    mtu: Value {
+                        mtu: self.expl.value(e),
+                        expl: e,
+                    },
+                });
             }
         }
         out
@@ -781,7 +867,13 @@ impl<'t> Solver<'t> {
             .pool()
             .and_then(|p| self.net.sgpa(d, p).protocol)
             .map(|x| x.0)
-            .or_else(|| if gn.site == d { topo.site(d).protocol } else { None });
+            .or_else(|| {
+                if gn.site == d {
+                    topo.site(d).protocol
+                } else {
+                    None
+                }
+            });
         if let Some(p) = explicit {
             return p;
         }
@@ -822,12 +914,20 @@ pub fn first_address(net: &IpNet) -> IpAddr {
     match net {
         IpNet::V4(n) => {
             let base = u32::from(n.network());
-            let a = if n.prefix_len() < 32 { base.saturating_add(1) } else { base };
+            let a = if n.prefix_len() < 32 {
+                base.saturating_add(1)
+            } else {
+                base
+            };
             IpAddr::V4(a.into())
         }
         IpNet::V6(n) => {
             let base = u128::from(n.network());
-            let a = if n.prefix_len() < 128 { base.saturating_add(1) } else { base };
+            let a = if n.prefix_len() < 128 {
+                base.saturating_add(1)
+            } else {
+                base
+            };
             IpAddr::V6(a.into())
         }
     }
@@ -837,7 +937,9 @@ fn device_label(topo: &Topology, d: &DeviceRef) -> String {
     match d {
         DeviceRef::Shared(n) => n.clone(),
         DeviceRef::PerPeer { name: Some(n), .. } => n.clone(),
-        DeviceRef::PerPeer { name: None, peer } => format!("(WireGuard for {})", topo.node(*peer).name),
+        DeviceRef::PerPeer { name: None, peer } => {
+            format!("(WireGuard for {})", topo.node(*peer).name)
+        }
         DeviceRef::Underlay => "underlay".to_string(),
     }
 }
@@ -847,7 +949,10 @@ pub fn device_order(topo: &Topology, a: &DeviceRef, b: &DeviceRef) -> std::cmp::
     fn key<'x>(topo: &'x Topology, d: &'x DeviceRef) -> (u8, &'x str, &'x str) {
         match d {
             DeviceRef::Shared(n) => (0, n.as_str(), ""),
-            DeviceRef::PerPeer { name: Some(n), peer } => (0, n.as_str(), &topo.node(*peer).name),
+            DeviceRef::PerPeer {
+                name: Some(n),
+                peer,
+            } => (0, n.as_str(), &topo.node(*peer).name),
             DeviceRef::PerPeer { name: None, peer } => (1, "", &topo.node(*peer).name),
             DeviceRef::Underlay => (2, "", ""),
         }
