@@ -201,6 +201,9 @@ struct PrefixTable {
 
 type LearnedMemo = FxHashMap<(PoolId, SiteId), Rc<[Learned]>>;
 
+/// Gateways of peered pools: (gateway, its pool, its Site).
+type TransitPeers = Rc<[(NodeId, PoolId, SiteId)]>;
+
 /// The lazily memoizing view over a topology.
 pub struct Net<'t> {
     /// The topology.
@@ -213,6 +216,7 @@ pub struct Net<'t> {
     prefixes: OnceCell<PrefixTable>,
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
     gateway_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
+    transit: RefCell<FxHashMap<PoolId, TransitPeers>>,
     bfs: RefCell<FxHashMap<(Dest, bool), Rc<Bfs>>>,
     site_routes: RefCell<FxHashMap<SiteId, Rc<[Learned]>>>,
     gw_routes: RefCell<LearnedMemo>,
@@ -259,6 +263,7 @@ impl<'t> Net<'t> {
             prefixes: OnceCell::new(),
             served: OnceCell::new(),
             gateway_sites: OnceCell::new(),
+            transit: RefCell::default(),
             bfs: RefCell::default(),
             site_routes: RefCell::default(),
             gw_routes: RefCell::default(),
@@ -280,6 +285,7 @@ impl<'t> Net<'t> {
         self.prefixes.get().is_some()
             || self.served.get().is_some()
             || self.gateway_sites.get().is_some()
+            || !self.transit.borrow().is_empty()
             || !self.bfs.borrow().is_empty()
     }
 
@@ -825,13 +831,21 @@ impl<'t> Net<'t> {
             .collect()
     }
 
-    fn transit_peers(&self, q: PoolId) -> Vec<(NodeId, PoolId, SiteId)> {
+    /// The transit peers of pool `q`'s gateways (memoized per pool: every learned-route lookup
+    /// of a gateway asks for them).
+    fn transit_peers(&self, q: PoolId) -> TransitPeers {
+        if let Some(v) = self.transit.borrow().get(&q) {
+            return v.clone();
+        }
         let topo = self.topo;
-        self.peered_pools(q)
+        let v: TransitPeers = self
+            .peered_pools(q)
             .into_iter()
             .flat_map(|p| topo.pool(p).gateways.iter().map(move |g| (*g, p)))
             .map(|(g, p)| (g, p, topo.node(g).site))
-            .collect()
+            .collect();
+        self.transit.borrow_mut().insert(q, v.clone());
+        v
     }
 
     fn worker_route(
