@@ -11,6 +11,8 @@
 //! Files of other extensions under `resolve/` and `whatif/` are the raw fuzzer inputs, kept for
 //! `cargo fuzz run <target> <file>`; they are not read here.
 
+#![allow(clippy::disallowed_methods)] // tests read the regression files
+
 use mtu_solver::incremental::State;
 use mtu_solver::report::{Renderer, resolve_out};
 use mtu_solver::whatif::{Input, Mutation, apply, what_if};
