@@ -119,7 +119,9 @@ pub struct Node {
 #[derive(Default, Debug)]
 pub struct Explanations {
     nodes: Vec<Node>,
-    index: FxHashMap<(Kind, Mtu), ExplId>,
+    /// Interning index: hash of (kind, value) → the nodes with that hash (the kinds themselves
+    /// live once, in `nodes`).
+    index: FxHashMap<u64, SmallVec<[ExplId; 1]>>,
 }
 
 impl Explanations {
@@ -145,17 +147,27 @@ impl Explanations {
     }
 
     fn intern(&mut self, kind: Kind, value: Mtu, bound: Option<ExplId>) -> ExplId {
-        let key = (kind, value);
-        if let Some(id) = self.index.get(&key) {
-            return *id;
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        kind.hash(&mut h);
+        value.hash(&mut h);
+        let Explanations { nodes, index } = self;
+        let bucket = index.entry(h.finish()).or_default();
+        for id in bucket.iter() {
+            if let Some(n) = nodes.get(id.0 as usize)
+                && n.value == value
+                && n.kind == kind
+            {
+                return *id;
+            }
         }
-        let id = ExplId(u32::try_from(self.nodes.len()).unwrap_or(u32::MAX));
-        self.nodes.push(Node {
+        let id = ExplId(u32::try_from(nodes.len()).unwrap_or(u32::MAX));
+        nodes.push(Node {
             value,
             bound: bound.unwrap_or(id),
-            kind: key.0.clone(),
+            kind,
         });
-        self.index.insert(key, id);
+        bucket.push(id);
         id
     }
 
