@@ -388,21 +388,24 @@ fn without_underlay(o: &RawObject) -> RawObject {
     c
 }
 
+type ObjectIndex<'a> =
+    rustc_hash::FxHashMap<(Kind, &'a str), smallvec::SmallVec<[&'a RawObject; 1]>>;
+
+/// Objects by kind and name, borrowed: classifying must not copy the cluster.
+fn index_objects(i: &Input) -> ObjectIndex<'_> {
+    let mut m = ObjectIndex::default();
+    for o in &i.objects {
+        m.entry((o.kind(), o.name())).or_default().push(o);
+    }
+    m
+}
+
 fn classify(base: &Input, after: &Input) -> Difference {
     if base.diagnostics != after.diagnostics {
         return Difference::Structure;
     }
-    let index = |i: &Input| {
-        let mut m: BTreeMap<(Kind, String), Vec<RawObject>> = BTreeMap::new();
-        for o in &i.objects {
-            m.entry((o.kind(), o.name().to_string()))
-                .or_default()
-                .push(o.clone());
-        }
-        m
-    };
-    let (b, a) = (index(base), index(after));
-    if b.keys().ne(a.keys()) {
+    let (b, a) = (index_objects(base), index_objects(after));
+    if b.len() != a.len() {
         return Difference::Structure;
     }
     let mut caps = Vec::new();
@@ -417,10 +420,10 @@ fn classify(base: &Input, after: &Input) -> Difference {
         let (Some(x), Some(y), 1, 1) = (ob.first(), oa.first(), ob.len(), oa.len()) else {
             return Difference::Structure;
         };
-        if without_cap(x) == without_cap(y) && cap_slot(&mut x.clone()).is_some() {
-            caps.push(k.clone());
+        if without_cap(x) == without_cap(y) && cap_slot(&mut (*x).clone()).is_some() {
+            caps.push((k.0, k.1.to_string()));
         } else if without_underlay(x) == without_underlay(y) && k.0 == Kind::Node {
-            underlays.push(k.1.clone());
+            underlays.push(k.1.to_string());
         } else if x.meta().diags != y.meta().diags && without_cap(x) == without_cap(y) {
             continue;
         } else {
