@@ -1074,7 +1074,10 @@ impl<'t> Net<'t> {
     ) {
         // A gateway whose pool originates any origin of the prefix delivers it (rule 6).
         let delivers = origins.iter().any(|o| self.originates(g, o.dest))
-            || self.origins_of(prefix).iter().any(|o| self.originates(g, o.dest));
+            || self
+                .origins_of(prefix)
+                .iter()
+                .any(|o| self.originates(g, o.dest));
         if delivers || depth > self.topo.pools.len() {
             *total = total.saturating_add(1);
             if found.len() < limit {
