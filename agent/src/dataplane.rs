@@ -43,20 +43,20 @@ pub fn desired_state(
     let mut devices = Vec::new();
     let mut wireguard_mtus = Vec::new();
     for d in &plan.devices {
-        match (&d.device, tunnel_kind(d.protocol)) {
-            (DeviceRef::Shared(name), Some(kind)) => devices.push(TunnelDevice {
-                name: name.clone(),
+        let name: Option<String> = match &d.device {
+            DeviceRef::Shared(n) => Some(n.to_string()),
+            DeviceRef::PerPeer { name: Some(n), .. } => Some(n.clone()),
+            _ => None,
+        };
+        let Some(name) = name else { continue };
+        match tunnel_kind(d.protocol) {
+            Some(kind) if matches!(d.device, DeviceRef::Shared(_)) => devices.push(TunnelDevice {
+                name,
                 kind,
                 mtu: d.mtu.mtu.0,
             }),
-            (DeviceRef::Shared(name), None)
-            | (
-                DeviceRef::PerPeer {
-                    name: Some(name), ..
-                },
-                None,
-            ) if d.protocol == Protocol::WireGuard => wireguard_mtus.push(WireguardMtu {
-                name: name.clone(),
+            None if d.protocol == Protocol::WireGuard => wireguard_mtus.push(WireguardMtu {
+                name,
                 mtu: d.mtu.mtu.0,
             }),
             _ => {}
@@ -67,7 +67,7 @@ pub fn desired_state(
         let mut next_hops = Vec::new();
         for nh in &r.next_hops {
             let device = match &nh.device {
-                DeviceRef::Shared(n) => n.clone(),
+                DeviceRef::Shared(n) => n.to_string(),
                 DeviceRef::PerPeer { name: Some(n), .. } => n.clone(),
                 _ => continue,
             };

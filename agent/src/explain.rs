@@ -201,7 +201,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     if show_all {
         for d in &plan.devices {
             let name = match &d.device {
-                mtu_solver::DeviceRef::Shared(n) => n.clone(),
+                mtu_solver::DeviceRef::Shared(n) => n.to_string(),
                 mtu_solver::DeviceRef::PerPeer { name, peer } => name
                     .clone()
                     .unwrap_or_else(|| format!("(WireGuard device for {})", topo.node(*peer).name)),

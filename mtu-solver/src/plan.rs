@@ -23,8 +23,9 @@ pub struct Value {
 /// Which device carries a link.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DeviceRef {
-    /// A shared device by name (`geneve0`, `vxlan0`, `ipip0`, `wg51820`).
-    Shared(String),
+    /// A shared device by name (`geneve0`, `vxlan0`, `ipip0`, `wg51820`); shared, not copied
+    /// per next hop.
+    Shared(std::sync::Arc<str>),
     /// A per-peer WireGuard device (name `wg<port>`, or unnamed when the port is unknown).
     PerPeer {
         /// Its name, when the gateway's WireGuard port is known.

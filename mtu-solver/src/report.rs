@@ -259,7 +259,7 @@ pub fn node_out<'a>(
         .map(|d| {
             let (mtu, explanation) = val(r, &d.mtu);
             let (name, peer) = match &d.device {
-                DeviceRef::Shared(n) => (Some(n.as_str()), None),
+                DeviceRef::Shared(n) => (Some(&**n), None),
                 DeviceRef::PerPeer { name, peer } => {
                     (name.as_deref(), Some(&*topo.node(*peer).name))
                 }

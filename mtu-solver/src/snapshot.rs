@@ -87,7 +87,7 @@ pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
         let item = match &d.device {
             DeviceRef::Shared(n) => Item::Device {
                 unnamed: false,
-                name: n.clone(),
+                name: n.to_string(),
                 peer: String::new(),
             },
             DeviceRef::PerPeer {

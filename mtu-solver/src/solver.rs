@@ -103,7 +103,9 @@ pub struct Solver<'t> {
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
     reach_memo: FxHashMap<ReachKey, Option<ExplId>>,
     pub_memo: FxHashMap<PubKey, Option<ExplId>>,
-    link_memo: FxHashMap<(NodeId, NodeId), Option<(Link, ExplId)>>,
+    link_memo: FxHashMap<(NodeId, NodeId), Option<ExplId>>,
+    /// geneve, vxlan, ipip, WireGuard mesh device names, shared by every plan.
+    shared_names: [std::sync::Arc<str>; 4],
     published_prefixes: FxHashSet<IpNet>,
 }
 
@@ -115,6 +117,12 @@ impl<'t> Solver<'t> {
             .iter()
             .flat_map(|n| n.published.iter().map(|(p, _)| *p))
             .collect();
+        let shared_names = [
+            settings.devices.geneve.as_str().into(),
+            settings.devices.vxlan.as_str().into(),
+            settings.devices.ipip.as_str().into(),
+            settings.devices.wireguard_mesh.as_str().into(),
+        ];
         Solver {
             net: Net::new(topo, settings.link),
             settings,
@@ -126,6 +134,7 @@ impl<'t> Solver<'t> {
             reach_memo: FxHashMap::default(),
             pub_memo: FxHashMap::default(),
             link_memo: FxHashMap::default(),
+            shared_names,
             published_prefixes,
         }
     }
@@ -351,15 +360,12 @@ impl<'t> Solver<'t> {
     }
 
     /// The MTU of the link from `n` to `peer` with its explanation (None when not linked).
-    pub fn link_value(&mut self, n: NodeId, peer: NodeId) -> Option<(Link, ExplId)> {
+    pub fn link_value(&mut self, n: NodeId, peer: NodeId) -> Option<ExplId> {
         if let Some(x) = self.link_memo.get(&(n, peer)) {
-            return x.clone();
+            return *x;
         }
-        let r = self.net.link(n, peer).map(|link| {
-            let e = self.link_expl(n, &link);
-            (link, e)
-        });
-        self.link_memo.insert((n, peer), r.clone());
+        let r = self.net.link(n, peer).map(|link| self.link_expl(n, &link));
+        self.link_memo.insert((n, peer), r);
         r
     }
 
@@ -464,7 +470,6 @@ impl<'t> Solver<'t> {
 
     fn device_of(&self, link: &Link) -> DeviceRef {
         let topo = self.topo();
-        let names = &self.settings.devices;
         match link.protocol {
             Protocol::WireGuard => {
                 let peer = topo.node(link.peer);
@@ -474,12 +479,12 @@ impl<'t> Solver<'t> {
                         peer: link.peer,
                     }
                 } else {
-                    DeviceRef::Shared(names.wireguard_mesh.clone())
+                    DeviceRef::Shared(self.shared_names[3].clone())
                 }
             }
-            Protocol::Geneve => DeviceRef::Shared(names.geneve.clone()),
-            Protocol::Vxlan => DeviceRef::Shared(names.vxlan.clone()),
-            Protocol::Ipip => DeviceRef::Shared(names.ipip.clone()),
+            Protocol::Geneve => DeviceRef::Shared(self.shared_names[0].clone()),
+            Protocol::Vxlan => DeviceRef::Shared(self.shared_names[1].clone()),
+            Protocol::Ipip => DeviceRef::Shared(self.shared_names[2].clone()),
             Protocol::None => DeviceRef::Underlay,
         }
     }
@@ -489,7 +494,7 @@ impl<'t> Solver<'t> {
     pub fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         for g in &l.via {
-            if let Some((_, e)) = self.link_value(n, *g) {
+            if let Some(e) = self.link_value(n, *g) {
                 kids.push(e);
             }
             if let Some(r) = self.reach(*g, l.prefix, &l.origins) {
@@ -531,8 +536,7 @@ impl<'t> Solver<'t> {
         let mut links: Vec<LinkPlan> = Vec::with_capacity(links_raw.len());
         for link in links_raw {
             let e = self.link_expl(n, &link);
-            self.link_memo
-                .insert((n, link.peer), Some((link.clone(), e)));
+            self.link_memo.insert((n, link.peer), Some(e));
             links.push(LinkPlan {
                 peer: link.peer,
                 kind: link.kind,
@@ -546,7 +550,8 @@ impl<'t> Solver<'t> {
                 device: self.device_of(&link),
             });
         }
-        links.sort_by(|a, b| topo.node(a.peer).name.cmp(&topo.node(b.peer).name));
+        // Node IDs order like names.
+        links.sort_by_key(|l| l.peer);
         let link_index: FxHashMap<NodeId, usize> =
             links.iter().enumerate().map(|(i, l)| (l.peer, i)).collect();
         // Routes: direct routes to linked peers' pod CIDRs.
@@ -570,7 +575,7 @@ impl<'t> Solver<'t> {
                 .iter()
                 .filter_map(|i| links.get(*i).map(|l| l.peer))
                 .collect();
-            via.sort_by(|a, b| topo.node(*a).name.cmp(&topo.node(*b).name));
+            via.sort_unstable();
             let next_hops = idxs
                 .iter()
                 .filter_map(|i| links.get(*i))
@@ -607,8 +612,8 @@ impl<'t> Solver<'t> {
             } else {
                 cut(l.prefix, &locals).into()
             };
-            let mut via = l.via.clone();
-            via.sort_by(|a, b| topo.node(*a).name.cmp(&topo.node(*b).name));
+            // Node IDs order like names: `via` is already in output order.
+            let via = l.via.clone();
             let v6 = matches!(l.prefix, IpNet::V6(_));
             let next_hops: SmallVec<[NextHop; 2]> = via
                 .iter()
@@ -935,7 +940,7 @@ pub fn first_address(net: &IpNet) -> IpAddr {
 
 fn device_label(topo: &Topology, d: &DeviceRef) -> String {
     match d {
-        DeviceRef::Shared(n) => n.clone(),
+        DeviceRef::Shared(n) => n.to_string(),
         DeviceRef::PerPeer { name: Some(n), .. } => n.clone(),
         DeviceRef::PerPeer { name: None, peer } => {
             format!("(WireGuard for {})", topo.node(*peer).name)
@@ -948,7 +953,7 @@ fn device_label(topo: &Topology, d: &DeviceRef) -> String {
 pub fn device_order(topo: &Topology, a: &DeviceRef, b: &DeviceRef) -> std::cmp::Ordering {
     fn key<'x>(topo: &'x Topology, d: &'x DeviceRef) -> (u8, &'x str, &'x str) {
         match d {
-            DeviceRef::Shared(n) => (0, n.as_str(), ""),
+            DeviceRef::Shared(n) => (0, n, ""),
             DeviceRef::PerPeer {
                 name: Some(n),
                 peer,

@@ -122,7 +122,7 @@ impl<'a, 's, 't> Ctx<'a, 's, 't> {
     }
     fn device_label(&self, d: &DeviceRef) -> String {
         match d {
-            DeviceRef::Shared(n) => n.clone(),
+            DeviceRef::Shared(n) => n.to_string(),
             DeviceRef::PerPeer { name, peer } => {
                 format!("{}@{}", name.as_deref().unwrap_or("-"), self.name(*peer))
             }
