@@ -753,9 +753,26 @@ fn route_changes(
 ) {
     let t = sb.topo();
     let node = t.node(n);
-    let vb = sb.learned_value(n, l, worker).map(|e| sb.expl.value(e).0);
     let ea = sa.learned_value(n, l, worker);
     let va = ea.map(|e| sa.expl.value(e).0);
+    // A node outside the near set keeps its links: only `reach` and `pubPath` differ, so the
+    // value before reuses the link values just computed (no second link resolution).
+    let mut vb: Option<u32> = None;
+    for g in &l.via {
+        let mut terms = [None, None, None];
+        terms[0] = sa.link_value(n, *g).map(|e| sa.expl.value(e).0);
+        terms[1] = sb
+            .reach(*g, l.prefix, &l.origins)
+            .map(|e| sb.expl.value(e).0);
+        if worker {
+            terms[2] = sb
+                .pub_path(*g, l.prefix, &l.origins)
+                .map(|e| sb.expl.value(e).0);
+        }
+        for t in terms.into_iter().flatten() {
+            vb = Some(vb.map_or(t, |v| v.min(t)));
+        }
+    }
     if vb == va {
         return;
     }
