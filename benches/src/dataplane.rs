@@ -1,5 +1,5 @@
 //! Route MTU changes through dataplane-linux against `ip -batch` doing the same, side by side
-//! in one private network namespace (ported from `dataplane-linux/benches/route_mtu.rs`).
+//! in one private network namespace.
 //! Root only: anything missing is a skip reason, never a failure.
 
 use std::fmt::Write as _;
