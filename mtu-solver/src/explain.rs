@@ -208,24 +208,31 @@ impl Explanations {
         if kids.len() <= 1 {
             return kids.first().copied();
         }
-        // The binding child: lowest (highest for a maximum) value, first ID on ties.
+        // The binding child. A minimum takes the lowest (value, bound term): ties go to the
+        // first-interned term, whatever the nesting, so `min(a, min(b, c))` and `min(a, b, c)`
+        // name the same term (route explanations are built nested, from shared parts). A
+        // maximum (a device) takes the highest value, first link on ties.
         let mut best: Option<(Mtu, ExplId)> = None;
         for k in &kids {
-            let v = self.value(*k);
+            let node = self.get(*k);
+            let cand = if max {
+                (node.value, *k)
+            } else {
+                (node.value, node.bound)
+            };
             best = match best {
-                None => Some((v, *k)),
-                Some((bv, bk)) => {
-                    let better = if max { v > bv } else { v < bv };
-                    if better {
-                        Some((v, *k))
+                None => Some(cand),
+                Some(b) => {
+                    let better = if max {
+                        cand.0 > b.0
                     } else {
-                        Some((bv, bk))
-                    }
+                        cand < b
+                    };
+                    Some(if better { cand } else { b })
                 }
             };
         }
-        let (value, child) = best?;
-        let bound = if max { child } else { self.get(child).bound };
+        let (value, bound) = best?;
         let kind = if max {
             Kind::Max(kids)
         } else {
