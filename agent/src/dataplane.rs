@@ -65,7 +65,7 @@ pub fn desired_state(
     let mut routes = Vec::new();
     for r in &plan.routes {
         let mut next_hops = Vec::new();
-        for nh in &r.next_hops {
+        for nh in r.next_hops.iter() {
             let device = match &nh.device {
                 DeviceRef::Shared(n) => n.to_string(),
                 DeviceRef::PerPeer { name: Some(n), .. } => n.clone(),

@@ -5,7 +5,6 @@
 //! explanation, not per value, and rendering one reproduces its arithmetic.
 
 use ipnet::IpNet;
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use topology_core::decode::Protocol;
 use topology_core::ids::{NodeId, SiteId};
@@ -116,12 +115,31 @@ pub struct Node {
 }
 
 /// The arena of interned explanations.
-#[derive(Default, Debug)]
+#[derive(Default)]
 pub struct Explanations {
     nodes: Vec<Node>,
-    /// Interning index: hash of (kind, value) → the nodes with that hash (the kinds themselves
-    /// live once, in `nodes`).
-    index: FxHashMap<u64, SmallVec<[ExplId; 1]>>,
+    /// Interning index: the IDs of interned nodes, hashed by (kind, value); the kinds themselves
+    /// live once, in `nodes` (4 bytes per entry keeps the table small and cache-friendly).
+    index: hashbrown::HashTable<(u64, ExplId)>,
+    /// Minimums of two nodes (the common case: a node's links and a class's rest of a route),
+    /// interned by their children alone.
+    pairs: rustc_hash::FxHashMap<(ExplId, ExplId), ExplId>,
+}
+
+impl std::fmt::Debug for Explanations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Explanations")
+            .field("nodes", &self.nodes)
+            .finish_non_exhaustive()
+    }
+}
+
+fn hash_of(kind: &Kind, value: Mtu) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    kind.hash(&mut h);
+    value.hash(&mut h);
+    h.finish()
 }
 
 impl Explanations {
@@ -147,19 +165,16 @@ impl Explanations {
     }
 
     fn intern(&mut self, kind: Kind, value: Mtu, bound: Option<ExplId>) -> ExplId {
-        use std::hash::{Hash, Hasher};
-        let mut h = rustc_hash::FxHasher::default();
-        kind.hash(&mut h);
-        value.hash(&mut h);
-        let Explanations { nodes, index } = self;
-        let bucket = index.entry(h.finish()).or_default();
-        for id in bucket.iter() {
-            if let Some(n) = nodes.get(id.0 as usize)
-                && n.value == value
-                && n.kind == kind
-            {
-                return *id;
-            }
+        let Explanations { nodes, index, .. } = self;
+        let hash = hash_of(&kind, value);
+        let found = index.find(hash, |(h, id)| {
+            *h == hash
+                && nodes
+                    .get(id.0 as usize)
+                    .is_some_and(|n| n.value == value && n.kind == kind)
+        });
+        if let Some((_, id)) = found {
+            return *id;
         }
         let id = ExplId(u32::try_from(nodes.len()).unwrap_or(u32::MAX));
         nodes.push(Node {
@@ -167,7 +182,19 @@ impl Explanations {
             bound: bound.unwrap_or(id),
             kind,
         });
-        bucket.push(id);
+        index.insert_unique(hash, (hash, id), |(h, _)| *h);
+        id
+    }
+
+    /// Adds a node known to be new without interning it (link terms of devices: one per link,
+    /// never shared).
+    fn push(&mut self, kind: Kind, value: Mtu) -> ExplId {
+        let id = ExplId(u32::try_from(self.nodes.len()).unwrap_or(u32::MAX));
+        self.nodes.push(Node {
+            value,
+            bound: id,
+            kind,
+        });
         id
     }
 
@@ -190,10 +217,35 @@ impl Explanations {
         self.min(&all).unwrap_or(first)
     }
 
+    /// `min(a, b)`. With `fresh`, `a` is known to appear in no other pair yet, so the pair is
+    /// made without looking it up (and not indexed: only the caller meets it again).
+    pub fn min_pair(&mut self, a: ExplId, b: ExplId, fresh: bool) -> ExplId {
+        if !fresh || a == b {
+            return self.min(&[a, b]).unwrap_or(a);
+        }
+        let (na, nb) = (self.get(a), self.get(b));
+        let ca = (na.value, na.bound);
+        let cb = (nb.value, nb.bound);
+        let (value, bound) = if cb < ca { cb } else { ca };
+        let mut kids: SmallVec<[ExplId; 4]> = smallvec::smallvec![a, b];
+        kids.sort_unstable();
+        self.push_node(Node {
+            value,
+            bound,
+            kind: Kind::Min(kids),
+        })
+    }
+
+    fn push_node(&mut self, node: Node) -> ExplId {
+        let id = ExplId(u32::try_from(self.nodes.len()).unwrap_or(u32::MAX));
+        self.nodes.push(node);
+        id
+    }
+
     /// The link from `node` to `peer` whose MTU is explained by `inner`, as a device term.
     pub fn link(&mut self, node: NodeId, peer: NodeId, inner: ExplId) -> ExplId {
         let value = self.value(inner);
-        self.intern(Kind::Link { node, peer, inner }, value, None)
+        self.push(Kind::Link { node, peer, inner }, value)
     }
 
     /// The maximum of `children`.
@@ -207,6 +259,15 @@ impl Explanations {
         kids.dedup();
         if kids.len() <= 1 {
             return kids.first().copied();
+        }
+        let pair = match kids.as_slice() {
+            [a, b] if !max => Some((*a, *b)),
+            _ => None,
+        };
+        if let Some(p) = pair
+            && let Some(id) = self.pairs.get(&p)
+        {
+            return Some(*id);
         }
         // The binding child. A minimum takes the lowest (value, bound term): ties go to the
         // first-interned term, whatever the nesting, so `min(a, min(b, c))` and `min(a, b, c)`
@@ -223,16 +284,23 @@ impl Explanations {
             best = match best {
                 None => Some(cand),
                 Some(b) => {
-                    let better = if max {
-                        cand.0 > b.0
-                    } else {
-                        cand < b
-                    };
+                    let better = if max { cand.0 > b.0 } else { cand < b };
                     Some(if better { cand } else { b })
                 }
             };
         }
         let (value, bound) = best?;
+        if let Some(p) = pair {
+            // Every two-child minimum is made here: the pair index alone interns them.
+            let id = ExplId(u32::try_from(self.nodes.len()).unwrap_or(u32::MAX));
+            self.nodes.push(Node {
+                value,
+                bound,
+                kind: Kind::Min(kids),
+            });
+            self.pairs.insert(p, id);
+            return Some(id);
+        }
         let kind = if max {
             Kind::Max(kids)
         } else {

@@ -110,8 +110,8 @@ pub struct RoutePlan {
     pub via: SmallVec<[NodeId; 4]>,
     /// Pools on the accepted hop list (0 for direct routes).
     pub distance: u32,
-    /// Per next hop, what the dataplane needs.
-    pub next_hops: SmallVec<[NextHop; 2]>,
+    /// Per next hop, what the dataplane needs (shared by the routes of one next-hop set).
+    pub next_hops: std::sync::Arc<[NextHop]>,
 }
 
 /// A device's resolved MTU.

@@ -79,6 +79,26 @@ type ReachKey = (PoolId, SiteId, IpNet, SmallVec<[Origin; 1]>);
 /// `pubPath` memo key: gateway, prefix, origins.
 type PubKey = (NodeId, IpNet, SmallVec<[Origin; 1]>);
 
+/// Nodes that share their learned routes: the workers of a Site, the gateways of a pool in a Site.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum ClassKey {
+    Worker(SiteId),
+    Gateway(PoolId, SiteId),
+}
+
+/// The learned routes of a class of nodes, with the part of each route's MTU that does not depend
+/// on which node of the class asks: `rest = min over next hops g of (reach(g), pubPath(g))`. A
+/// node's route MTU is then `min(its links to the next hops, rest)`, the same minimum as the flat
+/// one (minimums bind by (value, term), whatever the nesting), computed once per class instead of
+/// once per node.
+struct RouteClass {
+    learned: std::rc::Rc<[Learned]>,
+    /// Per learned route: index into `via_sets`, and `rest`.
+    rest: Vec<(u32, Option<ExplId>)>,
+    /// The distinct next-hop sets of the class's routes.
+    via_sets: Vec<SmallVec<[NodeId; 4]>>,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct EdgeKey {
     kind: u8,
@@ -97,13 +117,20 @@ pub struct Solver<'t> {
     pub settings: Settings,
     /// The explanation arena.
     pub expl: Explanations,
-    underlays: FxHashMap<NodeId, (u32, UnderlaySource)>,
+    /// Per node (by index): `U(n)` and its source, once computed.
+    underlays: Vec<Option<(u32, UnderlaySource)>>,
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
     comp_leaves: FxHashMap<SiteId, Option<ExplId>>,
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
     reach_memo: FxHashMap<ReachKey, Option<ExplId>>,
     pub_memo: FxHashMap<PubKey, Option<ExplId>>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<ExplId>>,
+    /// Per node (by index) and protocol: the auto term naming that node.
+    auto_leaves: Vec<[Option<ExplId>; 5]>,
+    /// Per-plan scratch maps, kept to reuse their capacity.
+    scratch_combos: FxHashMap<(ExplId, Option<ExplId>), ExplId>,
+    scratch_pairs: FxHashMap<(ExplId, ExplId), ExplId>,
+    classes: FxHashMap<ClassKey, std::rc::Rc<RouteClass>>,
     /// geneve, vxlan, ipip, WireGuard mesh device names, shared by every plan.
     shared_names: [std::sync::Arc<str>; 4],
     published_prefixes: FxHashSet<IpNet>,
@@ -127,13 +154,17 @@ impl<'t> Solver<'t> {
             net: Net::new(topo, settings.link),
             settings,
             expl: Explanations::default(),
-            underlays: FxHashMap::default(),
+            underlays: vec![None; topo.nodes.len()],
             cap_leaves: FxHashMap::default(),
             comp_leaves: FxHashMap::default(),
             edges: FxHashMap::default(),
             reach_memo: FxHashMap::default(),
             pub_memo: FxHashMap::default(),
             link_memo: FxHashMap::default(),
+            auto_leaves: vec![[None; 5]; topo.nodes.len()],
+            scratch_combos: FxHashMap::default(),
+            scratch_pairs: FxHashMap::default(),
+            classes: FxHashMap::default(),
             shared_names,
             published_prefixes,
         }
@@ -146,7 +177,7 @@ impl<'t> Solver<'t> {
 
     /// `U(n)` and where it came from.
     pub fn underlay(&mut self, n: NodeId) -> (UnderlayMtu, UnderlaySource) {
-        if let Some((u, s)) = self.underlays.get(&n) {
+        if let Some(Some((u, s))) = self.underlays.get(n.idx()) {
             return (UnderlayMtu(*u), *s);
         }
         let node = self.topo().node(n);
@@ -188,7 +219,9 @@ impl<'t> Solver<'t> {
                 UnderlaySource::Default,
             ),
         };
-        self.underlays.insert(n, v);
+        if let Some(slot) = self.underlays.get_mut(n.idx()) {
+            *slot = Some(v);
+        }
         (UnderlayMtu(v.0), v.1)
     }
 
@@ -346,8 +379,12 @@ impl<'t> Solver<'t> {
         } else {
             (peer, ub, sb)
         };
+        let slot = protocol_slot(protocol);
+        if let Some(Some(x)) = self.auto_leaves.get(node.idx()).and_then(|a| a.get(slot)) {
+            return *x;
+        }
         let o = overhead(protocol, self.settings.link.ipv6_outer);
-        self.expl.leaf(
+        let x = self.expl.leaf(
             Leaf::Auto {
                 node,
                 underlay: u.0,
@@ -356,7 +393,15 @@ impl<'t> Solver<'t> {
                 overhead: o,
             },
             u.minus_overhead(o),
-        )
+        );
+        if let Some(a) = self
+            .auto_leaves
+            .get_mut(node.idx())
+            .and_then(|a| a.get_mut(slot))
+        {
+            *a = Some(x);
+        }
+        x
     }
 
     /// The MTU of the link from `n` to `peer` with its explanation (None when not linked).
@@ -370,6 +415,7 @@ impl<'t> Solver<'t> {
     }
 
     fn link_expl(&mut self, n: NodeId, link: &Link) -> ExplId {
+        // Keep in step with the link loop of `plan`.
         let mut kids: SmallVec<[ExplId; 4]> = SmallVec::new();
         let auto = self.auto_leaf(n, link.peer, link.protocol);
         if let Some(c) = self.cfg_leaf(n) {
@@ -490,13 +536,18 @@ impl<'t> Solver<'t> {
     }
 
     /// The route MTU of a learned route on node `n` (worker: gateway route; gateway: transit):
-    /// the minimum over its next hops of the link, `reach` and (workers) `pubPath`.
+    /// the minimum over its next hops of the link, `reach` and (workers) `pubPath`, as
+    /// `min(min of the links, rest)` (see [`RouteClass`]).
     pub fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
+        let rest = self.route_rest(l, worker);
+        let links = self.via_links(n, &l.via, None);
+        self.min2(links, rest)
+    }
+
+    /// `min over g in via of (reach(g), pubPath(g) for workers)`.
+    fn route_rest(&mut self, l: &Learned, worker: bool) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         for g in &l.via {
-            if let Some(e) = self.link_value(n, *g) {
-                kids.push(e);
-            }
             if let Some(r) = self.reach(*g, l.prefix, &l.origins) {
                 kids.push(r);
             }
@@ -505,6 +556,61 @@ impl<'t> Solver<'t> {
             }
         }
         self.expl.min(&kids)
+    }
+
+    /// The minimum of `n`'s links to `via` (link explanations from `links` when given).
+    fn via_links(
+        &mut self,
+        n: NodeId,
+        via: &[NodeId],
+        links: Option<&[LinkPlan]>,
+    ) -> Option<ExplId> {
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        for g in via {
+            let known = links.and_then(|plans| link_of(plans, *g).map(|lp| lp.mtu.expl));
+            if let Some(e) = known.or_else(|| self.link_value(n, *g)) {
+                kids.push(e);
+            }
+        }
+        self.expl.min(&kids)
+    }
+
+    fn min2(&mut self, a: Option<ExplId>, b: Option<ExplId>) -> Option<ExplId> {
+        match (a, b) {
+            (Some(a), Some(b)) => self.expl.min(&[a, b]),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The learned routes of `n`'s class, each with its `rest` (computed once per class).
+    fn route_class(&mut self, n: NodeId) -> std::rc::Rc<RouteClass> {
+        let node = self.topo().node(n);
+        let (key, worker) = match node.pool() {
+            None => (ClassKey::Worker(node.site), true),
+            Some(p) => (ClassKey::Gateway(p, node.site), false),
+        };
+        if let Some(c) = self.classes.get(&key) {
+            return c.clone();
+        }
+        let learned = self.net.learned(n);
+        let mut via_index: FxHashMap<SmallVec<[NodeId; 4]>, u32> = FxHashMap::default();
+        let mut via_sets: Vec<SmallVec<[NodeId; 4]>> = Vec::new();
+        let mut rest = Vec::with_capacity(learned.len());
+        for l in learned.iter() {
+            let next = u32::try_from(via_sets.len()).unwrap_or(u32::MAX);
+            let v = *via_index.entry(l.via.clone()).or_insert_with(|| {
+                via_sets.push(l.via.clone());
+                next
+            });
+            rest.push((v, self.route_rest(l, worker)));
+        }
+        let c = std::rc::Rc::new(RouteClass {
+            learned,
+            rest,
+            via_sets,
+        });
+        self.classes.insert(key, c.clone());
+        c
     }
 
     fn pod_gateway(&self, peer: NodeId, v6: bool) -> Option<IpAddr> {
@@ -531,12 +637,46 @@ impl<'t> Solver<'t> {
     pub fn plan(&mut self, n: NodeId) -> NodePlan {
         let topo = self.topo();
         let node = topo.node(n);
+        // Explanation nodes from here on are made by this plan.
+        let arena_mark = u32::try_from(self.expl.len()).unwrap_or(u32::MAX);
         // Links.
         let links_raw = self.net.links(n);
         let mut links: Vec<LinkPlan> = Vec::with_capacity(links_raw.len());
+        // Most links of a node share their terms (its own auto term, the caps of one edge):
+        // combine each distinct set once.
+        let mut combos = std::mem::take(&mut self.scratch_combos);
+        combos.clear();
+        let cfg = self.cfg_leaf(n);
+        // Peers come grouped by Site: the caps of the previous link's edge usually apply.
+        type EdgeOf = (LinkKind, SiteId, Option<PoolId>);
+        let mut last_edge: Option<(EdgeOf, Option<ExplId>)> = None;
+        let mut last_combo: Option<((ExplId, Option<ExplId>), ExplId)> = None;
         for link in links_raw {
-            let e = self.link_expl(n, &link);
-            self.link_memo.insert((n, link.peer), Some(e));
+            let auto = self.auto_leaf(n, link.peer, link.protocol);
+            let pn = topo.node(link.peer);
+            let edge = (link.kind, pn.site, pn.pool());
+            let caps = match last_edge {
+                Some((k, c)) if k == edge => c,
+                _ => {
+                    let c = self.link_caps(n, link.peer, link.kind);
+                    last_edge = Some((edge, c));
+                    c
+                }
+            };
+            let cached = match last_combo {
+                Some((k, e)) if k == (auto, caps) => Some(e),
+                _ => combos.get(&(auto, caps)).copied(),
+            };
+            let e = match cached {
+                Some(e) => e,
+                None => {
+                    let kids: SmallVec<[ExplId; 2]> = cfg.into_iter().chain(caps).collect();
+                    let e = self.expl.min_with(auto, &kids);
+                    combos.insert((auto, caps), e);
+                    e
+                }
+            };
+            last_combo = Some(((auto, caps), e));
             links.push(LinkPlan {
                 peer: link.peer,
                 kind: link.kind,
@@ -550,19 +690,24 @@ impl<'t> Solver<'t> {
                 device: self.device_of(&link),
             });
         }
+        self.scratch_combos = combos;
         // Node IDs order like names.
         links.sort_by_key(|l| l.peer);
-        let link_index: FxHashMap<NodeId, usize> =
-            links.iter().enumerate().map(|(i, l)| (l.peer, i)).collect();
         // Routes: direct routes to linked peers' pod CIDRs.
         let mut routes: Vec<RoutePlan> = Vec::new();
-        let mut direct: BTreeMap<(IpNetKey, u8), Vec<usize>> = BTreeMap::new();
+        let mut direct: Vec<(IpNet, usize)> = Vec::with_capacity(links.len());
         for (i, l) in links.iter().enumerate() {
             for c in &topo.node(l.peer).pod_cidrs {
-                direct.entry((IpNetKey(*c), 0)).or_default().push(i);
+                direct.push((*c, i));
             }
         }
-        for ((dest, _), idxs) in direct {
+        direct.sort_by(|a, b| prefix_order(&a.0, &b.0).then(a.1.cmp(&b.1)));
+        for group in direct.chunk_by(|a, b| prefix_order(&a.0, &b.0).is_eq()) {
+            let Some((dest, _)) = group.first() else {
+                continue;
+            };
+            let dest = IpNetKey(*dest);
+            let idxs: SmallVec<[usize; 2]> = group.iter().map(|(_, i)| *i).collect();
             let v6 = matches!(dest.0, IpNet::V6(_));
             let kids: SmallVec<[ExplId; 4]> = idxs
                 .iter()
@@ -576,7 +721,7 @@ impl<'t> Solver<'t> {
                 .filter_map(|i| links.get(*i).map(|l| l.peer))
                 .collect();
             via.sort_unstable();
-            let next_hops = idxs
+            let next_hops: std::sync::Arc<[NextHop]> = idxs
                 .iter()
                 .filter_map(|i| links.get(*i))
                 .map(|l| self.next_hop(l, v6))
@@ -595,50 +740,106 @@ impl<'t> Solver<'t> {
                 next_hops,
             });
         }
-        // Learned routes.
+        // Learned routes: `min(links to the next hops, rest)`, the rest shared by the class.
         let worker = !node.is_gateway();
-        let learned = self.net.learned(n);
-        let locals = topo.site(node.site).local_cidrs.clone();
-        for l in learned.iter() {
-            let Some(e) = self.learned_value(n, l, worker) else {
+        let class = self.route_class(n);
+        let locals = &topo.site(node.site).local_cidrs;
+        // Per next-hop set: the minimum of the links to it, and the next hops per family.
+        let mut via_min: Vec<Option<Option<ExplId>>> = vec![None; class.via_sets.len()];
+        let mut via_hops: Vec<[Option<std::sync::Arc<[NextHop]>>; 2]> =
+            vec![[None, None]; class.via_sets.len()];
+        // Distinct (links, rest) pairs of this node: most routes share a few.
+        let mut pairs = std::mem::take(&mut self.scratch_pairs);
+        pairs.clear();
+        let mut learned_values: Vec<Option<ExplId>> = Vec::with_capacity(class.learned.len());
+        routes.reserve(class.learned.len());
+        for (l, (v, rest)) in class.learned.iter().zip(class.rest.iter()) {
+            let vi = *v as usize;
+            let links_e = match via_min.get(vi).copied().flatten() {
+                Some(x) => x,
+                None => {
+                    let via = class.via_sets.get(vi).map(|x| x.as_slice()).unwrap_or(&[]);
+                    let x = self.via_links(n, via, Some(&links));
+                    if let Some(slot) = via_min.get_mut(vi) {
+                        *slot = Some(x);
+                    }
+                    x
+                }
+            };
+            let e = match (links_e, *rest) {
+                (Some(a), Some(b)) => Some(match pairs.get(&(a, b)) {
+                    Some(x) => *x,
+                    None => {
+                        // Links made by this plan name this node: no other node shares them,
+                        // so the pair is new (no global lookup).
+                        let x = self.expl.min_pair(a, b, a.0 >= arena_mark);
+                        pairs.insert((a, b), x);
+                        x
+                    }
+                }),
+                (a, b) => a.or(b),
+            };
+            learned_values.push(e);
+            let Some(e) = e else {
                 continue;
             };
             let mtu = Value {
                 mtu: self.expl.value(e),
                 expl: e,
             };
-            let pieces: SmallVec<[IpNet; 1]> = if locals.is_empty() {
-                smallvec::smallvec![l.prefix]
-            } else {
-                cut(l.prefix, &locals).into()
-            };
-            // Node IDs order like names: `via` is already in output order.
-            let via = l.via.clone();
             let v6 = matches!(l.prefix, IpNet::V6(_));
-            let next_hops: SmallVec<[NextHop; 2]> = via
-                .iter()
-                .filter_map(|g| link_index.get(g).and_then(|i| links.get(*i)))
-                .map(|lp| self.next_hop(lp, v6))
-                .collect();
-            for piece in pieces {
+            let next_hops = match via_hops
+                .get(vi)
+                .and_then(|h| h.get(usize::from(v6)))
+                .cloned()
+                .flatten()
+            {
+                Some(h) => h,
+                None => {
+                    let h: std::sync::Arc<[NextHop]> = l
+                        .via
+                        .iter()
+                        .filter_map(|g| link_of(&links, *g))
+                        .map(|lp| self.next_hop(lp, v6))
+                        .collect();
+                    if let Some(slot) = via_hops
+                        .get_mut(vi)
+                        .and_then(|h| h.get_mut(usize::from(v6)))
+                    {
+                        *slot = Some(h.clone());
+                    }
+                    h
+                }
+            };
+            let kind = if worker {
+                RouteKind::Gateway
+            } else {
+                RouteKind::Transit
+            };
+            let mut push = |destination: IpNet| {
                 routes.push(RoutePlan {
-                    destination: piece,
+                    destination,
                     advertised: l.prefix,
                     ty: l.origin.ty,
-                    kind: if worker {
-                        RouteKind::Gateway
-                    } else {
-                        RouteKind::Transit
-                    },
+                    kind,
                     mtu,
-                    via: via.clone(),
+                    // Node IDs order like names: `via` is already in output order.
+                    via: l.via.clone(),
                     distance: l.distance,
                     next_hops: next_hops.clone(),
-                });
+                })
+            };
+            if locals.is_empty() {
+                push(l.prefix);
+            } else {
+                for piece in cut(l.prefix, locals) {
+                    push(piece);
+                }
             }
         }
         routes
             .sort_by(|a, b| prefix_order(&a.destination, &b.destination).then(a.kind.cmp(&b.kind)));
+        self.scratch_pairs = pairs;
         // Devices.
         let mut dev_links: BTreeMap<DeviceRef, (Protocol, SmallVec<[ExplId; 4]>)> = BTreeMap::new();
         for l in &links {
@@ -704,7 +905,9 @@ impl<'t> Solver<'t> {
             expl: fabric_e,
         };
         // Published values (gateways).
-        let published = node.pool().map(|p| self.published(n, p, &links, &routes));
+        let published = node
+            .pool()
+            .map(|p| self.published(n, p, &links, &class.learned, &learned_values));
         let mut diagnostics = Vec::new();
         if node.has_ipv6_pods() {
             let mut low: Vec<String> = Vec::new();
@@ -770,18 +973,17 @@ impl<'t> Solver<'t> {
         g: NodeId,
         pool: PoolId,
         links: &[LinkPlan],
-        routes: &[RoutePlan],
+        learned: &[Learned],
+        learned_values: &[Option<ExplId>],
     ) -> Vec<Published> {
         let topo = self.topo();
         let gn = topo.node(g);
         let mut by_prefix: BTreeMap<IpNetKey, SmallVec<[ExplId; 4]>> = BTreeMap::new();
         // Learned prefixes: the transit route MTU, by the uncut prefix (also when `localCidrs`
         // cut the installed route away entirely).
-        let _ = routes;
-        let learned = self.net.learned(g);
-        for l in learned.iter() {
-            if let Some(e) = self.learned_value(g, l, false) {
-                by_prefix.entry(IpNetKey(l.prefix)).or_default().push(e);
+        for (l, e) in learned.iter().zip(learned_values) {
+            if let Some(e) = e {
+                by_prefix.entry(IpNetKey(l.prefix)).or_default().push(*e);
             }
         }
         // Served Sites' prefixes: the smallest delivery link MTU into the Site.
@@ -898,6 +1100,25 @@ impl<'t> Solver<'t> {
             .map(|n| self.plan(n))
             .collect()
     }
+}
+
+/// The index of a protocol in per-protocol arrays.
+fn protocol_slot(p: Protocol) -> usize {
+    match p {
+        Protocol::WireGuard => 0,
+        Protocol::Geneve => 1,
+        Protocol::Vxlan => 2,
+        Protocol::Ipip => 3,
+        Protocol::None => 4,
+    }
+}
+
+/// The link to `peer` in links sorted by peer.
+fn link_of(links: &[LinkPlan], peer: NodeId) -> Option<&LinkPlan> {
+    links
+        .binary_search_by_key(&peer, |l| l.peer)
+        .ok()
+        .and_then(|i| links.get(i))
 }
 
 /// Sort key wrapper giving prefixes the output order.

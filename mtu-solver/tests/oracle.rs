@@ -298,7 +298,7 @@ fn safety(yaml: &str, knobs: &Knobs) -> Result<(), String> {
                     ));
                 }
             }
-            for nh in &route.next_hops {
+            for nh in route.next_hops.iter() {
                 if nh.device == DeviceRef::Underlay {
                     continue;
                 }
