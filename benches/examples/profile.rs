@@ -57,6 +57,67 @@ fn main() {
                     s.expl.len()
                 );
             }
+            "whatif-warm" => {
+                let Some(m) = site_assignment_cap(&fx.topo) else {
+                    std::process::exit(2);
+                };
+                let mut base = mtu_solver::Solver::new(&fx.topo, mtu_solver::Settings::default());
+                drop(base.plan_all());
+                let t = thread_cpu();
+                let mut n = 0;
+                for _ in 0..repeats * 20 {
+                    let out = mtu_solver::whatif::what_if_on(&mut base, &fx.input, &[m.clone()], false);
+                    n = out.map(|o| o.changes.len()).unwrap_or(0);
+                }
+                let d = thread_cpu().saturating_sub(t);
+                println!(
+                    "whatif-warm: {:?} per query, {n} changes",
+                    d / u32::try_from(repeats * 20).unwrap_or(1)
+                );
+            }
+            "near-plans" => {
+                let mut base = mtu_solver::Solver::new(&fx.topo, mtu_solver::Settings::default());
+                drop(base.plan_all());
+                let site = fx.topo.site_id("site-001").unwrap_or(topology_core::ids::SiteId(0));
+                let mut nodes: Vec<topology_core::ids::NodeId> = fx.topo.workers_of(site).to_vec();
+                for a in fx.topo.assignments_of(site) {
+                    for p in &fx.topo.assignment(*a).pools {
+                        nodes.extend(fx.topo.pool(*p).gateways.iter().copied());
+                    }
+                }
+                if repeats > 1 {
+                    let gws: Vec<topology_core::ids::NodeId> = nodes
+                        .iter()
+                        .copied()
+                        .filter(|n| fx.topo.node(*n).is_gateway())
+                        .collect();
+                    let t = thread_cpu();
+                    for _ in 0..repeats {
+                        for n in &gws {
+                            drop(base.plan(*n));
+                        }
+                    }
+                    let d = thread_cpu().saturating_sub(t);
+                    println!("gateway re-plan: {:?}", d / u32::try_from(repeats * gws.len()).unwrap_or(1));
+                    return;
+                }
+                for n in nodes {
+                    let t = thread_cpu();
+                    let p = base.plan(n);
+                    let d = thread_cpu().saturating_sub(t);
+                    let t = thread_cpu();
+                    let it = mtu_solver::snapshot::items(&fx.topo, &p);
+                    let d2 = thread_cpu().saturating_sub(t);
+                    println!(
+                        "{}: plan {d:?} items {d2:?}: {} links {} routes {} published",
+                        fx.topo.node(n).name,
+                        p.links.len(),
+                        p.routes.len(),
+                        p.published.as_ref().map_or(0, |x| x.len())
+                    );
+                    drop(it);
+                }
+            }
             other => {
                 eprintln!("unknown workload {other}: resolve-all, whatif");
                 std::process::exit(2);

@@ -217,11 +217,11 @@ impl Explanations {
         self.min(&all).unwrap_or(first)
     }
 
-    /// `min(a, b)`. With `fresh`, `a` is known to appear in no other pair yet, so the pair is
-    /// made without looking it up (and not indexed: only the caller meets it again).
-    pub fn min_pair(&mut self, a: ExplId, b: ExplId, fresh: bool) -> ExplId {
-        if !fresh || a == b {
-            return self.min(&[a, b]).unwrap_or(a);
+    /// `min(a, b)` made as a new node, without looking it up: for pairs the caller deduplicates
+    /// itself (a node's route explanations). Same value, bound and terms as [`Self::min`].
+    pub fn min_pair(&mut self, a: ExplId, b: ExplId) -> ExplId {
+        if a == b {
+            return a;
         }
         let (na, nb) = (self.get(a), self.get(b));
         let ca = (na.value, na.bound);

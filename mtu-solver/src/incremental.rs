@@ -168,7 +168,7 @@ impl Incremental {
         self.last_work = w.work;
         let mut nodes = self.state.nodes.clone();
         for c in w.changes {
-            let entry = nodes.entry(c.node.clone()).or_default();
+            let entry = nodes.entry(c.node.to_string()).or_default();
             match c.after {
                 Some(v) => {
                     entry.insert(c.item, v);
@@ -178,7 +178,7 @@ impl Incremental {
                 }
             }
             if entry.is_empty() {
-                nodes.remove(&c.node);
+                nodes.remove(&*c.node);
             }
         }
         // Diagnostics are a linear function of the input: recompute them whole.

@@ -36,6 +36,7 @@ pub struct Renderer<'s, 't> {
     solver: &'s Solver<'t>,
     full: bool,
     cache: FxHashMap<ExplId, Rc<ExplOut>>,
+    bound_cache: FxHashMap<ExplId, Rc<ExplOut>>,
 }
 
 impl<'s, 't> Renderer<'s, 't> {
@@ -45,6 +46,7 @@ impl<'s, 't> Renderer<'s, 't> {
             solver,
             full,
             cache: FxHashMap::default(),
+            bound_cache: FxHashMap::default(),
         }
     }
 
@@ -58,8 +60,11 @@ impl<'s, 't> Renderer<'s, 't> {
         }
     }
 
-    /// An explanation (cached).
+    /// An explanation (cached; without `terms`, by its binding term alone).
     pub fn expl(&mut self, id: ExplId) -> Rc<ExplOut> {
+        if !self.full {
+            return self.bound_only(self.solver.expl.get(id).bound);
+        }
         if let Some(x) = self.cache.get(&id) {
             return x.clone();
         }
@@ -75,6 +80,19 @@ impl<'s, 't> Renderer<'s, 't> {
         });
         let out = Rc::new(ExplOut { bound, terms });
         self.cache.insert(id, out.clone());
+        out
+    }
+
+    /// An explanation without `terms`, known by its binding term (cached by that term).
+    pub fn bound_only(&mut self, bound: ExplId) -> Rc<ExplOut> {
+        if let Some(x) = self.bound_cache.get(&bound) {
+            return x.clone();
+        }
+        let out = Rc::new(ExplOut {
+            bound: self.term(bound),
+            terms: None,
+        });
+        self.bound_cache.insert(bound, out.clone());
         out
     }
 }

@@ -5,6 +5,7 @@ use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
 use ipnet::IpNet;
 use std::cmp::Ordering;
+use std::sync::Arc;
 use topology_core::model::Topology;
 use topology_core::net::prefix_order;
 
@@ -29,7 +30,7 @@ pub enum Item {
     /// A link, by peer name.
     Link {
         /// Peer name.
-        peer: String,
+        peer: Arc<str>,
     },
     /// A route, by destination and kind.
     Route {
@@ -43,9 +44,9 @@ pub enum Item {
         /// Unnamed devices sort last.
         unnamed: bool,
         /// Name (empty when unnamed).
-        name: String,
+        name: Arc<str>,
         /// Peer of a per-peer device (empty otherwise).
-        peer: String,
+        peer: Arc<str>,
     },
     /// The fabric.
     Fabric,
@@ -67,7 +68,7 @@ pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
     for l in &plan.links {
         out.push((
             Item::Link {
-                peer: topo.node(l.peer).name.to_string(),
+                peer: topo.node(l.peer).name.clone(),
             },
             l.mtu.mtu.0,
             l.mtu.expl,
@@ -87,21 +88,21 @@ pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
         let item = match &d.device {
             DeviceRef::Shared(n) => Item::Device {
                 unnamed: false,
-                name: n.to_string(),
-                peer: String::new(),
+                name: n.clone(),
+                peer: Arc::from(""),
             },
             DeviceRef::PerPeer {
                 name: Some(n),
                 peer,
             } => Item::Device {
                 unnamed: false,
-                name: n.clone(),
-                peer: topo.node(*peer).name.to_string(),
+                name: Arc::from(n.as_str()),
+                peer: topo.node(*peer).name.clone(),
             },
             DeviceRef::PerPeer { name: None, peer } => Item::Device {
                 unnamed: true,
-                name: String::new(),
-                peer: topo.node(*peer).name.to_string(),
+                name: Arc::from(""),
+                peer: topo.node(*peer).name.clone(),
             },
             DeviceRef::Underlay => continue,
         };

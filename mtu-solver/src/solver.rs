@@ -131,6 +131,8 @@ pub struct Solver<'t> {
     scratch_combos: FxHashMap<(ExplId, Option<ExplId>), ExplId>,
     scratch_pairs: FxHashMap<(ExplId, ExplId), ExplId>,
     classes: FxHashMap<ClassKey, std::rc::Rc<RouteClass>>,
+    /// Caps replaced by a what-if ([`Solver::set_caps`]).
+    cap_overrides: FxHashMap<ObjRef, Option<Mtu>>,
     /// geneve, vxlan, ipip, WireGuard mesh device names, shared by every plan.
     shared_names: [std::sync::Arc<str>; 4],
     published_prefixes: FxHashSet<IpNet>,
@@ -165,6 +167,7 @@ impl<'t> Solver<'t> {
             scratch_combos: FxHashMap::default(),
             scratch_pairs: FxHashMap::default(),
             classes: FxHashMap::default(),
+            cap_overrides: FxHashMap::default(),
             shared_names,
             published_prefixes,
         }
@@ -225,7 +228,7 @@ impl<'t> Solver<'t> {
         (UnderlayMtu(v.0), v.1)
     }
 
-    fn cfg_of(&self, n: NodeId) -> u32 {
+    pub(crate) fn cfg_of(&self, n: NodeId) -> u32 {
         let name = &*self.topo().node(n).name;
         self.settings
             .cfg_overrides
@@ -244,10 +247,8 @@ impl<'t> Solver<'t> {
         if let Some(x) = self.cap_leaves.get(&obj) {
             return *x;
         }
-        let topo = self.topo();
-        let r = topo
-            .cap_of(obj)
-            .map(|c| c.mtu)
+        let r = self
+            .cap_value(obj)
             .map(|m| self.expl.leaf(Leaf::Cap { obj }, m));
         self.cap_leaves.insert(obj, r);
         r
@@ -270,12 +271,103 @@ impl<'t> Solver<'t> {
         r
     }
 
+    /// An object's cap in the current view (the topology's, or a what-if's replacement).
+    fn cap_value(&self, obj: ObjRef) -> Option<Mtu> {
+        match self.cap_overrides.get(&obj) {
+            Some(v) => *v,
+            None => self.topo().cap_of(obj).map(|c| c.mtu),
+        }
+    }
+
     fn pair_cap_leaves(&mut self, caps: &[(Mtu, ObjRef)], out: &mut SmallVec<[ExplId; 8]>) {
         for (_, o) in caps {
             if let Some(l) = self.cap_leaf(*o) {
                 out.push(l);
             }
         }
+    }
+
+    /// Replaced caps of objects the topology lists without one (the pair memos list capped
+    /// objects only) that relate the edge: assignments of `(site, pool)` (`Some(site)`) or pool
+    /// peerings of `(p, q)` (`None`).
+    fn added_cap_leaves(
+        &mut self,
+        site: Option<SiteId>,
+        p: PoolId,
+        q: Option<PoolId>,
+        out: &mut SmallVec<[ExplId; 8]>,
+    ) {
+        if self.cap_overrides.is_empty() {
+            return;
+        }
+        let topo = self.topo();
+        let added: SmallVec<[ObjRef; 2]> = self
+            .cap_overrides
+            .iter()
+            .filter(|(o, v)| v.is_some() && topo.cap_of(**o).is_none())
+            .map(|(o, _)| *o)
+            .filter(|o| match (*o, site, q) {
+                (ObjRef::Assignment(a), Some(s), _) => {
+                    topo.assignments_of(s).contains(&a) && topo.assignments_of_pool(p).contains(&a)
+                }
+                (ObjRef::PoolPeering(r), None, Some(q)) => {
+                    topo.pool_peerings_of(p).contains(&r) && topo.pool_peerings_of(q).contains(&r)
+                }
+                _ => false,
+            })
+            .collect();
+        for o in added {
+            if let Some(l) = self.cap_leaf(o) {
+                out.push(l);
+            }
+        }
+    }
+
+    /// Replaces the caps of assignments, pools and pool peerings (a what-if), or restores them
+    /// (an empty list). Forwarding, links, underlays, published values and the explanation
+    /// arena are kept; the memos that depend on caps are dropped, so values the change does not
+    /// touch come out as the same explanation nodes. Returns the replacements it undid, or
+    /// `Err(())` (nothing changed) when the list names a Site or SitePeering: their caps enter
+    /// direct-mesh components, which the topology computes.
+    #[allow(clippy::result_unit_err)]
+    pub fn set_caps(
+        &mut self,
+        caps: &[(ObjRef, Option<Mtu>)],
+    ) -> Result<Vec<(ObjRef, Option<Mtu>)>, ()> {
+        if caps
+            .iter()
+            .any(|(o, _)| matches!(o, ObjRef::Site(_) | ObjRef::SitePeering(_)))
+        {
+            return Err(());
+        }
+        let old: Vec<(ObjRef, Option<Mtu>)> = self.cap_overrides.drain().collect();
+        let mut changed: SmallVec<[ObjRef; 4]> = old.iter().map(|(o, _)| *o).collect();
+        changed.extend(caps.iter().map(|(o, _)| *o));
+        self.cap_overrides = caps.iter().copied().collect();
+        let topo = self.topo();
+        for o in &changed {
+            self.cap_leaves.remove(o);
+        }
+        self.edges.clear();
+        self.link_memo.clear();
+        self.classes.clear();
+        // `reach` meets an assignment's cap only on the delivery into its Sites.
+        if changed.iter().all(|o| matches!(o, ObjRef::Assignment(_))) {
+            let dests: FxHashSet<Dest> = changed
+                .iter()
+                .filter_map(|o| match o {
+                    ObjRef::Assignment(a) => Some(topo.assignment(*a).sites.iter()),
+                    _ => None,
+                })
+                .flatten()
+                .map(|s| Dest::Site(*s))
+                .collect();
+            self.reach_memo
+                .retain(|k, _| !k.3.iter().any(|o| dests.contains(&o.dest)));
+        } else {
+            self.reach_memo.clear();
+        }
+        Ok(old)
     }
 
     /// The configured caps of a link (`mtu.md` §3), symmetric: both ends get the same set.
@@ -331,6 +423,7 @@ impl<'t> Solver<'t> {
                 if let Some(p) = p {
                     let s = self.net.sgpa(a, p);
                     self.pair_cap_leaves(&s.caps, &mut kids);
+                    self.added_cap_leaves(Some(a), p, None, &mut kids);
                     if let Some(l) = self.cap_leaf(ObjRef::Pool(p)) {
                         kids.push(l);
                     }
@@ -345,6 +438,7 @@ impl<'t> Solver<'t> {
                 if let (Some(p), Some(q)) = (p, q) {
                     let g = self.net.gpp(p, q);
                     self.pair_cap_leaves(&g.caps, &mut kids);
+                    self.added_cap_leaves(None, p, Some(q), &mut kids);
                     for x in [p, q] {
                         if let Some(l) = self.cap_leaf(ObjRef::Pool(x)) {
                             kids.push(l);
@@ -360,7 +454,7 @@ impl<'t> Solver<'t> {
     }
 
     /// Configured caps of the link `n–peer` of kind `kind`.
-    fn link_caps(&mut self, n: NodeId, peer: NodeId, kind: LinkKind) -> Option<ExplId> {
+    pub(crate) fn link_caps(&mut self, n: NodeId, peer: NodeId, kind: LinkKind) -> Option<ExplId> {
         let topo = self.topo();
         let (a, b) = (topo.node(n), topo.node(peer));
         match kind {
@@ -545,7 +639,7 @@ impl<'t> Solver<'t> {
     }
 
     /// `min over g in via of (reach(g), pubPath(g) for workers)`.
-    fn route_rest(&mut self, l: &Learned, worker: bool) -> Option<ExplId> {
+    pub(crate) fn route_rest(&mut self, l: &Learned, worker: bool) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         for g in &l.via {
             if let Some(r) = self.reach(*g, l.prefix, &l.origins) {
@@ -559,7 +653,7 @@ impl<'t> Solver<'t> {
     }
 
     /// The minimum of `n`'s links to `via` (link explanations from `links` when given).
-    fn via_links(
+    pub(crate) fn via_links(
         &mut self,
         n: NodeId,
         via: &[NodeId],
@@ -637,8 +731,6 @@ impl<'t> Solver<'t> {
     pub fn plan(&mut self, n: NodeId) -> NodePlan {
         let topo = self.topo();
         let node = topo.node(n);
-        // Explanation nodes from here on are made by this plan.
-        let arena_mark = u32::try_from(self.expl.len()).unwrap_or(u32::MAX);
         // Links.
         let links_raw = self.net.links(n);
         let mut links: Vec<LinkPlan> = Vec::with_capacity(links_raw.len());
@@ -770,9 +862,10 @@ impl<'t> Solver<'t> {
                 (Some(a), Some(b)) => Some(match pairs.get(&(a, b)) {
                     Some(x) => *x,
                     None => {
-                        // Links made by this plan name this node: no other node shares them,
-                        // so the pair is new (no global lookup).
-                        let x = self.expl.min_pair(a, b, a.0 >= arena_mark);
+                        // A node's links usually name the node itself (its own auto term), so
+                        // its pairs are its own: made without a global lookup (a few percent
+                        // of duplicates across nodes, against a hash probe per route).
+                        let x = self.expl.min_pair(a, b);
                         pairs.insert((a, b), x);
                         x
                     }

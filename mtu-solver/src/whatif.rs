@@ -5,7 +5,8 @@
 //! cluster). Other mutations re-resolve the nodes they can affect, or every node when the
 //! forwarding itself changes.
 
-use crate::explain::ExplId;
+use crate::explain::{ExplId, Explanations, Kind as Kind2, Leaf};
+use rustc_hash::FxHashMap;
 use crate::plan::{NodePlan, RouteKind};
 use crate::report::{ExplOut, Renderer};
 use crate::snapshot::{Item, Prefix, items};
@@ -13,11 +14,14 @@ use crate::solver::{Settings, Solver};
 use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 use topology_core::decode::{Kind, Member, POOL_LABEL_KEY, RawCap, RawObject, RawRelation};
 use topology_core::diag::Diagnostic;
 use topology_core::ids::{NodeId, SiteId};
 use topology_core::model::{ObjRef, Topology};
-use topology_core::mtu::{MAX_CAP, MIN_MTU};
+use crate::overhead::overhead;
+use smallvec::SmallVec;
+use topology_core::mtu::{MAX_CAP, MIN_MTU, Mtu};
 use topology_core::net::{Dest, Learned, cut};
 
 /// The input of a resolve: decoded objects, decoder findings and settings.
@@ -303,7 +307,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
 #[derive(Clone, Debug)]
 pub struct Change {
     /// Node name.
-    pub node: String,
+    pub node: Arc<str>,
     /// Which value.
     pub item: Item,
     /// Before (None: it appears).
@@ -328,7 +332,7 @@ pub struct WhatIf {
 impl WhatIf {
     /// Nodes with at least one change.
     pub fn nodes_affected(&self) -> usize {
-        let mut names: Vec<&str> = self.changes.iter().map(|c| c.node.as_str()).collect();
+        let mut names: Vec<&str> = self.changes.iter().map(|c| &*c.node).collect();
         names.dedup();
         names.len()
     }
@@ -336,6 +340,11 @@ impl WhatIf {
 
 /// Runs a what-if: `mutations` applied in order to `base`.
 pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatIf, MutationError> {
+    let tb = base.topology();
+    if let Some(caps) = cap_replacements(&tb, base, mutations) {
+        let mut s = Solver::new(&tb, base.settings.clone());
+        return Ok(per_value_shared(&mut s, &caps, full));
+    }
     let mut after = base.clone();
     for m in mutations {
         apply(&mut after, m)?;
@@ -352,6 +361,383 @@ pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatI
         }
     }
     Ok(diff(base, &after, full))
+}
+
+/// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one
+/// gives the same answer; one that already resolved nodes answers faster, its memos being warm).
+/// Cap changes of assignments, pools and pool peerings are answered on that solver itself
+/// ([`Solver::set_caps`]): nothing is rebuilt, values the change cannot touch are never
+/// looked at, and the solver is back on the base caps afterwards. Other mutations fall back to
+/// [`what_if`].
+pub fn what_if_on(
+    solver: &mut Solver<'_>,
+    base: &Input,
+    mutations: &[Mutation],
+    full: bool,
+) -> Result<WhatIf, MutationError> {
+    match cap_replacements(solver.topo(), base, mutations) {
+        Some(caps) => Ok(per_value_shared(solver, &caps, full)),
+        None => what_if(base, mutations, full),
+    }
+}
+
+/// The caps `mutations` set, when they only set or clear valid caps of assignments, pools or
+/// pool peerings that exist in the topology with a valid cap or none (None otherwise).
+fn cap_replacements(
+    t: &Topology,
+    base: &Input,
+    mutations: &[Mutation],
+) -> Option<Vec<(ObjRef, Option<Mtu>)>> {
+    let mut out: Vec<(ObjRef, Option<Mtu>)> = Vec::new();
+    for m in mutations {
+        let (kind, name, value) = match m {
+            Mutation::SetCap { kind, name, mtu } => {
+                let v = if *mtu == 0 {
+                    None
+                } else if (i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
+                    Some(Mtu(u32::try_from(*mtu).ok()?))
+                } else {
+                    return None;
+                };
+                (*kind, name, v)
+            }
+            Mutation::ClearCap { kind, name } => (*kind, name, None),
+            _ => return None,
+        };
+        if !matches!(
+            kind,
+            Kind::SiteGatewayPoolAssignment | Kind::GatewayPool | Kind::GatewayPoolPeering
+        ) {
+            return None;
+        }
+        // Exactly one object of that kind and name (duplicates are the slow path's business).
+        let mut same = base
+            .objects
+            .iter()
+            .filter(|o| o.kind() == kind && o.name() == name.as_str());
+        if same.next().is_none() || same.next().is_some() {
+            return None;
+        }
+        let o = obj_ref(t, kind, name)?;
+        if t.cap_of(o).is_some_and(|c| c.invalid.is_some()) {
+            return None;
+        }
+        out.retain(|(x, _)| *x != o);
+        out.push((o, value));
+    }
+    Some(out)
+}
+
+/// How a change's explanation after is rendered.
+#[derive(Clone, Copy)]
+enum After {
+    /// The whole explanation node.
+    Node(ExplId),
+    /// Only its binding term (the default output, when the class's rest binds strictly).
+    Bound(ExplId),
+}
+
+/// Values of explanation nodes with the replaced caps put back. A cap change keeps every
+/// object, link and path, so a value considers the same terms before and after except the
+/// changed caps' own: its value before is the same minimum (a maximum for devices) over its
+/// terms with the caps before. Memoized by node: values share most of their explanation.
+struct BeforeValues {
+    caps: FxHashMap<ObjRef, Option<Mtu>>,
+    memo: FxHashMap<ExplId, Option<Mtu>>,
+}
+
+impl BeforeValues {
+    fn value(&mut self, x: &Explanations, id: ExplId) -> Option<Mtu> {
+        if let Some(v) = self.memo.get(&id) {
+            return *v;
+        }
+        let node = x.get(id);
+        let v = match &node.kind {
+            Kind2::Leaf(Leaf::Cap { obj }) => match self.caps.get(obj) {
+                Some(before) => *before,
+                None => Some(node.value),
+            },
+            Kind2::Leaf(_) => Some(node.value),
+            Kind2::Min(kids) => kids.iter().filter_map(|k| self.value(x, *k)).min(),
+            Kind2::Max(kids) => kids.iter().filter_map(|k| self.value(x, *k)).max(),
+            Kind2::Link { inner, .. } => self.value(x, *inner),
+        };
+        self.memo.insert(id, v);
+        v
+    }
+}
+
+/// The first node (by ID) of every class of nodes outside `near`: the workers of a Site
+/// (`(false, site, 0)`), the gateways of a pool in a Site (`(true, pool, site)`).
+fn class_representatives(t: &Topology, near: &FxHashSet<NodeId>) -> Vec<((bool, u32, u32), NodeId)> {
+    let mut seen: FxHashSet<(bool, u32, u32)> = FxHashSet::default();
+    let mut out = Vec::new();
+    for (i, node) in t.nodes.iter().enumerate() {
+        let id = NodeId::from_idx(i);
+        if near.contains(&id) {
+            continue;
+        }
+        let key = class_key(node);
+        if seen.insert(key) {
+            out.push((key, id));
+        }
+    }
+    out
+}
+
+fn class_key(node: &topology_core::model::NodeInfo) -> (bool, u32, u32) {
+    match node.pool() {
+        None => (false, node.site.0, 0),
+        Some(p) => (true, p.0, node.site.0),
+    }
+}
+
+/// A changed learned route of a class (remote nodes): what its members need.
+struct RemoteRoute {
+    learned: Learned,
+    gateway: bool,
+    /// Rest before and after (values), rest after (explanation).
+    rest_before: Option<u32>,
+    rest_after: Option<u32>,
+    rest_after_expl: Option<ExplId>,
+    /// Per next hop: the peer, the link protocol's overhead and the value of the link's caps.
+    hops: SmallVec<[(NodeId, u32, Option<u32>); 4]>,
+    /// Installed pieces (`localCidrs` cut out).
+    pieces: Vec<ipnet::IpNet>,
+}
+
+fn min_opt(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Per value, on one solver switched to the changed caps: the near nodes are planned once
+/// (values before come from their explanations, [`BeforeValues`]), and elsewhere only learned
+/// routes towards the destinations the change can reach are evaluated, by value
+/// (`min(links, rest)`: a remote node's links do not change). Changes come out in node order.
+fn per_value_shared(
+    s: &mut Solver<'_>,
+    caps: &[(ObjRef, Option<Mtu>)],
+    full: bool,
+) -> WhatIf {
+    let t = s.topo();
+    let objs: Vec<ObjRef> = caps.iter().map(|(o, _)| *o).collect();
+    let mut near_set: FxHashSet<NodeId> = FxHashSet::default();
+    let mut filter: Option<FxHashSet<Dest>> = Some(FxHashSet::default());
+    for o in &objs {
+        near_set.extend(near(s, *o));
+        match (dest_filter(t, *o), &mut filter) {
+            (Some(d), Some(f)) => f.extend(d),
+            _ => filter = None,
+        }
+    }
+    let prefixes: Vec<ipnet::IpNet> = s
+        .net
+        .advertised_prefixes()
+        .filter(|(_, origins)| match &filter {
+            None => true,
+            Some(f) => origins.iter().any(|o| f.contains(&o.dest)),
+        })
+        .map(|(p, _)| *p)
+        .collect();
+    let mut before = BeforeValues {
+        caps: objs
+            .iter()
+            .map(|o| (*o, t.cap_of(*o).map(|c| c.mtu)))
+            .collect(),
+        memo: FxHashMap::default(),
+    };
+    let mut near_nodes: Vec<NodeId> = near_set.iter().copied().collect();
+    near_nodes.sort();
+    // Values before come from the explanations after only when every changed cap has a term
+    // after (it is set). A cap that is cleared has none: resolve those values on the base caps.
+    let from_terms = caps.iter().all(|(_, v)| v.is_some());
+    let mut near_before: FxHashMap<NodeId, FxHashMap<Item, u32>> = FxHashMap::default();
+    let mut rest_before_of: FxHashMap<(NodeId, ipnet::IpNet), Option<u32>> = FxHashMap::default();
+    if !from_terms {
+        for n in &near_nodes {
+            let p = s.plan(*n);
+            let values = items(t, &p).into_iter().map(|(i, v, _)| (i, v)).collect();
+            near_before.insert(*n, values);
+        }
+        for (key, first) in class_representatives(t, &near_set) {
+            for prefix in &prefixes {
+                if let Some(l) = s.net.learned_for(first, prefix) {
+                    let rb = s.route_rest(&l, !key.0).map(|e| s.expl.value(e).0);
+                    rest_before_of.insert((first, *prefix), rb);
+                }
+            }
+        }
+    }
+    let restore = match s.set_caps(caps) {
+        Ok(old) => old,
+        // `cap_replacements` names no Site or SitePeering.
+        Err(()) => Vec::new(),
+    };
+    let mut work = near_set.len();
+    // Near nodes: plan after, values before from the explanations.
+    let mut near_changes: FxHashMap<NodeId, Vec<(Item, Option<u32>, Option<u32>, After)>> =
+        FxHashMap::default();
+    for n in &near_nodes {
+        let p = s.plan(*n);
+        let mut out = Vec::new();
+        let values_before = near_before.remove(n);
+        for (item, v, e) in items(t, &p) {
+            let b = match &values_before {
+                Some(vb) => vb.get(&item).copied(),
+                None => before.value(&s.expl, e).map(|m| m.0),
+            };
+            if b != Some(v) {
+                out.push((item, b, Some(v), After::Node(e)));
+            }
+        }
+        near_changes.insert(*n, out);
+    }
+    // Remote nodes share learned routes by class: workers of a Site, gateways of a pool in a
+    // Site. Per class, the routes towards the reachable destinations whose rest changed.
+    let mut class_of: FxHashMap<(bool, u32, u32), usize> = FxHashMap::default();
+    let mut classes: Vec<Vec<RemoteRoute>> = Vec::new();
+    let o6 = s.settings.link.ipv6_outer;
+    for (key, id) in class_representatives(t, &near_set) {
+        let node = t.node(id);
+        class_of.insert(key, classes.len());
+        let gateway = key.0;
+        let mut routes = Vec::new();
+        for prefix in &prefixes {
+            let Some(l) = s.net.learned_for(id, prefix) else {
+                continue;
+            };
+            let rest_after_expl = s.route_rest(&l, !gateway);
+            let rest_after = rest_after_expl.map(|e| s.expl.value(e).0);
+            let rest_before = if from_terms {
+                rest_after_expl
+                    .and_then(|e| before.value(&s.expl, e))
+                    .map(|m| m.0)
+            } else {
+                rest_before_of.get(&(id, *prefix)).copied().flatten()
+            };
+            if rest_before == rest_after {
+                continue;
+            }
+            let mut hops: SmallVec<[(NodeId, u32, Option<u32>); 4]> = SmallVec::new();
+            for g in &l.via {
+                let Some(kind) = s.net.link_kind(id, *g) else {
+                    continue;
+                };
+                let (protocol, _, _) = s.net.link_protocol(id, *g, kind);
+                let caps = s.link_caps(id, *g, kind).map(|e| s.expl.value(e).0);
+                hops.push((*g, overhead(protocol, o6), caps));
+            }
+            let locals = &t.site(node.site).local_cidrs;
+            let pieces = if locals.is_empty() {
+                vec![l.prefix]
+            } else {
+                cut(l.prefix, locals)
+            };
+            routes.push(RemoteRoute {
+                learned: l,
+                gateway,
+                rest_before,
+                rest_after,
+                rest_after_expl,
+                hops,
+                pieces,
+            });
+        }
+        classes.push(routes);
+    }
+    // Every node in order (node IDs order like names).
+    let mut pending: Vec<(NodeId, Item, Option<u32>, Option<u32>, Option<After>)> = Vec::new();
+    for (i, node) in t.nodes.iter().enumerate() {
+        let id = NodeId::from_idx(i);
+        if let Some(ch) = near_changes.remove(&id) {
+            pending.extend(ch.into_iter().map(|(it, b, a, e)| (id, it, b, a, Some(e))));
+            continue;
+        }
+        let Some(routes) = class_of.get(&class_key(node)).and_then(|c| classes.get(*c)) else {
+            continue;
+        };
+        let start = pending.len();
+        let cfg = s.cfg_of(id);
+        let (un, _) = s.underlay(id);
+        for r in routes {
+            work = work.saturating_add(1);
+            let mut links: Option<u32> = None;
+            for (g, o, caps) in &r.hops {
+                let (ug, _) = s.underlay(*g);
+                let mut v = un.min(ug).minus_overhead(*o).0;
+                if cfg > 0 {
+                    v = v.min(cfg);
+                }
+                if let Some(c) = caps {
+                    v = v.min(*c);
+                }
+                links = Some(links.map_or(v, |x| x.min(v)));
+            }
+            let (vb, va) = (min_opt(links, r.rest_before), min_opt(links, r.rest_after));
+            if vb == va {
+                continue;
+            }
+            let after = match (r.rest_after_expl, r.rest_after, links) {
+                (Some(e), Some(ra), Some(lv)) if !full && ra < lv => {
+                    Some(After::Bound(s.expl.get(e).bound))
+                }
+                _ => {
+                    let le = s.via_links(id, &r.learned.via, None);
+                    match (le, r.rest_after_expl) {
+                        (Some(a), Some(b)) => s.expl.min(&[a, b]),
+                        (a, b) => a.or(b),
+                    }
+                    .map(After::Node)
+                }
+            };
+            let kind = if r.gateway {
+                RouteKind::Transit
+            } else {
+                RouteKind::Gateway
+            };
+            for piece in &r.pieces {
+                let item = Item::Route {
+                    destination: Prefix(*piece),
+                    kind,
+                };
+                pending.push((id, item, vb, va, after));
+            }
+            if r.gateway {
+                let item = Item::Published {
+                    destination: Prefix(r.learned.prefix),
+                };
+                pending.push((id, item, vb, va, after));
+            }
+        }
+        if let Some(mine) = pending.get_mut(start..) {
+            mine.sort_by(|a, b| a.1.cmp(&b.1));
+        }
+    }
+    // Back on the base caps; explanations stay valid (the arena only grows).
+    let _ = s.set_caps(&restore);
+    let mut r = Renderer::new(s, full);
+    let changes = pending
+        .into_iter()
+        .map(|(n, item, b, a, e)| Change {
+            node: t.node(n).name.clone(),
+            item,
+            before: b,
+            after: a,
+            explanation: match e {
+                Some(After::Node(id)) => Some(r.expl(id)),
+                Some(After::Bound(x)) => Some(r.bound_only(x)),
+                None => None,
+            },
+        })
+        .collect();
+    WhatIf {
+        changes,
+        strategy: "per-value",
+        work,
+    }
 }
 
 /// Compares two complete inputs (`--after PATH`): the same as [`diff`].
@@ -530,26 +916,44 @@ pub fn obj_ref(t: &Topology, kind: Kind, name: &str) -> Option<ObjRef> {
 }
 
 fn diff_items(
-    node: &str,
+    node: &Arc<str>,
     before: &[(Item, u32, ExplId)],
     after: &[(Item, u32, ExplId)],
     r: &mut Renderer<'_, '_>,
     out: &mut Vec<Change>,
 ) {
-    let b: BTreeMap<&Item, u32> = before.iter().map(|(i, v, _)| (i, *v)).collect();
-    let a: BTreeMap<&Item, (u32, ExplId)> = after.iter().map(|(i, v, e)| (i, (*v, *e))).collect();
-    let mut keys: Vec<&Item> = b.keys().chain(a.keys()).copied().collect();
-    keys.sort();
-    keys.dedup();
-    for k in keys {
-        let bv = b.get(k).copied();
-        let av = a.get(k).copied();
+    // `items` sorts both sides: merge them.
+    let (mut i, mut j) = (0, 0);
+    loop {
+        let (x, y) = (before.get(i), after.get(j));
+        let order = match (x, y) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => x.0.cmp(&y.0),
+        };
+        let (item, bv, av) = match (order, x, y) {
+            (std::cmp::Ordering::Less, Some(x), _) => {
+                i = i.saturating_add(1);
+                (&x.0, Some(x.1), None)
+            }
+            (std::cmp::Ordering::Greater, _, Some(y)) => {
+                j = j.saturating_add(1);
+                (&y.0, None, Some((y.1, y.2)))
+            }
+            (std::cmp::Ordering::Equal, Some(x), Some(y)) => {
+                i = i.saturating_add(1);
+                j = j.saturating_add(1);
+                (&x.0, Some(x.1), Some((y.1, y.2)))
+            }
+            _ => break,
+        };
         if bv == av.map(|x| x.0) {
             continue;
         }
         out.push(Change {
-            node: node.to_string(),
-            item: k.clone(),
+            node: node.clone(),
+            item: item.clone(),
             before: bv,
             after: av.map(|x| x.0),
             explanation: av.map(|x| r.expl(x.1)),
@@ -566,18 +970,18 @@ fn diff_nodes(
 ) -> Vec<Change> {
     let tb = sb.topo();
     let ta = sa.topo();
-    let mut before: BTreeMap<String, Vec<(Item, u32, ExplId)>> = BTreeMap::new();
+    let mut before: BTreeMap<Arc<str>, Vec<(Item, u32, ExplId)>> = BTreeMap::new();
     for n in nodes_b {
         let p = sb.plan(*n);
-        before.insert(tb.node(*n).name.to_string(), items(tb, &p));
+        before.insert(tb.node(*n).name.clone(), items(tb, &p));
     }
-    let mut after_plans: BTreeMap<String, NodePlan> = BTreeMap::new();
+    let mut after_plans: BTreeMap<Arc<str>, NodePlan> = BTreeMap::new();
     for n in nodes_a {
-        after_plans.insert(ta.node(*n).name.to_string(), sa.plan(*n));
+        after_plans.insert(ta.node(*n).name.clone(), sa.plan(*n));
     }
     let mut r = Renderer::new(sa, full);
     let mut out = Vec::new();
-    let mut names: Vec<&String> = before.keys().chain(after_plans.keys()).collect();
+    let mut names: Vec<&Arc<str>> = before.keys().chain(after_plans.keys()).collect();
     names.sort();
     names.dedup();
     let empty: Vec<(Item, u32, ExplId)> = Vec::new();
@@ -788,7 +1192,7 @@ fn route_changes(
         RouteKind::Transit
     };
     let change = |item: Item| Change {
-        node: node.name.to_string(),
+        node: node.name.clone(),
         item,
         before: vb,
         after: va,

@@ -3,8 +3,11 @@
 
 #![allow(clippy::disallowed_methods)] // tests read the shipped examples
 
-use mtu_solver::whatif::{Input, Mutation, WhatIf, compare, what_if};
+use mtu_solver::Solver;
+use mtu_solver::whatif::{Input, Mutation, WhatIf, compare, what_if, what_if_on};
+use proptest::prelude::*;
 use topology_core::decode::{Kind, RawObject, decode};
+use topology_core::testkit::{TopoSpec, arb_spec, proptest_config};
 
 fn examples() -> Vec<(String, Input)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
@@ -39,7 +42,35 @@ fn key(w: &WhatIf) -> Vec<(String, String, Option<u32>, Option<u32>)> {
     let mut v: Vec<_> = w
         .changes
         .iter()
-        .map(|c| (c.node.clone(), format!("{:?}", c.item), c.before, c.after))
+        .map(|c| (c.node.to_string(), format!("{:?}", c.item), c.before, c.after))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every change with the terms of its explanation after (`--explain full`), order-free: the
+/// binding term may differ between two equal-valued terms (ties), the terms may not.
+fn terms(w: &WhatIf) -> Vec<(String, String, Vec<(String, u32, String)>)> {
+    let mut v: Vec<_> = w
+        .changes
+        .iter()
+        .map(|c| {
+            let mut t: Vec<(String, u32, String)> = c
+                .explanation
+                .iter()
+                .flat_map(|e| e.terms.iter().flatten())
+                // A device's link term names the link's binding term, which may differ on ties.
+                .map(|t| {
+                    let source = match t.source.find(" (bound by ") {
+                        Some(i) if t.term.starts_with("link to ") => t.source[..i].to_string(),
+                        _ => t.source.clone(),
+                    };
+                    (t.term.clone(), t.value, source)
+                })
+                .collect();
+            t.sort();
+            (c.node.to_string(), format!("{:?}", c.item), t)
+        })
         .collect();
     v.sort();
     v
@@ -52,6 +83,34 @@ fn check(name: &str, base: &Input, muts: &[Mutation]) {
         mtu_solver::whatif::apply(&mut after, m).unwrap();
     }
     let oracle = compare(base, &after, false);
+    // With every term, and on a solver that already resolved every node (warm memos), which
+    // is left on the base caps afterwards.
+    let topo = base.topology();
+    let mut solver = Solver::new(&topo, base.settings.clone());
+    let plans = solver.plan_all();
+    let warm = what_if_on(&mut solver, base, muts, true).unwrap();
+    let oracle_full = compare(base, &after, true);
+    assert_eq!(key(&warm), key(&oracle), "{name}: {muts:?} on a resolved solver");
+    let (tw, to) = (terms(&warm), terms(&oracle_full));
+    let only_warm: Vec<_> = tw.iter().filter(|x| !to.contains(x)).collect();
+    let only_oracle: Vec<_> = to.iter().filter(|x| !tw.contains(x)).collect();
+    assert!(
+        only_warm.is_empty() && only_oracle.is_empty(),
+        "{name}: {muts:?}: terms after differ:\n what-if: {only_warm:?}\n oracle: {only_oracle:?}"
+    );
+    let again = solver.plan_all();
+    let vals = |p: &[mtu_solver::NodePlan]| -> Vec<Vec<(u32, u32)>> {
+        p.iter()
+            .map(|x| {
+                x.links
+                    .iter()
+                    .map(|l| (l.peer.0, l.mtu.mtu.0))
+                    .chain(x.routes.iter().map(|r| (r.kind as u32, r.mtu.mtu.0)))
+                    .collect()
+            })
+            .collect()
+    };
+    assert_eq!(vals(&plans), vals(&again), "{name}: {muts:?}: base caps not restored");
     assert_eq!(
         key(&fast),
         key(&oracle),
@@ -240,7 +299,7 @@ fn a_cap_on_an_unrelated_object_changes_nothing_on_a_node() {
         )
         .unwrap();
         assert!(
-            w.changes.iter().all(|c| c.node != "c1" && c.node != "c2"),
+            w.changes.iter().all(|c| &*c.node != "c1" && &*c.node != "c2"),
             "{:?}",
             w.changes
         );
@@ -298,4 +357,49 @@ fn unknown_objects_are_errors() {
         )
         .is_err()
     );
+}
+
+fn spec_input(spec: &TopoSpec) -> Input {
+    let mut objects = Vec::new();
+    for (i, doc) in spec.documents().iter().enumerate() {
+        let name = format!("doc{i}.yaml");
+        objects.extend(decode([(name.as_str(), doc.as_bytes())]).objects);
+    }
+    Input {
+        objects,
+        diagnostics: Vec::new(),
+        settings: Default::default(),
+    }
+}
+
+proptest! {
+    #![proptest_config(proptest_config(500, concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/whatif-caps.txt")))]
+
+    /// Cap changes of assignments, pools and pool peerings (answered on the base solver) equal
+    /// the diff of two full resolves, terms included, on random topologies.
+    #[test]
+    fn cap_changes_on_random_topologies(
+        spec in arb_spec(),
+        pick in any::<prop::sample::Index>(),
+        mtu in prop_oneof![Just(0i64), 576i64..9000, Just(1280i64)],
+        second in prop::option::of((any::<prop::sample::Index>(), prop_oneof![Just(0i64), 576i64..9000])),
+    ) {
+        let base = spec_input(&spec);
+        let objs: Vec<(Kind, String)> = capped_objects(&base)
+            .into_iter()
+            .filter(|(k, _)| matches!(
+                k,
+                Kind::GatewayPool | Kind::SiteGatewayPoolAssignment | Kind::GatewayPoolPeering
+            ))
+            .collect();
+        prop_assume!(!objs.is_empty());
+        let (kind, name) = objs[pick.index(objs.len())].clone();
+        let mut muts = vec![Mutation::SetCap { kind, name, mtu }];
+        // Sometimes a second object at once, set or cleared.
+        if let Some((i, mtu)) = second {
+            let (kind, name) = objs[i.index(objs.len())].clone();
+            muts.push(Mutation::SetCap { kind, name, mtu });
+        }
+        check("random", &base, &muts);
+    }
 }
