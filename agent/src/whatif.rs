@@ -188,7 +188,7 @@ fn item_out(item: &Item) -> ItemOut {
     match item {
         Item::Link { peer } => {
             o.ty = "link";
-            o.peer = Some(peer.clone());
+            o.peer = Some(peer.to_string());
         }
         Item::Route { destination, kind } => {
             o.ty = "route";
@@ -202,10 +202,10 @@ fn item_out(item: &Item) -> ItemOut {
         } => {
             o.ty = "device";
             if !*unnamed {
-                o.name = Some(name.clone());
+                o.name = Some(name.to_string());
             }
             if !peer.is_empty() {
-                o.peer = Some(peer.clone());
+                o.peer = Some(peer.to_string());
             }
         }
         Item::Fabric => o.ty = "fabric",
@@ -257,7 +257,7 @@ pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
             .changes
             .iter()
             .map(|c| ChangeOut {
-                node: c.node.clone(),
+                node: c.node.to_string(),
                 item: item_out(&c.item),
                 before: c.before,
                 after: c.after,

@@ -66,7 +66,12 @@ fn main() {
                 let t = thread_cpu();
                 let mut n = 0;
                 for _ in 0..repeats * 20 {
-                    let out = mtu_solver::whatif::what_if_on(&mut base, &fx.input, &[m.clone()], false);
+                    let out = mtu_solver::whatif::what_if_on(
+                        &mut base,
+                        &fx.input,
+                        std::slice::from_ref(&m),
+                        false,
+                    );
                     n = out.map(|o| o.changes.len()).unwrap_or(0);
                 }
                 let d = thread_cpu().saturating_sub(t);
@@ -78,7 +83,10 @@ fn main() {
             "near-plans" => {
                 let mut base = mtu_solver::Solver::new(&fx.topo, mtu_solver::Settings::default());
                 drop(base.plan_all());
-                let site = fx.topo.site_id("site-001").unwrap_or(topology_core::ids::SiteId(0));
+                let site = fx
+                    .topo
+                    .site_id("site-001")
+                    .unwrap_or(topology_core::ids::SiteId(0));
                 let mut nodes: Vec<topology_core::ids::NodeId> = fx.topo.workers_of(site).to_vec();
                 for a in fx.topo.assignments_of(site) {
                     for p in &fx.topo.assignment(*a).pools {
@@ -98,7 +106,10 @@ fn main() {
                         }
                     }
                     let d = thread_cpu().saturating_sub(t);
-                    println!("gateway re-plan: {:?}", d / u32::try_from(repeats * gws.len()).unwrap_or(1));
+                    println!(
+                        "gateway re-plan: {:?}",
+                        d / u32::try_from(repeats * gws.len()).unwrap_or(1)
+                    );
                     return;
                 }
                 for n in nodes {

@@ -1,10 +1,12 @@
-//! A structured topology and up to four mutations: `what_if` must not panic, and its changes
-//! applied to the full resolve of the base must equal the full resolve of the mutated input.
+//! A structured topology and up to four mutations: `what_if` must not panic, its changes
+//! applied to the full resolve of the base must equal the full resolve of the mutated input, and
+//! `what_if_on` a solver that resolved every node must give the same changes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use mtu_solver::incremental::State;
-use mtu_solver::whatif::{apply, what_if};
+use mtu_solver::Solver;
+use mtu_solver::whatif::{apply, what_if, what_if_on};
 use unbounded_mtu_fuzz::WhatIfCase;
 
 fuzz_target!(|c: WhatIfCase| {
@@ -13,6 +15,19 @@ fuzz_target!(|c: WhatIfCase| {
     let Ok(w) = what_if(&base, &muts, false) else {
         return;
     };
+    // The same question on a solver that already resolved every node (warm memos).
+    let topo = base.topology();
+    let mut solver = Solver::new(&topo, base.settings.clone());
+    let _ = solver.plan_all();
+    let key = |w: &mtu_solver::whatif::WhatIf| -> Vec<_> {
+        w.changes
+            .iter()
+            .map(|c| (c.node.clone(), c.item.clone(), c.before, c.after))
+            .collect()
+    };
+    if let Ok(warm) = what_if_on(&mut solver, &base, &muts, false) {
+        assert!(key(&warm) == key(&w), "what-if on a resolved solver differs for {muts:?}");
+    }
     let mut after = base.clone();
     for m in &muts {
         if apply(&mut after, m).is_err() {
@@ -21,7 +36,7 @@ fuzz_target!(|c: WhatIfCase| {
     }
     let mut nodes = State::full(&base).nodes;
     for ch in w.changes {
-        let entry = nodes.entry(ch.node.clone()).or_default();
+        let entry = nodes.entry(ch.node.to_string()).or_default();
         match ch.after {
             Some(v) => {
                 entry.insert(ch.item, v);
@@ -31,7 +46,7 @@ fuzz_target!(|c: WhatIfCase| {
             }
         }
         if entry.is_empty() {
-            nodes.remove(&ch.node);
+            nodes.remove(&*ch.node);
         }
     }
     let full = State::full(&after).nodes;

@@ -1071,12 +1071,13 @@ impl<'t> Solver<'t> {
     ) -> Vec<Published> {
         let topo = self.topo();
         let gn = topo.node(g);
-        let mut by_prefix: BTreeMap<IpNetKey, SmallVec<[ExplId; 4]>> = BTreeMap::new();
+        // (prefix, term) pairs, grouped by prefix below. The learned ones come in prefix order.
+        let mut by_prefix: Vec<(IpNet, ExplId)> = Vec::with_capacity(learned.len());
         // Learned prefixes: the transit route MTU, by the uncut prefix (also when `localCidrs`
         // cut the installed route away entirely).
         for (l, e) in learned.iter().zip(learned_values) {
             if let Some(e) = e {
-                by_prefix.entry(IpNetKey(l.prefix)).or_default().push(*e);
+                by_prefix.push((l.prefix, *e));
             }
         }
         // Served Sites' prefixes: the smallest delivery link MTU into the Site.
@@ -1112,7 +1113,7 @@ impl<'t> Solver<'t> {
                 continue;
             };
             for p in site.pod_blocks.iter().chain(site.node_cidrs.iter()) {
-                by_prefix.entry(IpNetKey(*p)).or_default().push(e);
+                by_prefix.push((*p, e));
             }
         }
         // Own routed prefixes.
@@ -1140,15 +1141,21 @@ impl<'t> Solver<'t> {
             }
             if let Some(e) = self.expl.min(&kids) {
                 for p in routed {
-                    by_prefix.entry(IpNetKey(p)).or_default().push(e);
+                    by_prefix.push((p, e));
                 }
             }
         }
+        // Stable: a long sorted run and a short tail.
+        by_prefix.sort_by(|a, b| prefix_order(&a.0, &b.0));
         let mut out = Vec::with_capacity(by_prefix.len());
-        for (p, kids) in by_prefix {
+        for group in by_prefix.chunk_by(|a, b| prefix_order(&a.0, &b.0).is_eq()) {
+            let Some((p, _)) = group.first() else {
+                continue;
+            };
+            let kids: SmallVec<[ExplId; 4]> = group.iter().map(|(_, e)| *e).collect();
             if let Some(e) = self.expl.min(&kids) {
                 out.push(Published {
-                    destination: p.0,
+                    destination: *p,
                     mtu: Value {
                         mtu: self.expl.value(e),
                         expl: e,

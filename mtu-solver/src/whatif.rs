@@ -6,12 +6,14 @@
 //! forwarding itself changes.
 
 use crate::explain::{ExplId, Explanations, Kind as Kind2, Leaf};
-use rustc_hash::FxHashMap;
+use crate::overhead::overhead;
 use crate::plan::{NodePlan, RouteKind};
 use crate::report::{ExplOut, Renderer};
 use crate::snapshot::{Item, Prefix, items};
 use crate::solver::{Settings, Solver};
+use rustc_hash::FxHashMap;
 use rustc_hash::FxHashSet;
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -19,8 +21,6 @@ use topology_core::decode::{Kind, Member, POOL_LABEL_KEY, RawCap, RawObject, Raw
 use topology_core::diag::Diagnostic;
 use topology_core::ids::{NodeId, SiteId};
 use topology_core::model::{ObjRef, Topology};
-use crate::overhead::overhead;
-use smallvec::SmallVec;
 use topology_core::mtu::{MAX_CAP, MIN_MTU, Mtu};
 use topology_core::net::{Dest, Learned, cut};
 
@@ -437,6 +437,15 @@ enum After {
     Bound(ExplId),
 }
 
+/// A change before its explanation is rendered.
+struct Pending {
+    node: NodeId,
+    item: Item,
+    before: Option<u32>,
+    after: Option<u32>,
+    expl: Option<After>,
+}
+
 /// Values of explanation nodes with the replaced caps put back. A cap change keeps every
 /// object, link and path, so a value considers the same terms before and after except the
 /// changed caps' own: its value before is the same minimum (a maximum for devices) over its
@@ -469,7 +478,10 @@ impl BeforeValues {
 
 /// The first node (by ID) of every class of nodes outside `near`: the workers of a Site
 /// (`(false, site, 0)`), the gateways of a pool in a Site (`(true, pool, site)`).
-fn class_representatives(t: &Topology, near: &FxHashSet<NodeId>) -> Vec<((bool, u32, u32), NodeId)> {
+fn class_representatives(
+    t: &Topology,
+    near: &FxHashSet<NodeId>,
+) -> Vec<((bool, u32, u32), NodeId)> {
     let mut seen: FxHashSet<(bool, u32, u32)> = FxHashSet::default();
     let mut out = Vec::new();
     for (i, node) in t.nodes.iter().enumerate() {
@@ -517,11 +529,7 @@ fn min_opt(a: Option<u32>, b: Option<u32>) -> Option<u32> {
 /// (values before come from their explanations, [`BeforeValues`]), and elsewhere only learned
 /// routes towards the destinations the change can reach are evaluated, by value
 /// (`min(links, rest)`: a remote node's links do not change). Changes come out in node order.
-fn per_value_shared(
-    s: &mut Solver<'_>,
-    caps: &[(ObjRef, Option<Mtu>)],
-    full: bool,
-) -> WhatIf {
+fn per_value_shared(s: &mut Solver<'_>, caps: &[(ObjRef, Option<Mtu>)], full: bool) -> WhatIf {
     let t = s.topo();
     let objs: Vec<ObjRef> = caps.iter().map(|(o, _)| *o).collect();
     let mut near_set: FxHashSet<NodeId> = FxHashSet::default();
@@ -571,15 +579,11 @@ fn per_value_shared(
             }
         }
     }
-    let restore = match s.set_caps(caps) {
-        Ok(old) => old,
-        // `cap_replacements` names no Site or SitePeering.
-        Err(()) => Vec::new(),
-    };
+    // `cap_replacements` names no Site or SitePeering, so this cannot be refused.
+    let restore = s.set_caps(caps).unwrap_or_default();
     let mut work = near_set.len();
     // Near nodes: plan after, values before from the explanations.
-    let mut near_changes: FxHashMap<NodeId, Vec<(Item, Option<u32>, Option<u32>, After)>> =
-        FxHashMap::default();
+    let mut near_changes: FxHashMap<NodeId, Vec<Pending>> = FxHashMap::default();
     for n in &near_nodes {
         let p = s.plan(*n);
         let mut out = Vec::new();
@@ -590,7 +594,13 @@ fn per_value_shared(
                 None => before.value(&s.expl, e).map(|m| m.0),
             };
             if b != Some(v) {
-                out.push((item, b, Some(v), After::Node(e)));
+                out.push(Pending {
+                    node: *n,
+                    item,
+                    before: b,
+                    after: Some(v),
+                    expl: Some(After::Node(e)),
+                });
             }
         }
         near_changes.insert(*n, out);
@@ -649,11 +659,11 @@ fn per_value_shared(
         classes.push(routes);
     }
     // Every node in order (node IDs order like names).
-    let mut pending: Vec<(NodeId, Item, Option<u32>, Option<u32>, Option<After>)> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
     for (i, node) in t.nodes.iter().enumerate() {
         let id = NodeId::from_idx(i);
         if let Some(ch) = near_changes.remove(&id) {
-            pending.extend(ch.into_iter().map(|(it, b, a, e)| (id, it, b, a, Some(e))));
+            pending.extend(ch);
             continue;
         }
         let Some(routes) = class_of.get(&class_key(node)).and_then(|c| classes.get(*c)) else {
@@ -703,17 +713,29 @@ fn per_value_shared(
                     destination: Prefix(*piece),
                     kind,
                 };
-                pending.push((id, item, vb, va, after));
+                pending.push(Pending {
+                    node: id,
+                    item,
+                    before: vb,
+                    after: va,
+                    expl: after,
+                });
             }
             if r.gateway {
                 let item = Item::Published {
                     destination: Prefix(r.learned.prefix),
                 };
-                pending.push((id, item, vb, va, after));
+                pending.push(Pending {
+                    node: id,
+                    item,
+                    before: vb,
+                    after: va,
+                    expl: after,
+                });
             }
         }
         if let Some(mine) = pending.get_mut(start..) {
-            mine.sort_by(|a, b| a.1.cmp(&b.1));
+            mine.sort_by(|a, b| a.item.cmp(&b.item));
         }
     }
     // Back on the base caps; explanations stay valid (the arena only grows).
@@ -721,12 +743,12 @@ fn per_value_shared(
     let mut r = Renderer::new(s, full);
     let changes = pending
         .into_iter()
-        .map(|(n, item, b, a, e)| Change {
-            node: t.node(n).name.clone(),
-            item,
-            before: b,
-            after: a,
-            explanation: match e {
+        .map(|p| Change {
+            node: t.node(p.node).name.clone(),
+            item: p.item,
+            before: p.before,
+            after: p.after,
+            explanation: match p.expl {
                 Some(After::Node(id)) => Some(r.expl(id)),
                 Some(After::Bound(x)) => Some(r.bound_only(x)),
                 None => None,

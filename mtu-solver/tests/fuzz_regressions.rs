@@ -168,7 +168,7 @@ fn whatif_regressions() {
         }
         let mut nodes = State::full(&base).nodes;
         for ch in w.changes {
-            let entry = nodes.entry(ch.node.clone()).or_default();
+            let entry = nodes.entry(ch.node.to_string()).or_default();
             match ch.after {
                 Some(v) => {
                     entry.insert(ch.item, v);
@@ -178,7 +178,7 @@ fn whatif_regressions() {
                 }
             }
             if entry.is_empty() {
-                nodes.remove(&ch.node);
+                nodes.remove(&*ch.node);
             }
         }
         assert!(

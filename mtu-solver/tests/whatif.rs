@@ -42,7 +42,14 @@ fn key(w: &WhatIf) -> Vec<(String, String, Option<u32>, Option<u32>)> {
     let mut v: Vec<_> = w
         .changes
         .iter()
-        .map(|c| (c.node.to_string(), format!("{:?}", c.item), c.before, c.after))
+        .map(|c| {
+            (
+                c.node.to_string(),
+                format!("{:?}", c.item),
+                c.before,
+                c.after,
+            )
+        })
         .collect();
     v.sort();
     v
@@ -50,12 +57,15 @@ fn key(w: &WhatIf) -> Vec<(String, String, Option<u32>, Option<u32>)> {
 
 /// Every change with the terms of its explanation after (`--explain full`), order-free: the
 /// binding term may differ between two equal-valued terms (ties), the terms may not.
-fn terms(w: &WhatIf) -> Vec<(String, String, Vec<(String, u32, String)>)> {
+/// A term as compared: name, value, source.
+type Term = (String, u32, String);
+
+fn terms(w: &WhatIf) -> Vec<(String, String, Vec<Term>)> {
     let mut v: Vec<_> = w
         .changes
         .iter()
         .map(|c| {
-            let mut t: Vec<(String, u32, String)> = c
+            let mut t: Vec<Term> = c
                 .explanation
                 .iter()
                 .flat_map(|e| e.terms.iter().flatten())
@@ -90,7 +100,11 @@ fn check(name: &str, base: &Input, muts: &[Mutation]) {
     let plans = solver.plan_all();
     let warm = what_if_on(&mut solver, base, muts, true).unwrap();
     let oracle_full = compare(base, &after, true);
-    assert_eq!(key(&warm), key(&oracle), "{name}: {muts:?} on a resolved solver");
+    assert_eq!(
+        key(&warm),
+        key(&oracle),
+        "{name}: {muts:?} on a resolved solver"
+    );
     let (tw, to) = (terms(&warm), terms(&oracle_full));
     let only_warm: Vec<_> = tw.iter().filter(|x| !to.contains(x)).collect();
     let only_oracle: Vec<_> = to.iter().filter(|x| !tw.contains(x)).collect();
@@ -110,7 +124,11 @@ fn check(name: &str, base: &Input, muts: &[Mutation]) {
             })
             .collect()
     };
-    assert_eq!(vals(&plans), vals(&again), "{name}: {muts:?}: base caps not restored");
+    assert_eq!(
+        vals(&plans),
+        vals(&again),
+        "{name}: {muts:?}: base caps not restored"
+    );
     assert_eq!(
         key(&fast),
         key(&oracle),
@@ -299,7 +317,9 @@ fn a_cap_on_an_unrelated_object_changes_nothing_on_a_node() {
         )
         .unwrap();
         assert!(
-            w.changes.iter().all(|c| &*c.node != "c1" && &*c.node != "c2"),
+            w.changes
+                .iter()
+                .all(|c| &*c.node != "c1" && &*c.node != "c2"),
             "{:?}",
             w.changes
         );
