@@ -1,11 +1,12 @@
 //! One incremental event and one what-if on the standard cluster: an assignment of one Site
-//! whose cap goes from none to 1280 (and back, for the incremental resolver).
+//! whose cap goes from none to 1280 (and back, for the incremental resolver). The what-if runs
+//! from scratch (`what_if`) and on the resolved base (`what_if_on`).
 
 use benches::{Fixture, report_allocs, site_assignment_cap};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use mtu_solver::Settings;
 use mtu_solver::incremental::{Event, Incremental};
-use mtu_solver::whatif::{Mutation, what_if};
+use mtu_solver::whatif::{Mutation, what_if, what_if_on};
+use mtu_solver::{Settings, Solver};
 use std::time::Duration;
 use topology_core::decode::{RawCap, RawObject};
 
@@ -25,6 +26,20 @@ fn bench(c: &mut Criterion) {
         b.iter(|| what_if(&std.input, std::hint::black_box(&muts), false))
     });
     g.finish();
+
+    // The same question on the resolved base (topology built, every node resolved once).
+    let mut base = Solver::new(&std.topo, Settings::default());
+    drop(base.plan_all());
+    report_allocs(&format!("what_if_on/{}", std.name), || {
+        what_if_on(&mut base, &std.input, &muts, false)
+    });
+    let mut g = c.benchmark_group("what_if_on");
+    g.sample_size(20).measurement_time(Duration::from_secs(5));
+    g.bench_function(BenchmarkId::from_parameter(&std.name), |b| {
+        b.iter(|| what_if_on(&mut base, &std.input, std::hint::black_box(&muts), false))
+    });
+    g.finish();
+    drop(base);
 
     // The incremental resolver, loaded with every object, then one event at a time.
     let Mutation::SetCap { name, .. } = &m else {

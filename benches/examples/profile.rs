@@ -80,6 +80,15 @@ fn main() {
                     d / u32::try_from(repeats * 20).unwrap_or(1)
                 );
             }
+            "one" => {
+                let mut n = 0;
+                for i in 0..51 {
+                    let node = fx.spread_node(i, 51);
+                    n += benches::resolve_one(&fx.topo, node).value_count();
+                }
+                let d = thread_cpu().saturating_sub(t);
+                println!("one: {:?} per node, {n} values", d / 51);
+            }
             "near-plans" => {
                 let mut base = mtu_solver::Solver::new(&fx.topo, mtu_solver::Settings::default());
                 drop(base.plan_all());

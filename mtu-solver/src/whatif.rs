@@ -428,6 +428,38 @@ fn cap_replacements(
     Some(out)
 }
 
+/// The caps after of changed objects, when one solver can answer (see [`cap_replacements`]).
+fn shared_caps(
+    tb: &Topology,
+    after: &Input,
+    objs: &[(Kind, String)],
+) -> Option<Vec<(ObjRef, Option<Mtu>)>> {
+    let mut out = Vec::with_capacity(objs.len());
+    for (kind, name) in objs {
+        if !matches!(
+            kind,
+            Kind::SiteGatewayPoolAssignment | Kind::GatewayPool | Kind::GatewayPoolPeering
+        ) {
+            return None;
+        }
+        let o = obj_ref(tb, *kind, name)?;
+        if tb.cap_of(o).is_some_and(|c| c.invalid.is_some()) {
+            return None;
+        }
+        let mut raw = after
+            .objects
+            .iter()
+            .find(|x| x.kind() == *kind && x.name() == name.as_str())?
+            .clone();
+        let cap = cap_slot(&mut raw)?.clone();
+        if cap.as_ref().is_some_and(|c| c.invalid.is_some()) {
+            return None;
+        }
+        out.push((o, cap.map(|c| Mtu(c.mtu))));
+    }
+    Some(out)
+}
+
 /// How a change's explanation after is rendered.
 #[derive(Clone, Copy)]
 enum After {
@@ -863,10 +895,17 @@ fn classify(base: &Input, after: &Input) -> Difference {
 /// links or paths may change.
 pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
     let tb = base.topology();
+    let difference = classify(base, after);
+    if let Difference::Caps(objs) = &difference
+        && let Some(caps) = shared_caps(&tb, after, objs)
+    {
+        let mut s = Solver::new(&tb, base.settings.clone());
+        return per_value_shared(&mut s, &caps, full);
+    }
     let ta = after.topology();
     let mut sb = Solver::new(&tb, base.settings.clone());
     let mut sa = Solver::new(&ta, after.settings.clone());
-    match classify(base, after) {
+    match difference {
         Difference::Caps(objs) => {
             let objs: Vec<ObjRef> = objs
                 .iter()
