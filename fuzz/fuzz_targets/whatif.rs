@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mtu_solver::incremental::State;
 use mtu_solver::Solver;
+use mtu_solver::incremental::State;
 use mtu_solver::whatif::{apply, what_if, what_if_on};
 use unbounded_mtu_fuzz::WhatIfCase;
 
@@ -26,7 +26,10 @@ fuzz_target!(|c: WhatIfCase| {
             .collect()
     };
     if let Ok(warm) = what_if_on(&mut solver, &base, &muts, false) {
-        assert!(key(&warm) == key(&w), "what-if on a resolved solver differs for {muts:?}");
+        assert!(
+            key(&warm) == key(&w),
+            "what-if on a resolved solver differs for {muts:?}"
+        );
     }
     let mut after = base.clone();
     for m in &muts {
@@ -35,20 +38,7 @@ fuzz_target!(|c: WhatIfCase| {
         }
     }
     let mut nodes = State::full(&base).nodes;
-    for ch in w.changes {
-        let entry = nodes.entry(ch.node.to_string()).or_default();
-        match ch.after {
-            Some(v) => {
-                entry.insert(ch.item, v);
-            }
-            None => {
-                entry.remove(&ch.item);
-            }
-        }
-        if entry.is_empty() {
-            nodes.remove(&*ch.node);
-        }
-    }
+    mtu_solver::incremental::apply_changes(&mut nodes, w.changes);
     let full = State::full(&after).nodes;
     assert!(
         nodes == full,

@@ -6,7 +6,7 @@
 
 use crate::snapshot::{Item, items};
 use crate::solver::{Settings, Solver};
-use crate::whatif::{Input, diff};
+use crate::whatif::{Change, Input, diff};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use topology_core::decode::{Kind, RawObject};
@@ -28,11 +28,34 @@ pub enum Event {
     },
 }
 
+/// Every node's values by name. Each node's map is shared between states: publishing a new
+/// state copies only the nodes a batch changed.
+pub type NodeValues = BTreeMap<String, Arc<BTreeMap<Item, u32>>>;
+
+/// Applies changes (a what-if's, a batch's) to node values, copying only the nodes they touch.
+pub fn apply_changes(nodes: &mut NodeValues, changes: impl IntoIterator<Item = Change>) {
+    for c in changes {
+        let entry = nodes.entry(c.node.to_string()).or_default();
+        let values = Arc::make_mut(entry);
+        match c.after {
+            Some(v) => {
+                values.insert(c.item, v);
+            }
+            None => {
+                values.remove(&c.item);
+            }
+        }
+        if values.is_empty() {
+            nodes.remove(&*c.node);
+        }
+    }
+}
+
 /// A whole resolved state: every node's values by name, and the diagnostics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct State {
     /// Per node name, every value (item and MTU) in output order.
-    pub nodes: BTreeMap<String, BTreeMap<Item, u32>>,
+    pub nodes: NodeValues,
     /// Diagnostics in output order.
     pub diagnostics: Vec<Diagnostic>,
     /// Batches applied so far.
@@ -53,7 +76,7 @@ impl State {
                 .into_iter()
                 .map(|(k, v, _)| (k, v))
                 .collect();
-            nodes.insert(topo.node(plan.node).name.to_string(), values);
+            nodes.insert(topo.node(plan.node).name.to_string(), Arc::new(values));
         }
         sort_diagnostics(&mut diagnostics);
         State {
@@ -167,20 +190,7 @@ impl Incremental {
         let w = diff(&self.input, &next, false);
         self.last_work = w.work;
         let mut nodes = self.state.nodes.clone();
-        for c in w.changes {
-            let entry = nodes.entry(c.node.to_string()).or_default();
-            match c.after {
-                Some(v) => {
-                    entry.insert(c.item, v);
-                }
-                None => {
-                    entry.remove(&c.item);
-                }
-            }
-            if entry.is_empty() {
-                nodes.remove(&*c.node);
-            }
-        }
+        apply_changes(&mut nodes, w.changes);
         // Diagnostics are a linear function of the input: recompute them whole.
         let topo = next.topology();
         let mut diagnostics = topo.diagnostics.clone();

@@ -167,20 +167,7 @@ fn whatif_regressions() {
             continue;
         }
         let mut nodes = State::full(&base).nodes;
-        for ch in w.changes {
-            let entry = nodes.entry(ch.node.to_string()).or_default();
-            match ch.after {
-                Some(v) => {
-                    entry.insert(ch.item, v);
-                }
-                None => {
-                    entry.remove(&ch.item);
-                }
-            }
-            if entry.is_empty() {
-                nodes.remove(&*ch.node);
-            }
-        }
+        mtu_solver::incremental::apply_changes(&mut nodes, w.changes);
         assert!(
             nodes == State::full(&after).nodes,
             "{}: what-if ({}) differs from two full resolves",

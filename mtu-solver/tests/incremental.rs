@@ -40,7 +40,12 @@ fn values(input: &Input) -> BTreeMap<(String, Item), u32> {
     let st = State::full(input);
     st.nodes
         .into_iter()
-        .flat_map(|(n, items)| items.into_iter().map(move |(i, v)| ((n.clone(), i), v)))
+        .flat_map(|(n, items)| {
+            items
+                .iter()
+                .map(|(i, v)| ((n.clone(), i.clone()), *v))
+                .collect::<Vec<_>>()
+        })
         .collect()
 }
 

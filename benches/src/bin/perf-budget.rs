@@ -422,8 +422,7 @@ fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
     for _ in 0..samples {
         // The query is short (milliseconds): five samples per round, all in the median.
         for _ in 0..5 {
-            let ((w, a), s) =
-                timed(|| counted(|| what_if_on(&mut base, &f.input, &muts, false)));
+            let ((w, a), s) = timed(|| counted(|| what_if_on(&mut base, &f.input, &muts, false)));
             wi.push(s);
             wa = a;
             if let Ok(w) = w {
