@@ -190,7 +190,18 @@ pub struct Bfs {
     /// Per pool: `u32::MAX` when it advertises nothing for this destination.
     pub dist: Vec<u32>,
     /// Pools that originate the destination.
-    pub origins: Vec<PoolId>,
+    pub origins: SmallVec<[PoolId; 4]>,
+}
+
+/// Buffers the searches reuse (a search runs per destination class: hundreds per node).
+#[derive(Default)]
+struct BfsScratch {
+    /// Per pool peering: the search that expanded it last (0: none yet).
+    hub_seen: Vec<u32>,
+    /// The current search's stamp.
+    stamp: u32,
+    frontier: Vec<PoolId>,
+    next: Vec<PoolId>,
 }
 
 /// A learned prefix and its origins, in output order.
@@ -218,6 +229,7 @@ pub struct Net<'t> {
     gateway_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
     transit: RefCell<FxHashMap<PoolId, TransitPeers>>,
     bfs: RefCell<FxHashMap<(Dest, bool), Rc<Bfs>>>,
+    bfs_scratch: RefCell<BfsScratch>,
     site_routes: RefCell<FxHashMap<SiteId, Rc<[Learned]>>>,
     gw_routes: RefCell<LearnedMemo>,
     one_route: RefCell<FxHashMap<(NodeKey, IpNet), Option<Learned>>>,
@@ -265,6 +277,7 @@ impl<'t> Net<'t> {
             gateway_sites: OnceCell::new(),
             transit: RefCell::default(),
             bfs: RefCell::default(),
+            bfs_scratch: RefCell::default(),
             site_routes: RefCell::default(),
             gw_routes: RefCell::default(),
             one_route: RefCell::default(),
@@ -756,13 +769,30 @@ impl<'t> Net<'t> {
         let topo = self.topo;
         let np = topo.pools.len();
         let mut dist = vec![u32::MAX; np];
-        let mut hub_done = vec![false; topo.pool_peerings.len()];
-        let origins: Vec<PoolId> = self
+        let origins: SmallVec<[PoolId; 4]> = self
             .origin_pools(dest)
             .into_iter()
             .filter(|p| !topo.pool(*p).gateways.is_empty())
             .collect();
-        let mut frontier: Vec<PoolId> = Vec::new();
+        let mut scratch = self.bfs_scratch.borrow_mut();
+        let BfsScratch {
+            hub_seen,
+            stamp,
+            frontier,
+            next,
+        } = &mut *scratch;
+        // A fresh stamp marks no pool peering as expanded yet (the array is cleared when the
+        // stamps wrap around).
+        *stamp = match stamp.checked_add(1) {
+            Some(x) => x,
+            None => {
+                hub_seen.iter_mut().for_each(|x| *x = 0);
+                1
+            }
+        };
+        let stamp = *stamp;
+        hub_seen.resize(topo.pool_peerings.len(), 0);
+        frontier.clear();
         for p in &origins {
             if let Some(d) = dist.get_mut(p.idx()) {
                 *d = 1;
@@ -778,19 +808,18 @@ impl<'t> Net<'t> {
                 .is_some_and(|xs| xs.iter().any(|x| self.allowed(*x, key)))
         };
         let mut level = 1u32;
-        let mut next: Vec<PoolId> = Vec::new();
         while !frontier.is_empty() {
             next.clear();
             let next_level = level.saturating_add(1);
-            for p in &frontier {
+            for p in frontier.iter() {
                 for h in topo.pool_peerings_of(*p) {
-                    let Some(done) = hub_done.get_mut(h.idx()) else {
+                    let Some(seen) = hub_seen.get_mut(h.idx()) else {
                         continue;
                     };
-                    if *done {
+                    if *seen == stamp {
                         continue;
                     }
-                    *done = true;
+                    *seen = stamp;
                     for q in &topo.pool_peering(*h).pools {
                         if let Some(d) = dist.get_mut(q.idx())
                             && *d == u32::MAX
@@ -802,9 +831,10 @@ impl<'t> Net<'t> {
                     }
                 }
             }
-            std::mem::swap(&mut frontier, &mut next);
+            std::mem::swap(frontier, next);
             level = next_level;
         }
+        drop(scratch);
         let rc = Rc::new(Bfs { dist, origins });
         self.bfs.borrow_mut().insert(key, rc.clone());
         rc
