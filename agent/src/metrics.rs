@@ -53,6 +53,8 @@ pub struct Metrics {
     pub active_watches: Gauge,
     /// MTUs applied.
     pub mtu_applied: Family<ItemLabel, Gauge>,
+    /// 1 once a reconcile has succeeded.
+    pub ready: Gauge,
     registry: Registry,
 }
 
@@ -65,6 +67,7 @@ impl Default for Metrics {
         let api_requests = Family::<RequestLabel, Counter>::default();
         let active_watches = Gauge::default();
         let mtu_applied = Family::<ItemLabel, Gauge>::default();
+        let ready = Gauge::default();
         registry.register("reconciles", "Reconciles by result", reconciles.clone());
         registry.register(
             "reconcile_duration_seconds",
@@ -83,6 +86,7 @@ impl Default for Metrics {
             "MTUs applied to the dataplane",
             mtu_applied.clone(),
         );
+        registry.register("ready", "1 once a reconcile has succeeded", ready.clone());
         Metrics {
             reconciles,
             reconcile_seconds,
@@ -90,6 +94,7 @@ impl Default for Metrics {
             api_requests,
             active_watches,
             mtu_applied,
+            ready,
             registry,
         }
     }

@@ -209,6 +209,7 @@ pub fn run(cfg: &Config, shared: &Shared) -> Result<()> {
                 Ok(o) => {
                     dirty = false;
                     shared.ready.store(true, Ordering::SeqCst);
+                    shared.metrics.ready.set(1);
                     shared
                         .metrics
                         .reconciles

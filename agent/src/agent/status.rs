@@ -2,6 +2,7 @@
 //! until the first successful reconcile), `/status` (JSON) and `/metrics` (Prometheus text).
 
 use crate::k8s::metrics::ApiMetrics;
+use crate::metrics::{KindLabel, Metrics, RequestLabel, ResultLabel};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -11,16 +12,25 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// What the server reports; shared with the agent's loop.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Status {
     inner: Mutex<Inner>,
     api: ApiMetrics,
+    /// The Prometheus registry (`/metrics`), the same metrics in every mode.
+    metrics: Metrics,
+}
+
+impl std::fmt::Debug for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Status")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -28,9 +38,6 @@ struct Inner {
     ready: bool,
     adopted: Option<String>,
     watches: BTreeMap<String, bool>,
-    reconciles: u64,
-    reconcile_seconds: f64,
-    errors: BTreeMap<String, u64>,
     last_result: Option<&'static str>,
     last_error: Option<String>,
     plan: Option<Value>,
@@ -42,6 +49,7 @@ impl Status {
         Status {
             inner: Mutex::default(),
             api,
+            metrics: Metrics::default(),
         }
     }
 
@@ -59,26 +67,42 @@ impl Status {
 
     /// Marks a watch active or not.
     pub fn set_watch(&self, name: &str, active: bool) {
-        self.lock().watches.insert(name.to_string(), active);
+        let mut g = self.lock();
+        g.watches.insert(name.to_string(), active);
+        let n = g.watches.values().filter(|a| **a).count();
+        self.metrics
+            .active_watches
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    fn count(&self, result: &str, took: Duration) {
+        self.metrics
+            .reconciles
+            .get_or_create(&ResultLabel {
+                result: result.into(),
+            })
+            .inc();
+        self.metrics.reconcile_seconds.observe(took.as_secs_f64());
     }
 
     /// Records a successful reconcile and its plan; the agent becomes ready.
     pub fn reconciled(&self, took: Duration, plan: Value) {
+        self.count("ok", took);
         let mut g = self.lock();
         g.ready = true;
-        g.reconciles = g.reconciles.saturating_add(1);
-        g.reconcile_seconds += took.as_secs_f64();
-        g.last_result = Some("success");
+        g.last_result = Some("ok");
         g.last_error = None;
         g.plan = Some(plan);
     }
 
     /// Records a failed reconcile (`kind`: what failed, e.g. `resolve`, `acknowledge`, `taint`).
     pub fn failed(&self, took: Duration, kind: &str, error: String) {
+        self.count("error", took);
+        self.metrics
+            .errors
+            .get_or_create(&KindLabel { kind: kind.into() })
+            .inc();
         let mut g = self.lock();
-        g.reconciles = g.reconciles.saturating_add(1);
-        g.reconcile_seconds += took.as_secs_f64();
-        *g.errors.entry(kind.to_string()).or_default() += 1;
         g.last_result = Some("error");
         g.last_error = Some(error);
     }
@@ -106,38 +130,21 @@ impl Status {
         })
     }
 
-    /// The `/metrics` text.
+    /// The `/metrics` text (Prometheus exposition by `prometheus-client`).
     pub fn metrics(&self) -> String {
-        let g = self.lock();
-        let mut s = String::new();
-        let _ = writeln!(s, "# TYPE unbounded_mtu_reconciles_total counter");
-        let _ = writeln!(s, "unbounded_mtu_reconciles_total {}", g.reconciles);
-        let _ = writeln!(s, "# TYPE unbounded_mtu_reconcile_seconds_total counter");
-        let _ = writeln!(
-            s,
-            "unbounded_mtu_reconcile_seconds_total {}",
-            g.reconcile_seconds
-        );
-        let _ = writeln!(s, "# TYPE unbounded_mtu_errors_total counter");
-        for (k, n) in &g.errors {
-            let _ = writeln!(s, "unbounded_mtu_errors_total{{kind=\"{k}\"}} {n}");
-        }
-        let _ = writeln!(s, "# TYPE unbounded_mtu_active_watches gauge");
-        let _ = writeln!(
-            s,
-            "unbounded_mtu_active_watches {}",
-            g.watches.values().filter(|a| **a).count()
-        );
-        let _ = writeln!(s, "# TYPE unbounded_mtu_api_requests_total counter");
+        // The client counts its requests itself; bring the counters up to its totals.
         for ((verb, resource), n) in self.api.snapshot() {
-            let _ = writeln!(
-                s,
-                "unbounded_mtu_api_requests_total{{verb=\"{verb}\",resource=\"{resource}\"}} {n}"
-            );
+            let c = self
+                .metrics
+                .api_requests
+                .get_or_create(&RequestLabel { verb, resource });
+            let have = c.get();
+            if n > have {
+                c.inc_by(n.saturating_sub(have));
+            }
         }
-        let _ = writeln!(s, "# TYPE unbounded_mtu_ready gauge");
-        let _ = writeln!(s, "unbounded_mtu_ready {}", u8::from(g.ready));
-        s
+        self.metrics.ready.set(i64::from(self.ready()));
+        self.metrics.encode()
     }
 }
 
@@ -207,9 +214,22 @@ mod tests {
         let d = s.document();
         assert_eq!(d["adoptedAssignment"], "u/a/-");
         assert_eq!(d["activeWatches"], json!(["node/n1"]));
-        assert_eq!(d["lastReconcile"]["result"], "success");
+        assert_eq!(d["lastReconcile"]["result"], "ok");
         let m = s.metrics();
-        assert!(m.contains("unbounded_mtu_reconciles_total 2"), "{m}");
+        assert!(
+            m.contains("unbounded_mtu_reconciles_total{result=\"ok\"} 1"),
+            "{m}"
+        );
+        assert!(
+            m.contains("unbounded_mtu_reconciles_total{result=\"error\"} 1"),
+            "{m}"
+        );
+        assert!(
+            m.contains("unbounded_mtu_reconcile_duration_seconds_count 2"),
+            "{m}"
+        );
+        assert!(m.contains("unbounded_mtu_active_watches 1"), "{m}");
+        assert!(m.contains("unbounded_mtu_ready 1"), "{m}");
         assert!(
             m.contains("unbounded_mtu_errors_total{kind=\"resolve\"} 1"),
             "{m}"
