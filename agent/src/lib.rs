@@ -7,7 +7,6 @@ pub mod common;
 pub mod dataplane;
 pub mod explain;
 pub mod graph;
-pub mod http;
 pub mod input;
 pub mod k8s;
 pub mod metrics;

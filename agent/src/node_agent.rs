@@ -3,15 +3,13 @@
 //! the Linux dataplane (or `--dry-run`). Any failure marks the state dirty: the next pass redoes
 //! every step even when the inputs did not change.
 
+use crate::agent::status::Status;
 use crate::dataplane::{self, FabricOptions};
-use crate::metrics::{ItemLabel, KindLabel, Metrics, ResultLabel};
 use anyhow::{Context, Result, anyhow};
 use mtu_solver::report::{Renderer, node_out};
 use mtu_solver::whatif::Input;
 use mtu_solver::{NodePlan, Solver};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use topology_core::model::Topology;
 
@@ -42,17 +40,6 @@ pub struct Config {
     pub resync: Duration,
 }
 
-/// State shared with the HTTP endpoints.
-#[derive(Default)]
-pub struct Shared {
-    /// A reconcile has succeeded.
-    pub ready: AtomicBool,
-    /// `/status` document.
-    pub status: Mutex<serde_json::Value>,
-    /// Metrics.
-    pub metrics: Metrics,
-}
-
 fn signature(paths: &[String]) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
     let mut out = Vec::new();
     for p in paths {
@@ -71,6 +58,8 @@ fn signature(paths: &[String]) -> Vec<(PathBuf, Option<SystemTime>, u64)> {
 
 /// The result of one pass.
 pub struct Outcome {
+    /// The node's plan with explanations (the `/status` `plan`).
+    pub plan: serde_json::Value,
     /// The plan applied.
     pub plan_values: usize,
     /// Writes made.
@@ -87,7 +76,7 @@ fn underlay_addr(topo: &Topology, plan: &NodePlan) -> Option<std::net::IpAddr> {
 }
 
 /// One reconcile pass.
-pub fn reconcile_once(cfg: &Config, shared: &Shared) -> Result<Outcome> {
+pub fn reconcile_once(cfg: &Config, status: &Status) -> Result<Outcome> {
     let decoded = crate::input::load(&cfg.manifests).context("reading manifests")?;
     let mut input = Input {
         objects: decoded.objects,
@@ -135,6 +124,7 @@ pub fn reconcile_once(cfg: &Config, shared: &Shared) -> Result<Outcome> {
     let out = node_out(&topo, &mut r, &plan);
     let plan_json = serde_json::to_value(&out).unwrap_or_default();
     let mut outcome = Outcome {
+        plan: serde_json::Value::Null,
         plan_values: plan.value_count(),
         writes: 0,
         dry_ops: Vec::new(),
@@ -151,41 +141,26 @@ pub fn reconcile_once(cfg: &Config, shared: &Shared) -> Result<Outcome> {
             .map_err(|e| anyhow!("dataplane: {e}"))?;
         outcome.writes = report.writes.len();
         for d in &desired.devices {
-            shared
-                .metrics
-                .mtu_applied
-                .get_or_create(&ItemLabel {
-                    item: "device".into(),
-                    name: d.name.clone(),
-                })
-                .set(i64::from(d.mtu));
+            status.applied_mtu("device", &d.name, d.mtu);
         }
         if let Some(f) = &desired.fabric {
-            shared
-                .metrics
-                .mtu_applied
-                .get_or_create(&ItemLabel {
-                    item: "fabric".into(),
-                    name: f.bridge.clone(),
-                })
-                .set(i64::from(f.mtu));
+            status.applied_mtu("fabric", &f.bridge, f.mtu);
         }
     }
-    if let Ok(mut s) = shared.status.lock() {
-        *s = serde_json::json!({
-            "node": cfg.node,
-            "underlayMTU": own_underlay,
-            "adoptedAssignment": format!("{}/{}", topo.site(plan.site).name, plan.pool.map(|p| topo.pool(p).name.to_string()).unwrap_or_else(|| "-".into())),
-            "activeWatches": [],
-            "lastReconcile": {"result": "ok", "writes": outcome.writes, "values": outcome.plan_values, "dryRun": cfg.dry_run},
-            "plan": plan_json,
-        });
-    }
+    status.set_node(&cfg.node, own_underlay);
+    status.set_adopted(&format!(
+        "{}/{}",
+        topo.site(plan.site).name,
+        plan.pool
+            .map(|p| topo.pool(p).name.to_string())
+            .unwrap_or_else(|| "-".into())
+    ));
+    outcome.plan = plan_json;
     Ok(outcome)
 }
 
 /// Runs the loop until `--once` completes or the process is stopped.
-pub fn run(cfg: &Config, shared: &Shared) -> Result<()> {
+pub fn run(cfg: &Config, status: &Status) -> Result<()> {
     let mut last_sig = None;
     let mut dirty = true;
     let mut last_pass = Instant::now();
@@ -200,23 +175,15 @@ pub fn run(cfg: &Config, shared: &Shared) -> Result<()> {
             last_sig = Some(signature(&cfg.manifests));
             last_pass = Instant::now();
             let start = Instant::now();
-            let res = reconcile_once(cfg, shared);
-            shared
-                .metrics
-                .reconcile_seconds
-                .observe(start.elapsed().as_secs_f64());
-            match res {
+            match reconcile_once(cfg, status) {
                 Ok(o) => {
                     dirty = false;
-                    shared.ready.store(true, Ordering::SeqCst);
-                    shared.metrics.ready.set(1);
-                    shared
-                        .metrics
-                        .reconciles
-                        .get_or_create(&ResultLabel {
-                            result: "ok".into(),
-                        })
-                        .inc();
+                    let detail = serde_json::json!({
+                        "writes": o.writes,
+                        "values": o.plan_values,
+                        "dryRun": cfg.dry_run,
+                    });
+                    status.reconciled_with(start.elapsed(), o.plan, Some(detail));
                     tracing::info!(node = %cfg.node, writes = o.writes, values = o.plan_values, "reconciled");
                     if cfg.dry_run {
                         for op in &o.dry_ops {
@@ -229,28 +196,13 @@ pub fn run(cfg: &Config, shared: &Shared) -> Result<()> {
                 }
                 Err(e) => {
                     dirty = true;
-                    shared
-                        .metrics
-                        .reconciles
-                        .get_or_create(&ResultLabel {
-                            result: "error".into(),
-                        })
-                        .inc();
                     let kind = if format!("{e:#}").starts_with("dataplane") {
                         "dataplane"
                     } else {
                         "input"
                     };
-                    shared
-                        .metrics
-                        .errors
-                        .get_or_create(&KindLabel { kind: kind.into() })
-                        .inc();
                     tracing::warn!(node = %cfg.node, error = %format!("{e:#}"), "reconcile failed; will retry");
-                    if let Ok(mut s) = shared.status.lock() {
-                        s["lastReconcile"] =
-                            serde_json::json!({"result": "error", "error": format!("{e:#}")});
-                    }
+                    status.failed(start.elapsed(), kind, format!("{e:#}"));
                     if cfg.once {
                         return Err(e);
                     }

@@ -1,10 +1,11 @@
 //! `unbounded-mtu agent`: settings, the HTTP server (started first), then the reconcile loop.
 
 use crate::agent::AgentArgs;
+use crate::agent::status::{self, Status};
 use crate::cli::Family;
 use crate::common::{protocol, usage};
 use crate::dataplane::FabricOptions;
-use crate::node_agent::{Config, Shared, run};
+use crate::node_agent::{Config, run};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,7 +69,7 @@ pub fn main(a: &AgentArgs) -> Result<()> {
         return Err(usage("the manifests-mode loop needs --manifests PATH"));
     }
     let cfg = config(a)?;
-    let shared = Arc::new(Shared::default());
+    let status = Arc::new(Status::default());
     // The HTTP server starts first; SIGTERM ends the process with 0.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -81,9 +82,13 @@ pub fn main(a: &AgentArgs) -> Result<()> {
             a.listen
         ))
     })?;
-    let bound = rt
-        .block_on(crate::http::serve(listen, shared.clone()))
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind(listen))
         .with_context(|| format!("cannot listen on {}", a.listen))?;
+    let bound = listener
+        .local_addr()
+        .with_context(|| format!("cannot listen on {}", a.listen))?;
+    rt.spawn(status::serve(listener, status.clone()));
     tracing::info!(%bound, "serving /healthz /readyz /status /metrics");
     rt.spawn(async {
         #[cfg(unix)]
@@ -100,5 +105,5 @@ pub fn main(a: &AgentArgs) -> Result<()> {
             }
         }
     });
-    run(&cfg, &shared)
+    run(&cfg, &status)
 }

@@ -2,7 +2,7 @@
 //! until the first successful reconcile), `/status` (JSON) and `/metrics` (Prometheus text).
 
 use crate::k8s::metrics::ApiMetrics;
-use crate::metrics::{KindLabel, Metrics, RequestLabel, ResultLabel};
+use crate::metrics::{ItemLabel, KindLabel, Metrics, RequestLabel, ResultLabel};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -40,6 +40,10 @@ struct Inner {
     watches: BTreeMap<String, bool>,
     last_result: Option<&'static str>,
     last_error: Option<String>,
+    /// More about the last successful reconcile (`--manifests` mode: writes, values, dry run).
+    last_detail: Option<Value>,
+    node: Option<String>,
+    underlay: Option<u32>,
     plan: Option<Value>,
 }
 
@@ -58,6 +62,24 @@ impl Status {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         }
+    }
+
+    /// Records this node's name and the underlay MTU it uses for itself.
+    pub fn set_node(&self, node: &str, underlay: Option<u32>) {
+        let mut g = self.lock();
+        g.node = Some(node.to_string());
+        g.underlay = underlay;
+    }
+
+    /// Records an MTU the dataplane now carries (`item`: `device` or `fabric`).
+    pub fn applied_mtu(&self, item: &str, name: &str, mtu: u32) {
+        self.metrics
+            .mtu_applied
+            .get_or_create(&ItemLabel {
+                item: item.into(),
+                name: name.into(),
+            })
+            .set(i64::from(mtu));
     }
 
     /// Records the adopted assignment (`<uid>/<Site>/<pool or ->`).
@@ -87,11 +109,17 @@ impl Status {
 
     /// Records a successful reconcile and its plan; the agent becomes ready.
     pub fn reconciled(&self, took: Duration, plan: Value) {
+        self.reconciled_with(took, plan, None);
+    }
+
+    /// [`Status::reconciled`] with more about it (merged into `lastReconcile`).
+    pub fn reconciled_with(&self, took: Duration, plan: Value, detail: Option<Value>) {
         self.count("ok", took);
         let mut g = self.lock();
         g.ready = true;
         g.last_result = Some("ok");
         g.last_error = None;
+        g.last_detail = detail;
         g.plan = Some(plan);
     }
 
@@ -121,11 +149,19 @@ impl Status {
             .filter(|(_, a)| **a)
             .map(|(k, _)| k)
             .collect();
+        let mut last = json!({"result": g.last_result, "error": g.last_error});
+        if let (Some(Value::Object(d)), Some(l)) = (&g.last_detail, last.as_object_mut()) {
+            for (k, v) in d {
+                l.insert(k.clone(), v.clone());
+            }
+        }
         json!({
+            "node": g.node,
+            "underlayMTU": g.underlay,
             "ready": g.ready,
             "adoptedAssignment": g.adopted,
             "activeWatches": watches,
-            "lastReconcile": {"result": g.last_result, "error": g.last_error},
+            "lastReconcile": last,
             "plan": g.plan,
         })
     }
@@ -169,7 +205,11 @@ pub fn respond(status: &Status, path: &str) -> Response<Full<Bytes>> {
             "not ready: no successful reconcile yet\n".into(),
         ),
         "/status" => reply(200, "application/json", format!("{}\n", status.document())),
-        "/metrics" => reply(200, "text/plain; version=0.0.4", status.metrics()),
+        "/metrics" => reply(
+            200,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            status.metrics(),
+        ),
         _ => reply(404, "text/plain", "not found\n".into()),
     }
 }
@@ -235,6 +275,26 @@ mod tests {
             "{m}"
         );
         assert_eq!(respond(&s, "/nope").status(), 404);
+        // `--manifests` mode: the node, its underlay, what the dataplane carries, and the
+        // writes of the last pass.
+        s.set_node("n1", Some(1450));
+        s.applied_mtu("device", "vxlan0", 1400);
+        s.reconciled_with(
+            Duration::from_millis(3),
+            json!({}),
+            Some(json!({"writes": 7, "values": 12, "dryRun": false})),
+        );
+        let d = s.document();
+        assert_eq!(d["node"], "n1");
+        assert_eq!(d["underlayMTU"], 1450);
+        assert_eq!(d["lastReconcile"]["result"], "ok");
+        assert_eq!(d["lastReconcile"]["writes"], 7);
+        let m = s.metrics();
+        assert!(
+            m.contains("unbounded_mtu_mtu_applied_bytes{item=\"device\",name=\"vxlan0\"} 1400"),
+            "{m}"
+        );
+        assert!(m.ends_with("# EOF\n"), "{m}");
         let api = ApiMetrics::default();
         api.record(&http::Method::GET, "/api/v1/nodes", Some("watch=true"));
         let s = Status::with_api(api);
