@@ -509,15 +509,14 @@ impl<'t> Solver<'t> {
     }
 
     fn link_expl(&mut self, n: NodeId, link: &Link) -> ExplId {
-        // Keep in step with the link loop of `plan`.
-        let mut kids: SmallVec<[ExplId; 4]> = SmallVec::new();
         let auto = self.auto_leaf(n, link.peer, link.protocol);
-        if let Some(c) = self.cfg_leaf(n) {
-            kids.push(c);
-        }
-        if let Some(c) = self.link_caps(n, link.peer, link.kind) {
-            kids.push(c);
-        }
+        let caps = self.link_caps(n, link.peer, link.kind);
+        self.link_min(n, auto, caps)
+    }
+
+    /// A link's MTU from its terms: `min(auto, cfg(n), configured caps)`.
+    fn link_min(&mut self, n: NodeId, auto: ExplId, caps: Option<ExplId>) -> ExplId {
+        let kids: SmallVec<[ExplId; 2]> = self.cfg_leaf(n).into_iter().chain(caps).collect();
         // The auto term is always present, so the minimum always exists.
         self.expl.min_with(auto, &kids)
     }
@@ -738,7 +737,6 @@ impl<'t> Solver<'t> {
         // combine each distinct set once.
         let mut combos = std::mem::take(&mut self.scratch_combos);
         combos.clear();
-        let cfg = self.cfg_leaf(n);
         // Peers come grouped by Site: the caps of the previous link's edge usually apply.
         type EdgeOf = (LinkKind, SiteId, Option<PoolId>);
         let mut last_edge: Option<(EdgeOf, Option<ExplId>)> = None;
@@ -762,8 +760,7 @@ impl<'t> Solver<'t> {
             let e = match cached {
                 Some(e) => e,
                 None => {
-                    let kids: SmallVec<[ExplId; 2]> = cfg.into_iter().chain(caps).collect();
-                    let e = self.expl.min_with(auto, &kids);
+                    let e = self.link_min(n, auto, caps);
                     combos.insert((auto, caps), e);
                     e
                 }

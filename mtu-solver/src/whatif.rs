@@ -404,12 +404,6 @@ fn cap_replacements(
             Mutation::ClearCap { kind, name } => (*kind, name, None),
             _ => return None,
         };
-        if !matches!(
-            kind,
-            Kind::SiteGatewayPoolAssignment | Kind::GatewayPool | Kind::GatewayPoolPeering
-        ) {
-            return None;
-        }
         // Exactly one object of that kind and name (duplicates are the slow path's business).
         let mut same = base
             .objects
@@ -418,14 +412,24 @@ fn cap_replacements(
         if same.next().is_none() || same.next().is_some() {
             return None;
         }
-        let o = obj_ref(t, kind, name)?;
-        if t.cap_of(o).is_some_and(|c| c.invalid.is_some()) {
-            return None;
-        }
+        let o = one_solver_object(t, kind, name)?;
         out.retain(|(x, _)| *x != o);
         out.push((o, value));
     }
     Some(out)
+}
+
+/// An object whose cap change one solver can answer ([`Solver::set_caps`]): an assignment, pool
+/// or pool peering of the topology whose cap, if any, is valid.
+fn one_solver_object(t: &Topology, kind: Kind, name: &str) -> Option<ObjRef> {
+    if !matches!(
+        kind,
+        Kind::SiteGatewayPoolAssignment | Kind::GatewayPool | Kind::GatewayPoolPeering
+    ) {
+        return None;
+    }
+    let o = obj_ref(t, kind, name)?;
+    t.cap_of(o).is_none_or(|c| c.invalid.is_none()).then_some(o)
 }
 
 /// The caps after of changed objects, when one solver can answer (see [`cap_replacements`]).
@@ -436,16 +440,7 @@ fn shared_caps(
 ) -> Option<Vec<(ObjRef, Option<Mtu>)>> {
     let mut out = Vec::with_capacity(objs.len());
     for (kind, name) in objs {
-        if !matches!(
-            kind,
-            Kind::SiteGatewayPoolAssignment | Kind::GatewayPool | Kind::GatewayPoolPeering
-        ) {
-            return None;
-        }
-        let o = obj_ref(tb, *kind, name)?;
-        if tb.cap_of(o).is_some_and(|c| c.invalid.is_some()) {
-            return None;
-        }
+        let o = one_solver_object(tb, *kind, name)?;
         let mut raw = after
             .objects
             .iter()
@@ -1171,11 +1166,7 @@ fn per_value(
         if near_set.contains(&id) {
             continue;
         }
-        let key = match node.pool() {
-            None => (false, node.site.0, 0),
-            Some(p) => (true, p.0, node.site.0),
-        };
-        groups.entry(key).or_default().push(id);
+        groups.entry(class_key(node)).or_default().push(id);
     }
     for ((gateway, _, _), members) in groups {
         let Some(first) = members.first().copied() else {
