@@ -242,7 +242,8 @@ impl Explanations {
         id
     }
 
-    /// The link from `node` to `peer` whose MTU is explained by `inner`, as a device term.
+    /// The link from `node` to `peer` whose MTU is explained by `inner`, as a device term:
+    /// appended without a lookup (one per link of a plan; the solver reuses them on re-plans).
     pub fn link(&mut self, node: NodeId, peer: NodeId, inner: ExplId) -> ExplId {
         let value = self.value(inner);
         self.push(Kind::Link { node, peer, inner }, value)

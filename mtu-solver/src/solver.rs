@@ -99,6 +99,14 @@ struct RouteClass {
     via_sets: Vec<SmallVec<[NodeId; 4]>>,
 }
 
+/// The explanation nodes a plan of a node made that are its own: route pairs and device link
+/// terms.
+#[derive(Default)]
+struct Replan {
+    pairs: FxHashMap<(ExplId, ExplId), ExplId>,
+    links: FxHashMap<(NodeId, ExplId), ExplId>,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct EdgeKey {
     kind: u8,
@@ -133,6 +141,11 @@ pub struct Solver<'t> {
     classes: FxHashMap<ClassKey, std::rc::Rc<RouteClass>>,
     /// Caps replaced by a what-if ([`Solver::set_caps`]).
     cap_overrides: FxHashMap<ObjRef, Option<Mtu>>,
+    /// Per node (by index): planned at least once by this solver.
+    planned: Vec<bool>,
+    /// What re-planned nodes made, reused when they are planned again (a what-if re-plans the
+    /// same nodes query after query).
+    replans: FxHashMap<NodeId, Replan>,
     /// geneve, vxlan, ipip, WireGuard mesh device names, shared by every plan.
     shared_names: [std::sync::Arc<str>; 4],
     published_prefixes: FxHashSet<IpNet>,
@@ -168,6 +181,8 @@ impl<'t> Solver<'t> {
             scratch_pairs: FxHashMap::default(),
             classes: FxHashMap::default(),
             cap_overrides: FxHashMap::default(),
+            planned: vec![false; topo.nodes.len()],
+            replans: FxHashMap::default(),
             shared_names,
             published_prefixes,
         }
@@ -730,6 +745,11 @@ impl<'t> Solver<'t> {
     pub fn plan(&mut self, n: NodeId) -> NodePlan {
         let topo = self.topo();
         let node = topo.node(n);
+        // Whether this solver plans `n` for the first time (see the route pairs below).
+        let first = match self.planned.get_mut(n.idx()) {
+            Some(p) => !std::mem::replace(p, true),
+            None => false,
+        };
         // Links.
         let links_raw = self.net.links(n);
         let mut links: Vec<LinkPlan> = Vec::with_capacity(links_raw.len());
@@ -838,8 +858,20 @@ impl<'t> Solver<'t> {
         let mut via_hops: Vec<[Option<std::sync::Arc<[NextHop]>>; 2]> =
             vec![[None, None]; class.via_sets.len()];
         // Distinct (links, rest) pairs of this node: most routes share a few.
-        let mut pairs = std::mem::take(&mut self.scratch_pairs);
-        pairs.clear();
+        // A node planned before starts from what its last plan made.
+        let mut kept = if first {
+            None
+        } else {
+            Some(self.replans.remove(&n).unwrap_or_default())
+        };
+        let mut pairs = match kept.as_mut() {
+            Some(k) => std::mem::take(&mut k.pairs),
+            None => {
+                let mut p = std::mem::take(&mut self.scratch_pairs);
+                p.clear();
+                p
+            }
+        };
         let mut learned_values: Vec<Option<ExplId>> = Vec::with_capacity(class.learned.len());
         routes.reserve(class.learned.len());
         for (l, (v, rest)) in class.learned.iter().zip(class.rest.iter()) {
@@ -861,7 +893,9 @@ impl<'t> Solver<'t> {
                     None => {
                         // A node's links usually name the node itself (its own auto term), so
                         // its pairs are its own: made without a global lookup (a few percent
-                        // of duplicates across nodes, against a hash probe per route).
+                        // of duplicates across nodes, against a hash probe per route). A
+                        // re-planned node keeps its pairs (below), so planning it again does
+                        // not grow the arena.
                         let x = self.expl.min_pair(a, b);
                         pairs.insert((a, b), x);
                         x
@@ -929,19 +963,31 @@ impl<'t> Solver<'t> {
         }
         routes
             .sort_by(|a, b| prefix_order(&a.destination, &b.destination).then(a.kind.cmp(&b.kind)));
-        self.scratch_pairs = pairs;
+        match kept.as_mut() {
+            Some(k) => k.pairs = pairs,
+            None => self.scratch_pairs = pairs,
+        }
         // Devices.
         let mut dev_links: BTreeMap<DeviceRef, (Protocol, SmallVec<[ExplId; 4]>)> = BTreeMap::new();
         for l in &links {
             if l.device == DeviceRef::Underlay {
                 continue;
             }
-            let leaf = self.expl.link(n, l.peer, l.mtu.expl);
+            let leaf = match kept.as_mut() {
+                Some(k) => *k
+                    .links
+                    .entry((l.peer, l.mtu.expl))
+                    .or_insert_with(|| self.expl.link(n, l.peer, l.mtu.expl)),
+                None => self.expl.link(n, l.peer, l.mtu.expl),
+            };
             dev_links
                 .entry(l.device.clone())
                 .or_insert_with(|| (l.protocol, SmallVec::new()))
                 .1
                 .push(leaf);
+        }
+        if let Some(k) = kept {
+            self.replans.insert(n, k);
         }
         let mut devices: Vec<DevicePlan> = Vec::new();
         for (device, (protocol, kids)) in dev_links {

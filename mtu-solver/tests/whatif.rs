@@ -423,3 +423,83 @@ proptest! {
         check("random", &base, &muts);
     }
 }
+
+fn values(p: &[mtu_solver::NodePlan]) -> Vec<u32> {
+    p.iter()
+        .flat_map(|x| {
+            x.links
+                .iter()
+                .map(|l| l.mtu.mtu.0)
+                .chain(x.routes.iter().map(|r| r.mtu.mtu.0))
+                .chain(x.devices.iter().map(|d| d.mtu.mtu.0))
+                .chain([x.fabric.mtu.0])
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn set_caps_refuses_component_caps_and_restores() {
+    for (name, base) in examples() {
+        let topo = base.topology();
+        let mut s = Solver::new(&topo, base.settings.clone());
+        let before = values(&s.plan_all());
+        // Planning again gives the same values and, once re-planned, no new explanation nodes.
+        assert_eq!(values(&s.plan_all()), before, "{name}");
+        let len = s.expl.len();
+        assert_eq!(values(&s.plan_all()), before, "{name}");
+        assert_eq!(s.expl.len(), len, "{name}: a re-plan grew the arena");
+        // Site and SitePeering caps enter direct-mesh components: refused, nothing changes.
+        let site = topology_core::model::ObjRef::Site(topology_core::ids::SiteId(0));
+        assert!(
+            s.set_caps(&[(site, Some(topology_core::mtu::Mtu(1300)))])
+                .is_err()
+        );
+        assert_eq!(values(&s.plan_all()), before, "{name}");
+        // A pool cap is taken, and undone by the list it returns.
+        if topo.pools.is_empty() {
+            continue;
+        }
+        let pool = topology_core::model::ObjRef::Pool(topology_core::ids::PoolId(0));
+        let old = s
+            .set_caps(&[(pool, Some(topology_core::mtu::Mtu(600)))])
+            .unwrap();
+        assert!(old.is_empty());
+        let capped = values(&s.plan_all());
+        assert_ne!(capped, before, "{name}: a 600 pool cap changed nothing");
+        assert!(capped.iter().zip(&before).all(|(c, b)| c <= b), "{name}");
+        let undone = s.set_caps(&old).unwrap();
+        assert_eq!(undone.len(), 1);
+        assert_eq!(values(&s.plan_all()), before, "{name}");
+    }
+}
+
+#[test]
+fn repeated_what_ifs_on_one_solver_do_not_grow_it() {
+    for (name, base) in examples() {
+        let topo = base.topology();
+        let mut s = Solver::new(&topo, base.settings.clone());
+        let _ = s.plan_all();
+        let Some((kind, obj)) = capped_objects(&base)
+            .into_iter()
+            .find(|(k, _)| matches!(k, Kind::SiteGatewayPoolAssignment | Kind::GatewayPool))
+        else {
+            continue;
+        };
+        let muts = [Mutation::SetCap {
+            kind,
+            name: obj,
+            mtu: 1280,
+        }];
+        let first = key(&what_if_on(&mut s, &base, &muts, true).unwrap());
+        let _ = what_if_on(&mut s, &base, &muts, true).unwrap();
+        let len = s.expl.len();
+        let third = key(&what_if_on(&mut s, &base, &muts, true).unwrap());
+        assert_eq!(first, third, "{name}");
+        assert_eq!(
+            s.expl.len(),
+            len,
+            "{name}: the same what-if grew the solver"
+        );
+    }
+}
