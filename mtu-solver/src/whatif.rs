@@ -135,6 +135,18 @@ fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
     }
 }
 
+/// The `tunnelMTU` of an object that has one (read-only [`cap_slot`]).
+fn raw_cap(o: &RawObject) -> Option<&Option<RawCap>> {
+    match o {
+        RawObject::Site(s) => Some(&s.cap),
+        RawObject::Pool(p) => Some(&p.cap),
+        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => {
+            Some(&r.cap)
+        }
+        _ => None,
+    }
+}
+
 fn relation(o: &mut RawObject) -> Option<&mut RawRelation> {
     match o {
         RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => Some(r),
@@ -441,12 +453,11 @@ fn shared_caps(
     let mut out = Vec::with_capacity(objs.len());
     for (kind, name) in objs {
         let o = one_solver_object(tb, *kind, name)?;
-        let mut raw = after
+        let raw = after
             .objects
             .iter()
-            .find(|x| x.kind() == *kind && x.name() == name.as_str())?
-            .clone();
-        let cap = cap_slot(&mut raw)?.clone();
+            .find(|x| x.kind() == *kind && x.name() == name.as_str())?;
+        let cap = raw_cap(raw)?.clone();
         if cap.as_ref().is_some_and(|c| c.invalid.is_some()) {
             return None;
         }
@@ -559,24 +570,7 @@ fn min_opt(a: Option<u32>, b: Option<u32>) -> Option<u32> {
 fn per_value_shared(s: &mut Solver<'_>, caps: &[(ObjRef, Option<Mtu>)], full: bool) -> WhatIf {
     let t = s.topo();
     let objs: Vec<ObjRef> = caps.iter().map(|(o, _)| *o).collect();
-    let mut near_set: FxHashSet<NodeId> = FxHashSet::default();
-    let mut filter: Option<FxHashSet<Dest>> = Some(FxHashSet::default());
-    for o in &objs {
-        near_set.extend(near(s, *o));
-        match (dest_filter(t, *o), &mut filter) {
-            (Some(d), Some(f)) => f.extend(d),
-            _ => filter = None,
-        }
-    }
-    let prefixes: Vec<ipnet::IpNet> = s
-        .net
-        .advertised_prefixes()
-        .filter(|(_, origins)| match &filter {
-            None => true,
-            Some(f) => origins.iter().any(|o| f.contains(&o.dest)),
-        })
-        .map(|(p, _)| *p)
-        .collect();
+    let (near_set, prefixes) = change_reach(s, &objs);
     let mut before = BeforeValues {
         caps: objs
             .iter()
@@ -855,7 +849,7 @@ fn classify(base: &Input, after: &Input) -> Difference {
         let (Some(x), Some(y), 1, 1) = (ob.first(), oa.first(), ob.len(), oa.len()) else {
             return Difference::Structure;
         };
-        if without_cap(x) == without_cap(y) && cap_slot(&mut (*x).clone()).is_some() {
+        if without_cap(x) == without_cap(y) && raw_cap(x).is_some() {
             caps.push((k.0, k.1.to_string()));
         } else if without_underlay(x) == without_underlay(y) && k.0 == Kind::Node {
             underlays.push(k.1.to_string());
@@ -1114,6 +1108,31 @@ fn near(s: &Solver<'_>, o: ObjRef) -> FxHashSet<NodeId> {
     }
 }
 
+/// What cap changes of `objs` can reach: the nodes near them, and the advertised prefixes whose
+/// routes elsewhere can change (towards the destinations the caps can be on the path to).
+fn change_reach(s: &Solver<'_>, objs: &[ObjRef]) -> (FxHashSet<NodeId>, Vec<ipnet::IpNet>) {
+    let t = s.topo();
+    let mut near_set: FxHashSet<NodeId> = FxHashSet::default();
+    let mut filter: Option<FxHashSet<Dest>> = Some(FxHashSet::default());
+    for o in objs {
+        near_set.extend(near(s, *o));
+        match (dest_filter(t, *o), &mut filter) {
+            (Some(d), Some(f)) => f.extend(d),
+            _ => filter = None,
+        }
+    }
+    let prefixes = s
+        .net
+        .advertised_prefixes()
+        .filter(|(_, origins)| match &filter {
+            None => true,
+            Some(f) => origins.iter().any(|o| f.contains(&o.dest)),
+        })
+        .map(|(p, _)| *p)
+        .collect();
+    (near_set, prefixes)
+}
+
 /// Destinations whose paths can involve the cap of `o` (None: any).
 fn dest_filter(t: &Topology, o: ObjRef) -> Option<FxHashSet<Dest>> {
     match o {
@@ -1135,29 +1154,12 @@ fn per_value(
     full: bool,
 ) -> (Vec<Change>, usize) {
     let t = sb.topo();
-    let mut near_set: FxHashSet<NodeId> = FxHashSet::default();
-    let mut filter: Option<FxHashSet<Dest>> = Some(FxHashSet::default());
-    for o in objs {
-        near_set.extend(near(sb, *o));
-        match (dest_filter(t, *o), &mut filter) {
-            (Some(d), Some(f)) => f.extend(d),
-            _ => filter = None,
-        }
-    }
+    // Elsewhere only learned routes (and gateways' published values for them) can change.
+    let (near_set, prefixes) = change_reach(sb, objs);
     let mut near_nodes: Vec<NodeId> = near_set.iter().copied().collect();
     near_nodes.sort();
     let mut work = near_nodes.len().saturating_mul(2);
     let mut changes = diff_nodes(sb, sa, &near_nodes, &near_nodes, full);
-    // Elsewhere only learned routes (and gateways' published values for them) can change.
-    let prefixes: Vec<(ipnet::IpNet, Vec<topology_core::net::Origin>)> = sb
-        .net
-        .advertised_prefixes()
-        .filter(|(_, origins)| match &filter {
-            None => true,
-            Some(f) => origins.iter().any(|o| f.contains(&o.dest)),
-        })
-        .map(|(p, o)| (*p, o.to_vec()))
-        .collect();
     let mut remote: Vec<(Change, Option<ExplId>)> = Vec::new();
     // Nodes that share learned routes: workers of a Site, gateways of a pool in a Site.
     let mut groups: BTreeMap<(bool, u32, u32), Vec<NodeId>> = BTreeMap::new();
@@ -1172,7 +1174,7 @@ fn per_value(
         let Some(first) = members.first().copied() else {
             continue;
         };
-        for (prefix, _) in &prefixes {
+        for prefix in &prefixes {
             let Some(l) = sb.net.learned_for(first, prefix) else {
                 continue;
             };
