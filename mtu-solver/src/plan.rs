@@ -59,7 +59,7 @@ pub struct LinkPlan {
 /// Route kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RouteKind {
-    /// To a linked peer's pod CIDR.
+    /// Over the link to a peer: its own pod CIDRs (`NodePod`) or node addresses (`NodeAddress`).
     Direct,
     /// A worker's learned route.
     Gateway,
@@ -83,8 +83,11 @@ impl RouteKind {
 pub struct NextHop {
     /// The peer node.
     pub peer: NodeId,
-    /// Its underlay address (tunnel endpoint).
+    /// Its underlay address on this link (the tunnel endpoint: the encapsulation destination).
     pub underlay_addr: Option<IpAddr>,
+    /// The address that identifies the peer on every link ([`NodePlan::identity_addr`] of the
+    /// peer): its tunnel MAC derives from it, whichever address this link reaches it at.
+    pub identity_addr: Option<IpAddr>,
     /// Its pod gateway address (first address of its pod CIDR of the route's family).
     pub pod_gateway: Option<IpAddr>,
     /// The link protocol.
@@ -143,6 +146,9 @@ pub struct NodePlan {
     pub site: SiteId,
     /// Its pool (gateways).
     pub pool: Option<PoolId>,
+    /// The address that identifies this node on every link (its private underlay address, else
+    /// its first external one): its tunnel devices' MAC derives from it.
+    pub identity_addr: Option<IpAddr>,
     /// Pod-facing MTU.
     pub fabric: Value,
     /// TCP MSS clamp for IPv4.

@@ -735,6 +735,7 @@ impl<'t> Solver<'t> {
         NextHop {
             peer: link.peer,
             underlay_addr: link.peer_addr,
+            identity_addr: self.net.identity_addr(link.peer),
             pod_gateway: self.pod_gateway(link.peer, v6),
             protocol: link.protocol,
             device: link.device.clone(),
@@ -1091,6 +1092,7 @@ impl<'t> Solver<'t> {
         }
         NodePlan {
             node: n,
+            identity_addr: self.net.identity_addr(n),
             site: node.site,
             pool: node.pool(),
             mss_ipv4: fabric.mtu.0.saturating_sub(40),

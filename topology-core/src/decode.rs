@@ -759,6 +759,33 @@ impl Cx {
             .collect()
     }
 
+    /// `spec.routedCidrs` of a GatewayPool without default routes: a prefix of length 0 would
+    /// capture every destination of every node that learns it (`W-DEFAULT-ROUTE`), so the
+    /// overlay never carries one.
+    fn routed_cidrs(&mut self, root: &Node) -> Vec<IpNet> {
+        let path = "spec.routedCidrs";
+        let items = self.str_list(root, path);
+        let mut out = Vec::with_capacity(items.len());
+        for (s, field, line) in items {
+            let Some(net) = self.cidr(&s, &field, line) else {
+                continue;
+            };
+            if net.prefix_len() == 0 {
+                self.report(
+                    Code::DefaultRoute,
+                    &field,
+                    line,
+                    format!(
+                        "{net} is a default route; it is neither advertised nor routed (the overlay never carries a default route: it would capture the host's own traffic)"
+                    ),
+                );
+                continue;
+            }
+            out.push(net);
+        }
+        out
+    }
+
     fn ip_list(&mut self, root: &Node, path: &str) -> Vec<IpAddr> {
         let items = self.str_list(root, path);
         let mut out = Vec::new();
@@ -1005,7 +1032,7 @@ impl Cx {
                 RawObject::Pool(RawPool {
                     internal,
                     node_selector,
-                    routed_cidrs: self.cidr_list(root, "spec.routedCidrs"),
+                    routed_cidrs: self.routed_cidrs(root),
                     protocol: self.protocol(root, "spec.tunnelProtocol"),
                     cap: self.cap(root, "spec.tunnelMTU"),
                     status_nodes,

@@ -64,7 +64,7 @@ codes! {
     CidrOverlap => "E-CIDR-OVERLAP", Error, "two Sites' node CIDRs, or two Sites' pod blocks, overlap";
     MissingName => "E-MISSING-NAME", Error, "an object has no `metadata.name`; it is ignored";
     MissingSite => "W-MISSING-SITE", Warning, "a relationship names a Site that does not exist";
-    MissingPool => "W-MISSING-POOL", Warning, "a relationship names a pool that does not exist";
+    MissingPool => "W-MISSING-POOL", Warning, "a relationship, or a Node's `gateway-pool` label, names a pool that does not exist";
     TooFewMembers => "W-TOO-FEW-MEMBERS", Warning, "a relationship is left with too few existing members";
     DuplicateMember => "W-DUPLICATE-MEMBER", Warning, "a member is listed twice";
     NoSite => "W-NO-SITE", Warning, "a node belongs to no Site";
@@ -73,6 +73,7 @@ codes! {
     ProtocolConflict => "W-PROTOCOL-CONFLICT", Warning, "objects of one tier disagree on a link's protocol";
     Ipv6Below1280 => "W-IPV6-BELOW-1280", Warning, "a value below 1280 on a node with IPv6 pod CIDRs";
     CidrHostBits => "W-CIDR-HOST-BITS", Warning, "a CIDR has host bits set and was normalised";
+    DefaultRoute => "W-DEFAULT-ROUTE", Warning, "a `routedCidrs` entry of prefix length 0; dropped, the overlay never carries a default route";
     UnknownKind => "N-UNKNOWN-KIND", Note, "a skipped kind or API group";
     CapZero => "N-CAP-ZERO", Note, "a `tunnelMTU` of 0, read as unset";
 }

@@ -678,21 +678,36 @@ impl Builder {
             // Pool membership.
             let mut pool: Option<PoolId> = None;
             let mut from_status = false;
-            let pool_label = labels.iter().find(|(k, _)| k == POOL_LABEL_KEY);
-            if let Some((_, v)) = pool_label {
-                if !v.is_empty() {
-                    match t.pool_id(v) {
-                        Some(p) => pool = Some(p),
-                        None => self.diags.push(warn(
+            // The label decides when it names an existing pool (empty: a worker). A value that
+            // names no pool (live gateways carry `"true"`, their pools' selector label) is
+            // reported and ignored: membership falls through to status, then selectors.
+            let pool_label = labels
+                .iter()
+                .find(|(k, _)| k == POOL_LABEL_KEY)
+                .map(|(_, v)| v.as_str());
+            let label_decides = match pool_label {
+                Some("") => true,
+                Some(v) => match t.pool_id(v) {
+                    Some(p) => {
+                        pool = Some(p);
+                        true
+                    }
+                    None => {
+                        self.diags.push(warn(
                             Code::MissingPool,
                             &object,
                             &format!("metadata.labels.{POOL_LABEL_KEY}"),
-                            format!("GatewayPool {v} does not exist; the node is a worker"),
+                            format!(
+                                "GatewayPool {v} does not exist; the label is ignored and pool membership falls through to the pools' status.nodes, then their nodeSelector"
+                            ),
                             loc.clone(),
-                        )),
+                        ));
+                        false
                     }
-                }
-            } else {
+                },
+                None => false,
+            };
+            if !label_decides {
                 let mut matched: Vec<PoolId> = Vec::new();
                 for (pi, p) in pools_raw.iter().enumerate() {
                     let hit = if !p.status_nodes.is_empty() {

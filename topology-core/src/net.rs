@@ -108,6 +108,9 @@ pub enum RouteType {
     RoutedCidr,
     /// A linked peer's own pod CIDR.
     NodePod,
+    /// A host route to an InternalIP of a delivery peer reached across public addresses (the
+    /// underlay cannot route a NAT'd worker's private address).
+    NodeAddress,
 }
 
 impl RouteType {
@@ -118,6 +121,7 @@ impl RouteType {
             RouteType::NodeCidr => "NodeCidr",
             RouteType::RoutedCidr => "RoutedCidr",
             RouteType::NodePod => "NodePod",
+            RouteType::NodeAddress => "NodeAddress",
         }
     }
 }
@@ -452,18 +456,65 @@ impl<'t> Net<'t> {
         external_gw(na) || external_gw(nb)
     }
 
-    /// The underlay address of node `n` on a link (`model.md`).
+    /// The underlay address of node `n` on a link (`model.md`): across public addresses, a
+    /// gateway of an External pool is reached at its ExternalIP, and so is a worker that has one
+    /// (a NAT'd worker's private address is not routable from the other Site: its ExternalIP is
+    /// where its tunnel packets arrive); everywhere else a node is reached at its InternalIP.
+    /// Either way the address of the tunnel IP family comes first, else the first of any family.
     pub fn underlay_addr(&self, n: NodeId, public: bool) -> Option<IpAddr> {
         let topo = self.topo;
         let node = topo.node(n);
+        let reached_outside = match node.role {
+            Role::Gateway(p) => !topo.pool(p).internal,
+            Role::Worker => true,
+        };
         if public
-            && let Role::Gateway(p) = node.role
-            && !topo.pool(p).internal
+            && reached_outside
             && let Some(ext) = self.pick_family(&node.external_ips)
         {
             return Some(ext);
         }
         self.pick_family(&node.internal_ips)
+    }
+
+    /// The address that identifies node `n` on every link, whatever address a link uses: its
+    /// private underlay address (else its first external one). Tunnel MACs derive from it, so
+    /// every peer computes the same MAC for a node that is reached at several addresses.
+    pub fn identity_addr(&self, n: NodeId) -> Option<IpAddr> {
+        self.underlay_addr(n, false)
+            .or_else(|| self.pick_family(&self.topo.node(n).external_ips))
+    }
+
+    /// Whether the link from `n` to `peer` of this kind carries `NodePod` routes (the peer's own
+    /// pod CIDRs): every link but one between a worker and a gateway located in the worker's own
+    /// Site when that Site does not manage its CNI (its own network routes its pods).
+    pub fn carries_node_pods(&self, n: NodeId, peer: NodeId, kind: LinkKind) -> bool {
+        if !matches!(kind, LinkKind::Uplink | LinkKind::Delivery) {
+            return true;
+        }
+        let topo = self.topo;
+        let (a, b) = (topo.node(n), topo.node(peer));
+        a.site != b.site || topo.site(a.site).manage_cni
+    }
+
+    /// The direct routes the link from `n` carries, in no particular order (`forwarding.md`
+    /// Destinations): the peer's own pod CIDRs (`NodePod`, unless
+    /// [`Net::carries_node_pods`] says otherwise) and, on a gateway's delivery link across public
+    /// addresses, a host route to each InternalIP of the worker (`NodeAddress`).
+    pub fn direct_routes(&self, n: NodeId, link: &Link) -> SmallVec<[(IpNet, RouteType); 4]> {
+        let peer = self.topo.node(link.peer);
+        let mut out: SmallVec<[(IpNet, RouteType); 4]> = SmallVec::new();
+        if self.carries_node_pods(n, link.peer, link.kind) {
+            out.extend(peer.pod_cidrs.iter().map(|c| (*c, RouteType::NodePod)));
+        }
+        if link.kind == LinkKind::Delivery && link.public {
+            out.extend(
+                peer.internal_ips
+                    .iter()
+                    .map(|ip| (IpNet::from(*ip), RouteType::NodeAddress)),
+            );
+        }
+        out
     }
 
     fn pick_family(&self, addrs: &[IpAddr]) -> Option<IpAddr> {
