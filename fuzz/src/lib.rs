@@ -6,8 +6,8 @@ use arbitrary::Arbitrary;
 use mtu_solver::whatif::{Input, Mutation};
 use topology_core::decode::{Kind, decode};
 use topology_core::testkit::{
-    AssignmentSpec, NodeSpec, PeeringSpec, PoolPeeringSpec, PoolSpec, SHARED_BLOCK, SiteSpec,
-    TopoSpec,
+    AssignmentSpec, NodeSpec, PeeringSpec, PoolLabel, PoolPeeringSpec, PoolSpec, SHARED_BLOCK,
+    SiteSpec, TopoSpec,
 };
 
 const MAX_SITES: usize = 6;
@@ -74,6 +74,8 @@ pub struct FPool {
     routed: bool,
     cap: Option<FCap>,
     protocol: Option<u8>,
+    default_route: bool,
+    status_nodes: bool,
 }
 
 /// A SitePeering, assignment or pool peering.
@@ -92,6 +94,9 @@ pub struct FRelation {
 pub struct FNode {
     site: u8,
     pool: Option<u8>,
+    /// The `gateway-pool` label: 0 `"true"`, 1 `""`, else pool `n - 2` (possibly missing).
+    pool_label: Option<u8>,
+    second_ip: bool,
     external_ip: bool,
     underlay: Option<FCap>,
     underlay_max: Option<FCap>,
@@ -178,6 +183,8 @@ impl FTopo {
                 routed: p.routed,
                 cap: p.cap.map(FCap::value),
                 protocol: protocol(p.protocol),
+                default_route: p.default_route,
+                status_nodes: p.status_nodes,
             })
             .collect();
         let peerings = self
@@ -233,6 +240,12 @@ impl FTopo {
                 site,
                 index,
                 pool,
+                pool_label: n.pool_label.map(|l| match l {
+                    0 => PoolLabel::True,
+                    1 => PoolLabel::Empty,
+                    k => PoolLabel::Pool(usize::from(k - 2) % (np + 1)),
+                }),
+                second_ip: n.second_ip,
                 external_ip: n.external_ip,
                 underlay: n.underlay.map(FCap::value),
                 underlay_max: n.underlay_max.map(FCap::value),

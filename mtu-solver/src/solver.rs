@@ -762,7 +762,15 @@ impl<'t> Solver<'t> {
         type EdgeOf = (LinkKind, SiteId, Option<PoolId>);
         let mut last_edge: Option<(EdgeOf, Option<ExplId>)> = None;
         let mut last_combo: Option<((ExplId, Option<ExplId>), ExplId)> = None;
+        // Direct routes over the links: (destination, type, peer).
+        let mut direct: Vec<(IpNet, RouteType, NodeId)> = Vec::with_capacity(links_raw.len());
         for link in links_raw {
+            direct.extend(
+                self.net
+                    .direct_routes(n, &link)
+                    .into_iter()
+                    .map(|(dest, ty)| (dest, ty, link.peer)),
+            );
             let auto = self.auto_leaf(n, link.peer, link.protocol);
             let pn = topo.node(link.peer);
             let edge = (link.kind, pn.site, pn.pool());
@@ -803,21 +811,27 @@ impl<'t> Solver<'t> {
         self.scratch_combos = combos;
         // Node IDs order like names.
         links.sort_by_key(|l| l.peer);
-        // Routes: direct routes to linked peers' pod CIDRs.
+        // Routes: direct routes over the links (peers' pod CIDRs, NAT'd workers' addresses). One
+        // route per destination: the links that carry it are its equal-cost next hops, and a
+        // destination carried as a pod CIDR by one link and as an address by another (which
+        // only overlapping input makes) is a `NodePod` route.
         let mut routes: Vec<RoutePlan> = Vec::new();
-        let mut direct: Vec<(IpNet, usize)> = Vec::with_capacity(links.len());
-        for (i, l) in links.iter().enumerate() {
-            for c in &topo.node(l.peer).pod_cidrs {
-                direct.push((*c, i));
-            }
-        }
-        direct.sort_by(|a, b| prefix_order(&a.0, &b.0).then(a.1.cmp(&b.1)));
+        direct.sort_by(|a, b| {
+            prefix_order(&a.0, &b.0)
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(&b.2))
+        });
         for group in direct.chunk_by(|a, b| prefix_order(&a.0, &b.0).is_eq()) {
-            let Some((dest, _)) = group.first() else {
+            let Some((dest, ty, _)) = group.first() else {
                 continue;
             };
-            let dest = IpNetKey(*dest);
-            let idxs: SmallVec<[usize; 2]> = group.iter().map(|(_, i)| *i).collect();
+            let (dest, ty) = (IpNetKey(*dest), *ty);
+            let mut idxs: SmallVec<[usize; 2]> = group
+                .iter()
+                .filter_map(|(_, _, peer)| links.binary_search_by_key(peer, |l| l.peer).ok())
+                .collect();
+            idxs.sort_unstable();
+            idxs.dedup();
             let v6 = matches!(dest.0, IpNet::V6(_));
             let kids: SmallVec<[ExplId; 4]> = idxs
                 .iter()
@@ -839,7 +853,7 @@ impl<'t> Solver<'t> {
             routes.push(RoutePlan {
                 destination: dest.0,
                 advertised: dest.0,
-                ty: RouteType::NodePod,
+                ty,
                 kind: RouteKind::Direct,
                 mtu: Value {
                     mtu: self.expl.value(e),

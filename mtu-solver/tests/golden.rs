@@ -15,7 +15,7 @@
 //! no-link NODE PEER
 //! route NODE DEST KIND MTU [BOUND]    # KIND = direct|gateway|transit
 //! via NODE DEST KIND G1,G2 distance N
-//! type NODE DEST KIND PodCidr|NodeCidr|RoutedCidr|NodePod
+//! type NODE DEST KIND PodCidr|NodeCidr|RoutedCidr|NodePod|NodeAddress
 //! routes NODE DEST,DEST,...|-         # the exact set of NODE's installed destinations
 //! no-route NODE DEST [KIND]
 //! fabric NODE MTU [BOUND]
@@ -444,4 +444,8 @@ golden! {
     overheads_ipv4 => "overheads-ipv4",
     overheads_ipv6 => "overheads-ipv6",
     mesh_auto => "mesh-auto",
+    nat_node_address => "nat-node-address",
+    unmanaged_cni => "unmanaged-cni",
+    default_route => "default-route",
+    gateway_label_missing_pool => "gateway-label-missing-pool",
 }

@@ -393,7 +393,7 @@ fn spec_input(spec: &TopoSpec) -> Input {
 }
 
 proptest! {
-    #![proptest_config(proptest_config(500, concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/whatif-caps.txt")))]
+    #![proptest_config(proptest_config(1000, concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/whatif-caps.txt")))]
 
     /// Cap changes of assignments, pools and pool peerings (answered on the base solver) equal
     /// the diff of two full resolves, terms included, on random topologies.

@@ -126,7 +126,7 @@ pub struct RefLink {
 /// Route kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RefRouteKind {
-    /// To a linked peer's pod CIDR.
+    /// Over the link to a peer: its pod CIDRs or node addresses.
     Direct,
     /// A worker's learned route.
     Gateway,
@@ -788,21 +788,44 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
         let worker = cx.pool_of(*n).is_none();
         let my_links = &links[n.idx()];
         let mut routes: Vec<RefRoute> = Vec::new();
-        // Direct routes.
-        let mut direct: BTreeMap<(u8, IpNet), Vec<NodeId>> = BTreeMap::new();
+        // Direct routes (forwarding.md, "Destinations"): every linked peer's own pod CIDRs,
+        // except between a worker and a gateway located in the worker's own Site when that Site
+        // does not manage its CNI; on a gateway, a host route to each InternalIP of a worker it
+        // delivers to across public addresses. A destination both ways is a `NodePod` route.
+        let mut direct: BTreeMap<(u8, IpNet), (RouteType, Vec<NodeId>)> = BTreeMap::new();
         for l in my_links {
-            for c in &t.node(l.peer).pod_cidrs {
-                direct.entry(key(c)).or_default().push(l.peer);
+            let peer = t.node(l.peer);
+            let worker_gateway_pair = matches!(l.kind, LinkKind::Uplink | LinkKind::Delivery);
+            let unmanaged_own_site =
+                worker_gateway_pair && node.site == peer.site && !t.site(node.site).manage_cni;
+            if !unmanaged_own_site {
+                for c in &peer.pod_cidrs {
+                    let e = direct
+                        .entry(key(c))
+                        .or_insert((RouteType::NodePod, Vec::new()));
+                    e.0 = RouteType::NodePod;
+                    e.1.push(l.peer);
+                }
+            }
+            if l.kind == LinkKind::Delivery && l.public {
+                for ip in &peer.internal_ips {
+                    let host = IpNet::from(*ip);
+                    direct
+                        .entry(key(&host))
+                        .or_insert((RouteType::NodeAddress, Vec::new()))
+                        .1
+                        .push(l.peer);
+                }
             }
         }
-        for ((_, dest), mut via) in direct {
+        for ((_, dest), (ty, mut via)) in direct {
             via.sort();
             via.dedup();
             let mtu = via.iter().map(|v| link_of(*n, *v).mtu).min().unwrap();
             routes.push(RefRoute {
                 destination: dest,
                 advertised: dest,
-                ty: RouteType::NodePod,
+                ty,
                 kind: RefRouteKind::Direct,
                 distance: 0,
                 via,

@@ -9,7 +9,7 @@
 //! - `node NAME site=SITE worker|gateway pool=POOL|- [underlay=..] [underlay-max=..]`, every node
 //!   that has a Site (nodes without one are left out, spec "Membership");
 //! - `site NAME nodeCidrs=.. pods=.. [manageCniPlugin=false] [protocol=..] [cap=..]`;
-//! - `pool NAME External|Internal [protocol=..] [cap=..] gateways=[..]`;
+//! - `pool NAME External|Internal [routed=[..]] [protocol=..] [cap=..] gateways=[..]`;
 //! - `KIND NAME relates|relates-nothing sites=[..] pools=[..] [mesh|no-mesh] [protocol=..]
 //!   [cap=..]`, for every enabled SitePeering, assignment and pool peering;
 //! - `component [SITES] cap=MTU by OBJECT objects=[..]`;
@@ -118,6 +118,9 @@ pub fn render(t: &Topology) -> String {
             p.name,
             if p.internal { "Internal" } else { "External" }
         );
+        if !p.routed_cidrs.is_empty() {
+            let _ = write!(out, " routed={}", bracket(&p.routed_cidrs));
+        }
         if let Some(pr) = p.protocol {
             let _ = write!(out, " protocol={pr}");
         }
@@ -259,6 +262,7 @@ fixtures! {
     bom => "bom.yaml",
     decode_errors => "decode-errors.yaml",
     pod_blocks => "pod-blocks.yaml",
+    routed_cidrs => "routed-cidrs.yaml",
 }
 
 /// Every fixture in the directory has a test, and every one has an expectation.

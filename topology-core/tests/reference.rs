@@ -26,31 +26,36 @@ fn prod_links(net: &Net<'_>, n: NodeId) -> Vec<LinkRow> {
         .collect()
 }
 
-/// Production installed routes of a node: direct routes to linked peers' pod CIDRs, and the
-/// learned routes with the Site's `localCidrs` cut out (rule 7).
+/// Production installed routes of a node: the direct routes its links carry
+/// ([`Net::direct_routes`]: peers' pod CIDRs, NAT'd workers' addresses; one route per destination,
+/// a `NodePod` route when a link carries it as a pod CIDR), and the learned routes with the Site's
+/// `localCidrs` cut out (rule 7).
 fn prod_routes(net: &Net<'_>, n: NodeId) -> Vec<RouteRow> {
     let t = net.topo;
     let node = t.node(n);
-    let mut direct: std::collections::BTreeMap<String, Vec<NodeId>> = Default::default();
+    let mut direct: std::collections::BTreeMap<String, (RouteType, Vec<NodeId>)> =
+        Default::default();
     let mut direct_nets = Vec::new();
     for l in net.links(n) {
-        for c in &t.node(l.peer).pod_cidrs {
+        for (c, ty) in net.direct_routes(n, &l) {
             if !direct.contains_key(&c.to_string()) {
-                direct_nets.push(*c);
+                direct_nets.push(c);
             }
-            direct.entry(c.to_string()).or_default().push(l.peer);
+            let e = direct.entry(c.to_string()).or_insert((ty, Vec::new()));
+            e.0 = e.0.min(ty);
+            e.1.push(l.peer);
         }
     }
     let mut rows: Vec<(ipnet::IpNet, RouteRow)> = Vec::new();
     for c in direct_nets {
-        let mut via = direct[&c.to_string()].clone();
+        let (ty, mut via) = direct[&c.to_string()].clone();
         via.sort();
         via.dedup();
         rows.push((
             c,
             (
                 c.to_string(),
-                RouteType::NodePod,
+                ty,
                 RefRouteKind::Direct,
                 0,
                 via.iter().map(|v| name(t, *v)).collect(),

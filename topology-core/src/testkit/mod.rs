@@ -15,8 +15,13 @@
 //! share the pod block [`SHARED_BLOCK`] (identical prefixes merge), `localCidrs` that cut a
 //! learned prefix partly or entirely, members listed twice, disabled relationships, `tunnelMTU`
 //! values of 0 or out of range (fail closed), explicit protocols (`None` included),
-//! `underlay-mtu-max` annotations (one invalid), External-pool nodes without an ExternalIP, and
-//! GatewayPoolNodes with published values.
+//! `underlay-mtu-max` annotations (one invalid), External-pool nodes without an ExternalIP,
+//! GatewayPoolNodes with published values, and the shapes of decision D12: Nodes whose
+//! `gateway-pool` label names a missing pool (`"true"`, as live gateways carry it) with and
+//! without a fallback through the pool's selector or `status.nodes`, pools whose membership is
+//! their `status.nodes`, workers behind NAT in Sites that reach External pools across public
+//! addresses (`NodeAddress` routes, some with a second InternalIP), Sites that do not manage
+//! their CNI with gateways inside them, and `0.0.0.0/0` routed CIDRs (`W-DEFAULT-ROUTE`).
 // Test-only code: plain indexing and arithmetic on small generated values.
 #![allow(
     clippy::indexing_slicing,
@@ -70,6 +75,22 @@ pub struct PoolSpec {
     pub cap: Option<u32>,
     /// `spec.tunnelProtocol`.
     pub protocol: Option<&'static str>,
+    /// Also lists `0.0.0.0/0` first in `routedCidrs` (dropped with `W-DEFAULT-ROUTE`).
+    pub default_route: bool,
+    /// Its membership is `status.nodes`: the nodes carrying its selector label, each with its
+    /// Site and addresses (a non-empty status overrides the selector).
+    pub status_nodes: bool,
+}
+
+/// A Node's `net.unbounded-cloud.io/gateway-pool` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolLabel {
+    /// Names pool `p<k>` (which may not exist when `k` is out of range).
+    Pool(usize),
+    /// `"true"`: names no pool, so membership falls through to status and selectors.
+    True,
+    /// `""`: a worker, whatever selectors or status say.
+    Empty,
 }
 
 /// A SitePeering.
@@ -122,8 +143,12 @@ pub struct NodeSpec {
     pub site: usize,
     /// Index within the Site.
     pub index: usize,
-    /// Labelled `pool: p<k>`.
+    /// Labelled `pool: p<k>` (pool `k`'s selector label).
     pub pool: Option<usize>,
+    /// Its `gateway-pool` label, if any.
+    pub pool_label: Option<PoolLabel>,
+    /// Has a second InternalIP, `10.<i>.1.<j+1>` (two `NodeAddress` routes when NAT'd).
+    pub second_ip: bool,
     /// Has an ExternalIP.
     pub external_ip: bool,
     /// `mtu.unbounded-cloud.io/underlay-mtu`.
@@ -139,7 +164,22 @@ impl NodeSpec {
     pub fn name(&self) -> String {
         format!("n{}-{}", self.site, self.index)
     }
+    /// Its InternalIPs.
+    pub fn internal_ips(&self) -> Vec<String> {
+        let mut v = vec![format!("10.{}.0.{}", self.site, self.index + 1)];
+        if self.second_ip {
+            v.push(format!("10.{}.1.{}", self.site, self.index + 1));
+        }
+        v
+    }
+    /// Its ExternalIP (rendered only when it has one).
+    pub fn external_addr(&self) -> String {
+        format!("198.51.100.{}", 10 * self.site + self.index + 1)
+    }
 }
+
+/// The label key of a Node's pool.
+const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
 
 /// A generated topology, before rendering.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,9 +208,13 @@ fn opt_fields(out: &mut String, cap: Option<u32>, protocol: Option<&str>) {
 }
 
 fn list(out: &mut String, key: &str, items: impl IntoIterator<Item = String>) {
-    let _ = writeln!(out, "  {key}:");
+    list_at(out, "  ", key, items);
+}
+
+fn list_at(out: &mut String, indent: &str, key: &str, items: impl IntoIterator<Item = String>) {
+    let _ = writeln!(out, "{indent}{key}:");
     for i in items {
-        let _ = writeln!(out, "    - {i}");
+        let _ = writeln!(out, "{indent}  - {i}");
     }
 }
 
@@ -232,10 +276,33 @@ impl TopoSpec {
                 if p.internal { "Internal" } else { "External" }
             );
             let _ = writeln!(d, "  nodeSelector:\n    pool: p{k}");
+            let mut routed = Vec::new();
+            if p.default_route {
+                routed.push("0.0.0.0/0".to_string());
+            }
             if p.routed {
-                list(&mut d, "routedCidrs", [Self::routed_cidr(k)]);
+                routed.push(Self::routed_cidr(k));
+            }
+            if !routed.is_empty() {
+                list(&mut d, "routedCidrs", routed);
             }
             opt_fields(&mut d, p.cap, p.protocol);
+            let members: Vec<&NodeSpec> = self.nodes.iter().filter(|n| n.pool == Some(k)).collect();
+            if p.status_nodes && !members.is_empty() {
+                let _ = writeln!(d, "status:\n  nodes:");
+                for n in members {
+                    let _ = writeln!(
+                        d,
+                        "    - name: {}\n      siteName: {}",
+                        n.name(),
+                        Self::site_name(n.site)
+                    );
+                    list_at(&mut d, "      ", "internalIPs", n.internal_ips());
+                    if n.external_ip {
+                        list_at(&mut d, "      ", "externalIPs", [n.external_addr()]);
+                    }
+                }
+            }
             docs.push(d);
         }
         for (i, r) in self.peerings.iter().enumerate() {
@@ -290,8 +357,23 @@ impl TopoSpec {
                 "apiVersion: v1\nkind: Node\nmetadata:\n  name: {}",
                 n.name()
             );
+            if n.pool.is_some() || n.pool_label.is_some() {
+                let _ = writeln!(d, "  labels:");
+            }
             if let Some(k) = n.pool {
-                let _ = writeln!(d, "  labels:\n    pool: p{k}");
+                let _ = writeln!(d, "    pool: p{k}");
+            }
+            match n.pool_label {
+                Some(PoolLabel::Pool(k)) => {
+                    let _ = writeln!(d, "    {POOL_LABEL}: p{k}");
+                }
+                Some(PoolLabel::True) => {
+                    let _ = writeln!(d, "    {POOL_LABEL}: \"true\"");
+                }
+                Some(PoolLabel::Empty) => {
+                    let _ = writeln!(d, "    {POOL_LABEL}: \"\"");
+                }
+                None => {}
             }
             if n.underlay.is_some() || n.underlay_max.is_some() {
                 let _ = writeln!(d, "  annotations:");
@@ -308,17 +390,15 @@ impl TopoSpec {
                 100 + n.site,
                 n.index
             );
-            let _ = writeln!(
-                d,
-                "status:\n  addresses:\n    - type: InternalIP\n      address: 10.{}.0.{}",
-                n.site,
-                n.index + 1
-            );
+            let _ = writeln!(d, "status:\n  addresses:");
+            for ip in n.internal_ips() {
+                let _ = writeln!(d, "    - type: InternalIP\n      address: {ip}");
+            }
             if n.external_ip {
                 let _ = writeln!(
                     d,
-                    "    - type: ExternalIP\n      address: 198.51.100.{}",
-                    10 * n.site + n.index + 1
+                    "    - type: ExternalIP\n      address: {}",
+                    n.external_addr()
                 );
             }
             docs.push(d);
@@ -417,13 +497,33 @@ fn arb_pool() -> impl Strategy<Value = PoolSpec> {
         prop::bool::weighted(0.4),
         arb_opt_cap(0.3),
         arb_protocol(),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.2),
     )
-        .prop_map(|(internal, routed, cap, protocol)| PoolSpec {
-            internal,
-            routed,
-            cap,
-            protocol,
-        })
+        .prop_map(
+            |(internal, routed, cap, protocol, default_route, status_nodes)| PoolSpec {
+                internal,
+                routed,
+                cap,
+                protocol,
+                default_route,
+                status_nodes,
+            },
+        )
+}
+
+/// A `gateway-pool` label: mostly absent; otherwise `"true"` (a missing pool), an existing
+/// pool, a pool that does not exist, or empty.
+fn arb_pool_label(np: usize) -> impl Strategy<Value = Option<PoolLabel>> {
+    prop::option::weighted(
+        0.25,
+        prop_oneof![
+            4 => Just(PoolLabel::True),
+            2 => (0..np.max(1)).prop_map(PoolLabel::Pool),
+            1 => Just(PoolLabel::Pool(7)),
+            1 => Just(PoolLabel::Empty),
+        ],
+    )
 }
 
 /// Every prefix a gateway may publish for: pod blocks, node CIDRs, routed CIDRs.
@@ -458,17 +558,23 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
         prop::option::weighted(0.5, prop::sample::select(vec![1280u32, 1500, 9000])),
         prop::option::weighted(0.08, prop::sample::select(vec![1400u32, 9000, 100])),
         published,
+        arb_pool_label(np),
+        prop::bool::weighted(0.1),
     );
     prop::collection::vec(prop::collection::vec(node, 1..=4), ns).prop_map(|per_site| {
         let mut out = Vec::new();
         for (site, nodes) in per_site.into_iter().enumerate() {
-            for (index, (pool, external_ip, underlay, underlay_max, published)) in
-                nodes.into_iter().enumerate()
+            for (
+                index,
+                (pool, external_ip, underlay, underlay_max, published, pool_label, second_ip),
+            ) in nodes.into_iter().enumerate()
             {
                 out.push(NodeSpec {
                     site,
                     index,
                     pool,
+                    pool_label,
+                    second_ip,
                     external_ip,
                     underlay,
                     underlay_max,
