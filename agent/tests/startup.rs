@@ -4,11 +4,14 @@
 mod support;
 
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 use support::{End, Mock, Reply, error_event, event, node, site, status};
 use tokio::sync::watch;
 use unbounded_mtu::agent::adopt::{ACK_ANNOTATION, try_adopt};
 use unbounded_mtu::agent::node_watch::{Verdict, WatchEnd, watch_own_node};
+use unbounded_mtu::agent::startup::{self, Adoption};
+use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::agent::taint::{RetryPolicy, TaintOutcome, remove_gateway_taint};
 use unbounded_mtu::k8s::{Backoff, api_status};
 
@@ -46,6 +49,7 @@ async fn adopted_mock(labels: Value) -> (Mock, unbounded_mtu::agent::adopt::Adop
     let a = try_adopt(&mock.client(), "n1")
         .await
         .expect("adopt")
+        .adopted()
         .expect("a Site");
     (mock, a)
 }
@@ -72,7 +76,7 @@ async fn own_node_watch_selects_by_name_starts_at_get_rv_and_backs_off() {
         ],
     );
     let (_cancel, rx) = watch::channel(false);
-    let end = watch_own_node(mock.client(), adopted, rx, Backoff::watch()).await;
+    let end = watch_own_node(mock.client(), adopted.baseline(), rx, Backoff::watch()).await;
     let WatchEnd::Verdict(v) = end else {
         panic!("{end:?}")
     };
@@ -135,7 +139,7 @@ async fn gone_revalidates_with_a_get_then_deletion_is_exit_4() {
         vec![Reply::Watch(vec![error_event(410, "Expired")], End::Close)],
     );
     let (_cancel, rx) = watch::channel(false);
-    let end = watch_own_node(mock.client(), adopted, rx, Backoff::watch()).await;
+    let end = watch_own_node(mock.client(), adopted.baseline(), rx, Backoff::watch()).await;
     assert_eq!(end, WatchEnd::Verdict(Verdict::Deleted));
     assert_eq!(Verdict::Deleted.exit_code(), Some(4));
     let ws = watches(&mock);
@@ -163,7 +167,7 @@ async fn deleted_event_is_exit_4_and_site_or_pool_label_change_is_exit_3() {
         )],
     );
     let (_c, rx) = watch::channel(false);
-    let end = watch_own_node(mock.client(), adopted.clone(), rx, Backoff::watch()).await;
+    let end = watch_own_node(mock.client(), adopted.baseline(), rx, Backoff::watch()).await;
     assert_eq!(end, WatchEnd::Verdict(Verdict::Deleted));
 
     for changed in [
@@ -187,7 +191,7 @@ async fn deleted_event_is_exit_4_and_site_or_pool_label_change_is_exit_3() {
             )],
         );
         let (_c, rx) = watch::channel(false);
-        let end = watch_own_node(mock.client(), adopted, rx, Backoff::watch()).await;
+        let end = watch_own_node(mock.client(), adopted.baseline(), rx, Backoff::watch()).await;
         let WatchEnd::Verdict(v) = end else {
             panic!("{end:?}")
         };
@@ -200,7 +204,12 @@ async fn cancelling_closes_the_watch() {
     let (mock, adopted) = adopted_mock(json!({SITE_LABEL: "a", POOL_LABEL: ""})).await;
     mock.on_watch(NODES, vec![Reply::Watch(vec![], End::Hold)]);
     let (cancel, rx) = watch::channel(false);
-    let task = tokio::spawn(watch_own_node(mock.client(), adopted, rx, Backoff::watch()));
+    let task = tokio::spawn(watch_own_node(
+        mock.client(),
+        adopted.baseline(),
+        rx,
+        Backoff::watch(),
+    ));
     assert!(
         support::until(
             || mock.open_watches_on(NODES, Some("metadata.name=n1")) == 1,
@@ -221,31 +230,27 @@ async fn cancelling_closes_the_watch() {
 }
 
 #[tokio::test]
-async fn pool_label_means_no_gateway_pool_request() {
-    for (label, pool) in [("p1", Some("p1")), ("", None)] {
-        let mock = Mock::start().await;
-        mock.on(
-            "GET",
-            NODE,
-            vec![Reply::Json(
-                200,
-                n1("u1", "100", json!({POOL_LABEL: label})),
-            )],
-        );
-        mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
-        let a = try_adopt(&mock.client(), "n1")
-            .await
-            .expect("adopt")
-            .expect("site");
-        assert_eq!(a.assignment.site, "a", "Site from nodeCidrs");
-        assert_eq!(a.assignment.pool.as_deref(), pool);
-        assert!(
-            mock.requests().iter().all(|r| r.path != POOLS),
-            "{:#?}",
-            mock.requests()
-        );
-        assert_eq!(mock.requests().len(), 2, "one GET, one LIST of Sites");
-    }
+async fn an_empty_pool_label_means_worker_without_gateway_pool_request() {
+    let mock = Mock::start().await;
+    mock.on(
+        "GET",
+        NODE,
+        vec![Reply::Json(200, n1("u1", "100", json!({POOL_LABEL: ""})))],
+    );
+    mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
+    let a = try_adopt(&mock.client(), "n1")
+        .await
+        .expect("adopt")
+        .adopted()
+        .expect("site");
+    assert_eq!(a.assignment.site, "a", "Site from nodeCidrs");
+    assert_eq!(a.assignment.pool, None);
+    assert!(
+        mock.requests().iter().all(|r| !r.path.starts_with(POOLS)),
+        "{:#?}",
+        mock.requests()
+    );
+    assert_eq!(mock.requests().len(), 2, "one GET, one LIST of Sites");
 }
 
 #[tokio::test]
@@ -264,6 +269,7 @@ async fn without_pool_label_exactly_one_gateway_pool_list() {
     let a = try_adopt(&mock.client(), "n1")
         .await
         .expect("adopt")
+        .adopted()
         .expect("site");
     assert_eq!(a.assignment.pool.as_deref(), Some("p1"));
     assert_eq!(a.assignment.annotation_value(), "u1/a/p1");
@@ -293,8 +299,15 @@ async fn a_node_without_site_is_waited_for_with_backoff() {
             Reply::Json(200, support::list(vec![site("a", "10.0.0.0/16")], "3")),
         ],
     );
-    let a = unbounded_mtu::agent::adopt::adopt(&mock.client(), "n1", Backoff::watch()).await;
+    let status = Arc::new(Status::default());
+    let adoption = startup::adopt(&mock.client(), "n1", &status, Backoff::watch())
+        .await
+        .expect("adoption");
+    let Adoption::Adopted(a, _watch) = adoption else {
+        panic!("{adoption:?}")
+    };
     assert_eq!(a.assignment.annotation_value(), "u1/a/-");
+    assert_eq!(status.document()["adoptedAssignment"], "u1/a/-");
     let lists: Vec<_> = mock.requests_to("GET", SITES);
     assert_eq!(lists.len(), 3);
     assert!(lists[1].at - lists[0].at >= Duration::from_secs(1));

@@ -1,9 +1,8 @@
 //! Assignment adoption, once per process: the node's UID, Site and pool, fixed for the life of
 //! the process.
 
+use crate::k8s::ResourceKind;
 use crate::k8s::api::{self, typed};
-use crate::k8s::{Backoff, ResourceKind};
-use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::Api;
@@ -48,7 +47,8 @@ pub struct Adopted {
     pub resource_version: String,
     /// The site label at adoption (absent: the Site came from `nodeCidrs`).
     pub site_label: Option<String>,
-    /// The pool label at adoption (absent: the pool came from the one GatewayPool LIST).
+    /// The pool label at adoption (absent, or naming a missing pool: the pool came from the one
+    /// GatewayPool LIST).
     pub pool_label: Option<String>,
     /// The Node as JSON.
     pub node: Value,
@@ -102,36 +102,225 @@ pub fn pool_from_label(v: &str) -> Option<String> {
     (!v.is_empty()).then(|| v.to_string())
 }
 
-/// One adoption attempt: GET the own Node, LIST Sites; when the Node has no pool label, exactly
-/// one LIST of GatewayPools. `Ok(None)` when the Node has no Site yet.
-pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Option<Adopted>> {
+/// A pool label that names a GatewayPool which does not exist, while no pool's `status.nodes` or
+/// `nodeSelector` takes the node either (`agent.md` Start 3). The agent does not acknowledge it:
+/// it reports it and retries until the label changes (the startup watch then ends the process).
+#[derive(Clone, Debug)]
+pub struct BrokenAssignment {
+    /// The Node's UID.
+    pub node_uid: String,
+    /// The Node's name.
+    pub node_name: String,
+    /// Resource version of the GET that found it (the startup watch starts there).
+    pub resource_version: String,
+    /// The node's Site.
+    pub site: String,
+    /// The site label (absent: the Site came from `nodeCidrs`).
+    pub site_label: Option<String>,
+    /// The pool label's value: the name of the missing GatewayPool.
+    pub pool_label: String,
+    /// The Sites listed (to revalidate a Site that came from `nodeCidrs`).
+    pub sites: Vec<Value>,
+}
+
+impl BrokenAssignment {
+    /// Why the assignment is broken, in one sentence.
+    pub fn reason(&self) -> String {
+        format!(
+            "the {POOL_LABEL_KEY} label names GatewayPool {:?}, which does not exist, and no \
+             GatewayPool's status.nodes or nodeSelector takes the node; not acknowledged until \
+             the label changes",
+            self.pool_label
+        )
+    }
+
+    /// What the startup watch compares the Node against while the assignment is broken: any
+    /// change of the pool label (as of its UID or Site) ends the process.
+    pub fn baseline(&self) -> Baseline {
+        Baseline {
+            node_uid: self.node_uid.clone(),
+            node_name: self.node_name.clone(),
+            resource_version: self.resource_version.clone(),
+            site: self.site.clone(),
+            site_label: self.site_label.clone(),
+            pool_label: Some(self.pool_label.clone()),
+            pool: PoolBasis::Broken,
+            sites: self.sites.clone(),
+        }
+    }
+}
+
+/// The pool side of what the startup watch compares against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PoolBasis {
+    /// The adopted pool (`None`: a worker).
+    Adopted(Option<String>),
+    /// The assignment is broken: the pool label named a missing pool.
+    Broken,
+}
+
+/// What the startup watch compares the own Node against: the Node as the adoption GET read it.
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    /// The Node's UID.
+    pub node_uid: String,
+    /// The Node's name.
+    pub node_name: String,
+    /// Resource version of that GET (the watch starts there).
+    pub resource_version: String,
+    /// The node's Site.
+    pub site: String,
+    /// The site label then (absent: the Site came from `nodeCidrs`).
+    pub site_label: Option<String>,
+    /// The pool label then.
+    pub pool_label: Option<String>,
+    /// The pool adopted, or the broken state.
+    pub pool: PoolBasis,
+    /// The Sites listed then.
+    pub sites: Vec<Value>,
+}
+
+impl Adopted {
+    /// What the startup watch compares the Node against.
+    pub fn baseline(&self) -> Baseline {
+        Baseline {
+            node_uid: self.assignment.node_uid.clone(),
+            node_name: self.node_name.clone(),
+            resource_version: self.resource_version.clone(),
+            site: self.assignment.site.clone(),
+            site_label: self.site_label.clone(),
+            pool_label: self.pool_label.clone(),
+            pool: PoolBasis::Adopted(self.assignment.pool.clone()),
+            sites: self.sites.clone(),
+        }
+    }
+}
+
+/// What one adoption attempt found.
+#[derive(Clone, Debug)]
+pub enum Attempt {
+    /// The assignment, adopted.
+    Adopted(Box<Adopted>),
+    /// The Node belongs to no Site yet.
+    NoSite,
+    /// The pool label names a missing pool and no pool takes the node.
+    Broken(Box<BrokenAssignment>),
+}
+
+impl Attempt {
+    /// The adopted assignment, if this attempt adopted one.
+    pub fn adopted(self) -> Option<Adopted> {
+        match self {
+            Attempt::Adopted(a) => Some(*a),
+            Attempt::NoSite | Attempt::Broken(_) => None,
+        }
+    }
+}
+
+/// A request of an adoption attempt failed; the attempt is retried.
+#[derive(Debug)]
+pub enum AdoptError {
+    /// The GET of the own Node.
+    GetNode(kube::Error),
+    /// The Node did not encode as JSON.
+    EncodeNode(serde_json::Error),
+    /// The LIST of Sites.
+    ListSites(kube::Error),
+    /// The GET of the GatewayPool the label names (any error but 404, which means "missing").
+    GetPool {
+        /// The pool the label names.
+        pool: String,
+        /// The error, with the API status when there is one.
+        source: kube::Error,
+    },
+    /// The LIST of GatewayPools.
+    ListPools(kube::Error),
+}
+
+impl std::fmt::Display for AdoptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AdoptError::GetNode(_) => f.write_str("cannot get the own Node"),
+            AdoptError::EncodeNode(_) => f.write_str("cannot encode the Node"),
+            AdoptError::ListSites(_) => f.write_str("cannot list Sites"),
+            AdoptError::GetPool { pool, .. } => write!(f, "cannot get GatewayPool {pool}"),
+            AdoptError::ListPools(_) => f.write_str("cannot list GatewayPools"),
+        }
+    }
+}
+
+impl std::error::Error for AdoptError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AdoptError::GetNode(e)
+            | AdoptError::ListSites(e)
+            | AdoptError::ListPools(e)
+            | AdoptError::GetPool { source: e, .. } => Some(e),
+            AdoptError::EncodeNode(e) => Some(e),
+        }
+    }
+}
+
+/// Whether GatewayPool `name` exists: one GET (404: it does not).
+async fn pool_exists(client: &Client, name: &str) -> Result<bool, AdoptError> {
+    let path = ResourceKind::of(Kind::GatewayPool).object_path(name);
+    match api::get_json(client, &path).await {
+        Ok(_) => Ok(true),
+        Err(e) if api::api_status(&e).is_some_and(|s| s.code == 404) => Ok(false),
+        Err(source) => Err(AdoptError::GetPool {
+            pool: name.to_string(),
+            source,
+        }),
+    }
+}
+
+/// One adoption attempt (`agent.md` Start 3): GET the own Node, LIST Sites; the pool label
+/// decides when it names an existing pool (one GET of that pool) and an empty value means a
+/// worker; otherwise (no label, or a label naming a missing pool) exactly one LIST of
+/// GatewayPools and membership as `model.md` says. A label naming a missing pool that no pool's
+/// status or selector backs is a broken assignment.
+pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Attempt, AdoptError> {
     let nodes: Api<Node> = Api::all(client.clone());
-    let node = nodes
-        .get(node_name)
-        .await
-        .with_context(|| format!("cannot get Node {node_name}"))?;
+    let node = nodes.get(node_name).await.map_err(AdoptError::GetNode)?;
     let rv = node.metadata.resource_version.clone().unwrap_or_default();
     let uid = node.metadata.uid.clone().unwrap_or_default();
     let node = typed(
         ResourceKind::of(Kind::Node),
-        serde_json::to_value(&node).context("cannot encode the Node")?,
+        serde_json::to_value(&node).map_err(AdoptError::EncodeNode)?,
     );
     let (sites, _) = api::list_all(client, ResourceKind::of(Kind::Site), &[])
         .await
-        .context("cannot list Sites")?;
+        .map_err(AdoptError::ListSites)?;
     let (site, _) = membership(&node, &sites, &[]);
-    let Some(site) = site else { return Ok(None) };
+    let Some(site) = site else {
+        return Ok(Attempt::NoSite);
+    };
     let pool_label = label(&node, POOL_LABEL_KEY).map(str::to_string);
-    let pool = match &pool_label {
-        Some(v) => pool_from_label(v),
-        None => {
+    let pool = match pool_label.as_deref() {
+        Some("") => None,
+        Some(name) if pool_exists(client, name).await? => Some(name.to_string()),
+        _ => {
             let (pools, _) = api::list_all(client, ResourceKind::of(Kind::GatewayPool), &[])
                 .await
-                .context("cannot list GatewayPools")?;
+                .map_err(AdoptError::ListPools)?;
             membership(&node, &sites, &pools).1
         }
     };
-    Ok(Some(Adopted {
+    let site_label = label(&node, SITE_LABEL_KEY).map(str::to_string);
+    if pool.is_none()
+        && let Some(missing) = pool_label.as_deref().filter(|l| !l.is_empty())
+    {
+        return Ok(Attempt::Broken(Box::new(BrokenAssignment {
+            node_uid: uid,
+            node_name: node_name.to_string(),
+            resource_version: rv,
+            site,
+            site_label,
+            pool_label: missing.to_string(),
+            sites,
+        })));
+    }
+    Ok(Attempt::Adopted(Box::new(Adopted {
         assignment: Assignment {
             node_uid: uid,
             site,
@@ -139,31 +328,11 @@ pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Option<Adopte
         },
         node_name: node_name.to_string(),
         resource_version: rv,
-        site_label: label(&node, SITE_LABEL_KEY).map(str::to_string),
+        site_label,
         pool_label,
         node,
         sites,
-    }))
-}
-
-/// Adopts the assignment, waiting (with `backoff` between attempts) while the Node has no Site or
-/// cannot be read. Cancel by dropping the future.
-pub async fn adopt(client: &Client, node_name: &str, mut backoff: Backoff) -> Adopted {
-    loop {
-        match try_adopt(client, node_name).await {
-            Ok(Some(a)) => {
-                tracing::info!(assignment = %a.assignment.annotation_value(), "adopted the assignment");
-                return a;
-            }
-            Ok(None) => {
-                tracing::warn!(node = node_name, "the Node belongs to no Site yet; waiting")
-            }
-            Err(e) => {
-                tracing::warn!(node = node_name, error = %format!("{e:#}"), "adoption failed; retrying")
-            }
-        }
-        tokio::time::sleep(backoff.next_delay()).await;
-    }
+    })))
 }
 
 #[cfg(test)]

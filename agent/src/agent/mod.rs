@@ -7,6 +7,7 @@ pub mod adopt;
 pub mod node_watch;
 pub mod publish;
 pub mod run;
+pub mod startup;
 pub mod status;
 pub mod taint;
 
@@ -151,6 +152,20 @@ impl Exit {
     }
 }
 
+/// Log to standard error (`RUST_LOG` filters, `info` by default): the agent's warnings (a
+/// broken assignment, failed reconciles, watch errors) are its log.
+fn init_logging() {
+    // Fails only when a subscriber is installed already; that one logs then.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
 /// Entry point of the subcommand: runs the agent on a runtime of its own and maps the outcome
 /// to the exit code (3 assignment changed, 4 Node deleted, 1 fatal error).
 pub fn main(args: &AgentArgs) -> Result<()> {
@@ -168,6 +183,7 @@ pub fn main(args: &AgentArgs) -> Result<()> {
             }
         });
     }
+    init_logging();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -2,7 +2,7 @@
 //! field-selected by name, until the acknowledgment is written. A changed UID, Site or pool label
 //! ends the process (exit 3); the Node's deletion too (exit 4).
 
-use super::adopt::{Adopted, label, membership, pool_from_label};
+use super::adopt::{Baseline, PoolBasis, label, membership, pool_from_label};
 use crate::k8s::api::{self, WatchQuery, api_status, rv_of};
 use crate::k8s::{Backoff, ResourceKind};
 use futures::StreamExt;
@@ -34,53 +34,55 @@ impl Verdict {
     }
 }
 
-/// Compares an observed Node with the adopted assignment. A label that is present must state the
-/// adopted value; a label present at adoption must still be there; without a site label, the
-/// node's InternalIPs must still place it in the adopted Site (by the Sites listed at adoption).
-pub fn judge_node(adopted: &Adopted, node: &Value) -> Verdict {
+/// Compares an observed Node with the baseline (the adoption GET's view). A site label that is
+/// present must state the adopted Site; a site label present at adoption must still be there;
+/// without a site label, the node's InternalIPs must still place it in the adopted Site (by the
+/// Sites listed at adoption). The pool label must be the one read at adoption, or (adopted only)
+/// state the adopted pool; while the assignment is broken every change of it ends the process.
+pub fn judge_node(base: &Baseline, node: &Value) -> Verdict {
     let uid = node
         .pointer("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    if uid != adopted.assignment.node_uid {
+    if uid != base.node_uid {
         return Verdict::Changed(format!(
             "the Node's UID changed from {} to {uid}",
-            adopted.assignment.node_uid
+            base.node_uid
         ));
     }
     let site = label(node, SITE_LABEL_KEY);
     let site_changed = match site {
-        Some(s) => s != adopted.assignment.site,
-        None if adopted.site_label.is_some() => true,
-        None => {
-            membership(node, &adopted.sites, &[]).0.as_deref()
-                != Some(adopted.assignment.site.as_str())
-        }
+        Some(s) => s != base.site,
+        None if base.site_label.is_some() => true,
+        None => membership(node, &base.sites, &[]).0.as_deref() != Some(base.site.as_str()),
     };
     if site_changed {
         return Verdict::Changed(format!(
             "the Node's Site label changed from {:?} to {:?} (adopted Site {})",
-            adopted.site_label, site, adopted.assignment.site
+            base.site_label, site, base.site
         ));
     }
     let pool = label(node, POOL_LABEL_KEY);
-    let pool_changed = match pool {
-        Some(p) => pool_from_label(p) != adopted.assignment.pool,
-        None => adopted.pool_label.is_some(),
-    };
+    // The label read at adoption may name a missing pool (`"true"` on live gateways) while the
+    // pool came from a status or selector: compare labels, not the label with the pool.
+    let pool_changed = pool != base.pool_label.as_deref()
+        && match (&base.pool, pool) {
+            (PoolBasis::Adopted(adopted), Some(p)) => pool_from_label(p) != *adopted,
+            (PoolBasis::Adopted(_), None) | (PoolBasis::Broken, _) => true,
+        };
     if pool_changed {
         return Verdict::Changed(format!(
             "the Node's gateway-pool label changed from {:?} to {:?}",
-            adopted.pool_label, pool
+            base.pool_label, pool
         ));
     }
     Verdict::Unchanged
 }
 
 /// The verdict of one watch event (`None` for events that say nothing about the Node).
-pub fn judge_event(adopted: &Adopted, ev: &WatchEvent<Value>) -> Option<Verdict> {
+pub fn judge_event(base: &Baseline, ev: &WatchEvent<Value>) -> Option<Verdict> {
     match ev {
-        WatchEvent::Added(n) | WatchEvent::Modified(n) => Some(judge_node(adopted, n)),
+        WatchEvent::Added(n) | WatchEvent::Modified(n) => Some(judge_node(base, n)),
         WatchEvent::Deleted(_) => Some(Verdict::Deleted),
         WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
     }
@@ -100,24 +102,25 @@ pub fn field_selector(node_name: &str) -> String {
     format!("metadata.name={node_name}")
 }
 
-/// Watches the own Node until `cancel` turns true or a verdict ends the process. Closed streams
+/// Watches the own Node from `base` (an adopted or a broken assignment) until `cancel` turns
+/// true or a verdict ends the process. Closed streams
 /// and errors reconnect after `backoff`, from the last resource version seen; `410 Gone`
 /// revalidates with a GET (404 there = deleted) and resumes from its resource version.
 pub async fn watch_own_node(
     client: Client,
-    adopted: Adopted,
+    base: Baseline,
     mut cancel: watch::Receiver<bool>,
     mut backoff: Backoff,
 ) -> WatchEnd {
     let kind = ResourceKind::of(Kind::Node);
-    let mut rv = adopted.resource_version.clone();
+    let mut rv = base.resource_version.clone();
     loop {
         if *cancel.borrow() {
             return WatchEnd::Cancelled;
         }
         let q = WatchQuery {
             resource_version: rv.clone(),
-            field_selector: Some(field_selector(&adopted.node_name)),
+            field_selector: Some(field_selector(&base.node_name)),
             label_selector: None,
             timeout_seconds: api::watch_timeout(),
             metadata_only: false,
@@ -148,7 +151,7 @@ pub async fn watch_own_node(
                                     }
                                     WatchEvent::Error(_) => {}
                                 }
-                                if let Some(v) = judge_event(&adopted, &ev)
+                                if let Some(v) = judge_event(&base, &ev)
                                     && v != Verdict::Unchanged
                                 {
                                     return Some(v);
@@ -181,14 +184,14 @@ pub async fn watch_own_node(
         }
         if gone {
             // The resource version expired: revalidate with a GET and resume from there.
-            let path = kind.object_path(&adopted.node_name);
+            let path = kind.object_path(&base.node_name);
             let got = tokio::select! {
                 g = api::get_json(&client, &path) => g,
                 _ = cancel.wait_for(|c| *c) => return WatchEnd::Cancelled,
             };
             match got {
                 Ok(n) => {
-                    let v = judge_node(&adopted, &n);
+                    let v = judge_node(&base, &n);
                     if v != Verdict::Unchanged {
                         return WatchEnd::Verdict(v);
                     }
@@ -206,10 +209,10 @@ pub async fn watch_own_node(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::adopt::Assignment;
+    use crate::agent::adopt::{Adopted, Assignment, BrokenAssignment};
     use serde_json::json;
 
-    fn adopted(site_label: Option<&str>, pool_label: Option<&str>, pool: Option<&str>) -> Adopted {
+    fn adopted(site_label: Option<&str>, pool_label: Option<&str>, pool: Option<&str>) -> Baseline {
         Adopted {
             assignment: Assignment {
                 node_uid: "u1".into(),
@@ -226,6 +229,7 @@ mod tests {
                 "metadata": {"name": "a"}, "spec": {"nodeCidrs": ["10.0.0.0/16"]}}),
             ],
         }
+        .baseline()
     }
 
     fn node_at(uid: &str, labels: Value, ip: &str) -> Value {
@@ -275,5 +279,56 @@ mod tests {
         // Adopted from nodeCidrs: an InternalIP outside the Site's nodeCidrs is a Site change.
         let moved = node_at("u1", json!({}), "10.9.0.5");
         assert_eq!(judge_node(&b, &moved).exit_code(), Some(3));
+    }
+
+    #[test]
+    fn a_label_naming_a_missing_pool_is_compared_as_a_label() {
+        // Adopted PH from its status while the label says "true" (a missing pool): the same
+        // label, or one now naming PH, is no change; another value or none is.
+        let a = adopted(Some("a"), Some("true"), Some("PH"));
+        let with = |pool: Option<&str>| {
+            let mut labels = json!({"net.unbounded-cloud.io/site": "a"});
+            if let Some(p) = pool {
+                labels[POOL_LABEL_KEY] = json!(p);
+            }
+            node("u1", labels)
+        };
+        assert_eq!(judge_node(&a, &with(Some("true"))), Verdict::Unchanged);
+        assert_eq!(judge_node(&a, &with(Some("PH"))), Verdict::Unchanged);
+        assert_eq!(judge_node(&a, &with(Some(""))).exit_code(), Some(3));
+        assert_eq!(judge_node(&a, &with(Some("other"))).exit_code(), Some(3));
+        assert_eq!(judge_node(&a, &with(None)).exit_code(), Some(3));
+
+        // Broken: every change of the label ends the process, to an empty value too.
+        let broken = BrokenAssignment {
+            node_uid: "u1".into(),
+            node_name: "n1".into(),
+            resource_version: "5".into(),
+            site: "a".into(),
+            site_label: Some("a".into()),
+            pool_label: "missing".into(),
+            sites: Vec::new(),
+        }
+        .baseline();
+        assert_eq!(
+            judge_node(&broken, &with(Some("missing"))),
+            Verdict::Unchanged
+        );
+        for v in [Some(""), Some("PH"), None] {
+            assert_eq!(judge_node(&broken, &with(v)).exit_code(), Some(3), "{v:?}");
+        }
+        assert!(
+            BrokenAssignment {
+                node_uid: "u1".into(),
+                node_name: "n1".into(),
+                resource_version: "5".into(),
+                site: "a".into(),
+                site_label: None,
+                pool_label: "missing".into(),
+                sites: Vec::new(),
+            }
+            .reason()
+            .contains("GatewayPool \"missing\", which does not exist")
+        );
     }
 }

@@ -4,8 +4,9 @@
 use super::AgentArgs;
 use super::Exit;
 use super::ack::acknowledge;
-use super::adopt::{Adopted, adopt};
-use super::node_watch::{Verdict, WatchEnd, watch_own_node};
+use super::adopt::Adopted;
+use super::node_watch::WatchEnd;
+use super::startup::{self, Adoption, StartupWatch, exit_of};
 use super::status::{self, Status};
 use super::taint::{GATEWAY_TAINT_KEY, RetryPolicy, remove_gateway_taint};
 use crate::k8s::client::{self, Source};
@@ -23,7 +24,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use topology_core::decode::{Decoded, Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
 use topology_core::diag::sort_diagnostics;
@@ -528,15 +529,12 @@ struct LoopState {
     first_success: bool,
     taint_pending: bool,
     last: Option<Value>,
-    cancel_tx: watch::Sender<bool>,
-    node_watch: Option<JoinHandle<WatchEnd>>,
+    startup: StartupWatch,
 }
 
 fn verdict_exit(end: Result<WatchEnd, tokio::task::JoinError>) -> Result<Option<Exit>, Failure> {
     match end {
-        Ok(WatchEnd::Verdict(Verdict::Deleted)) => Ok(Some(Exit::NodeDeleted)),
-        Ok(WatchEnd::Verdict(Verdict::Changed(why))) => Ok(Some(Exit::AssignmentChanged(why))),
-        Ok(WatchEnd::Verdict(Verdict::Unchanged)) | Ok(WatchEnd::Cancelled) => Ok(None),
+        Ok(end) => Ok(exit_of(&end)),
         Err(e) => Err(Failure::new(
             "watch",
             anyhow!("the own-Node watch failed: {e}"),
@@ -579,20 +577,17 @@ pub async fn run_with(
     applier: Arc<dyn super::publish::Applier>,
 ) -> Result<Exit> {
     tokio::pin!(shutdown);
-    let adopted = tokio::select! {
-        a = adopt(&client, &args.node_name, Backoff::watch()) => a,
+    // Adoption runs the startup watch itself (also while the assignment is broken) and hands it
+    // over once adopted.
+    let adoption = tokio::select! {
+        a = startup::adopt(&client, &args.node_name, &status, Backoff::watch()) => a,
         _ = &mut shutdown => return Ok(Exit::Done),
     };
-    status.set_adopted(&adopted.assignment.annotation_value());
-    let (cancel_tx, cancel_rx) = watch::channel(false);
-    let watch_name = format!("node/{} (startup)", adopted.node_name);
-    status.set_watch(&watch_name, true);
-    let node_watch = tokio::spawn(watch_own_node(
-        client.clone(),
-        adopted.clone(),
-        cancel_rx,
-        Backoff::watch(),
-    ));
+    let (adopted, startup_watch) =
+        match adoption.map_err(|e| anyhow!("the own-Node watch failed: {e}"))? {
+            Adoption::Adopted(a, w) => (*a, w),
+            Adoption::Exit(exit) => return Ok(exit),
+        };
     // The change queue exists before any cache starts: nothing that arrives is lost.
     let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
     // The heavy kinds start with a gateway; a worker starts them once an enabled assignment
@@ -603,8 +598,7 @@ pub async fn run_with(
         first_success: false,
         taint_pending: adopted.assignment.pool.is_none() && carries_gateway_taint(&adopted.node),
         last: None,
-        cancel_tx,
-        node_watch: Some(node_watch),
+        startup: startup_watch,
     };
     let mut stop_heavy_after_success = false;
     let mut resync = tokio::time::interval(RESYNC);
@@ -612,16 +606,8 @@ pub async fn run_with(
     let mut retry_backoff = Backoff::watch();
     let mut retry_at: Option<tokio::time::Instant> = None;
     loop {
-        let watch_end = async {
-            match st.node_watch.as_mut() {
-                Some(h) => h.await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            end = watch_end => {
-                st.node_watch = None;
-                status.set_watch(&watch_name, false);
+            end = st.startup.ended() => {
                 match verdict_exit(end) {
                     Ok(Some(exit)) => return Ok(exit),
                     Ok(None) => {}
@@ -665,9 +651,6 @@ pub async fn run_with(
         }
         let started = Instant::now();
         let result = reconcile_once(&client, args, &adopted, &caches, &mut st).await;
-        if st.node_watch.is_none() {
-            status.set_watch(&watch_name, false);
-        }
         match result {
             Ok((exit, plan)) => {
                 status.reconciled(started.elapsed(), plan);
@@ -738,9 +721,8 @@ async fn reconcile_once(
                     .map_err(|e| Failure::new("acknowledge", e))?;
                 tracing::info!(assignment = %adopted.assignment.annotation_value(), "acknowledged");
                 // Close the startup watch right away.
-                let _ = st.cancel_tx.send(true);
-                if let Some(h) = st.node_watch.take()
-                    && let Some(exit) = verdict_exit(h.await)?
+                if st.startup.running()
+                    && let Some(exit) = verdict_exit(st.startup.close().await)?
                 {
                     return Ok((Some(exit), doc));
                 }

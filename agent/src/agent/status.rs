@@ -1,6 +1,7 @@
 //! The agent's HTTP server, started before anything else: `/healthz` (live), `/readyz` (false
 //! until the first successful reconcile), `/status` (JSON) and `/metrics` (Prometheus text).
 
+use super::adopt::BrokenAssignment;
 use crate::k8s::metrics::ApiMetrics;
 use crate::metrics::{ItemLabel, KindLabel, Metrics, RequestLabel, ResultLabel};
 use bytes::Bytes;
@@ -37,6 +38,8 @@ impl std::fmt::Debug for Status {
 struct Inner {
     ready: bool,
     adopted: Option<String>,
+    /// The broken assignment found at adoption (`poolLabel`, `site`, `reason`), until adopted.
+    broken: Option<Value>,
     watches: BTreeMap<String, bool>,
     last_result: Option<&'static str>,
     last_error: Option<String>,
@@ -82,9 +85,26 @@ impl Status {
             .set(i64::from(mtu));
     }
 
-    /// Records the adopted assignment (`<uid>/<Site>/<pool or ->`).
+    /// Records the adopted assignment (`<uid>/<Site>/<pool or ->`); it is no longer broken.
     pub fn set_adopted(&self, a: &str) {
-        self.lock().adopted = Some(a.to_string());
+        let mut g = self.lock();
+        g.adopted = Some(a.to_string());
+        g.broken = None;
+    }
+
+    /// Records a broken assignment: the pool label names a missing pool that no pool's status
+    /// or selector backs; nothing is adopted or acknowledged while it lasts.
+    pub fn set_broken_assignment(&self, b: &BrokenAssignment) {
+        self.lock().broken = Some(json!({
+            "poolLabel": b.pool_label,
+            "site": b.site,
+            "reason": b.reason(),
+        }));
+    }
+
+    /// Forgets a broken assignment that is no longer what the Node says (it left its Site).
+    pub fn clear_broken_assignment(&self) {
+        self.lock().broken = None;
     }
 
     /// Marks a watch active or not.
@@ -160,6 +180,7 @@ impl Status {
             "underlayMTU": g.underlay,
             "ready": g.ready,
             "adoptedAssignment": g.adopted,
+            "brokenAssignment": g.broken,
             "activeWatches": watches,
             "lastReconcile": last,
             "plan": g.plan,
@@ -275,6 +296,39 @@ mod tests {
             "{m}"
         );
         assert_eq!(respond(&s, "/nope").status(), 404);
+        assert_eq!(d["brokenAssignment"], Value::Null);
+        // A broken assignment is reported until an assignment is adopted.
+        s.set_broken_assignment(&BrokenAssignment {
+            node_uid: "u".into(),
+            node_name: "n1".into(),
+            resource_version: "1".into(),
+            site: "a".into(),
+            site_label: None,
+            pool_label: "missing".into(),
+            sites: Vec::new(),
+        });
+        let b = &s.document()["brokenAssignment"];
+        assert_eq!(b["poolLabel"], "missing");
+        assert_eq!(b["site"], "a");
+        assert!(
+            b["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("does not exist")),
+            "{b}"
+        );
+        s.clear_broken_assignment();
+        assert_eq!(s.document()["brokenAssignment"], Value::Null);
+        s.set_broken_assignment(&BrokenAssignment {
+            node_uid: "u".into(),
+            node_name: "n1".into(),
+            resource_version: "1".into(),
+            site: "a".into(),
+            site_label: None,
+            pool_label: "missing".into(),
+            sites: Vec::new(),
+        });
+        s.set_adopted("u/a/-");
+        assert_eq!(s.document()["brokenAssignment"], Value::Null);
         // `--manifests` mode: the node, its underlay, what the dataplane carries, and the
         // writes of the last pass.
         s.set_node("n1", Some(1450));
