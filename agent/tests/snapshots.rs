@@ -24,13 +24,14 @@ fn ok(args: &[&str]) -> String {
     out
 }
 
-const EXAMPLES: [&str; 6] = [
+const EXAMPLES: [&str; 7] = [
     "01-single-site",
     "02-mesh-peering-cap",
     "03-hub-and-spoke",
     "04-transit-chain",
     "05-network-only-peering",
     "06-routed-local-published",
+    "07-nat-and-unmanaged-cni",
 ];
 
 #[test]
@@ -67,6 +68,44 @@ fn resolve_json() {
         "full",
     ]);
     insta::assert_snapshot!("resolve-json-full-routed", full);
+}
+
+/// `explain --destination <a NAT'd worker's InternalIP>` on a gateway answers with the
+/// `NodeAddress` host route over the delivery link, explained by that link.
+#[test]
+fn explain_node_address() {
+    let out = ok(&[
+        "explain",
+        "-f",
+        "examples/07-nat-and-unmanaged-cni",
+        "--node",
+        "edge-1",
+        "--destination",
+        "192.168.12.11",
+        "-o",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let values = v["values"].as_array().unwrap();
+    assert_eq!(values.len(), 1, "{out}");
+    assert_eq!(
+        values[0]["item"],
+        "route 192.168.12.11/32 (NodeAddress, direct, distance 0, via store-12-b)"
+    );
+    assert_eq!(values[0]["value"], 1320);
+    assert_eq!(values[0]["bound"]["term"], "auto");
+    let out = ok(&[
+        "explain",
+        "-f",
+        "examples/07-nat-and-unmanaged-cni",
+        "--node",
+        "edge-1",
+        "--destination",
+        "192.168.12.10",
+        "-o",
+        "table",
+    ]);
+    insta::assert_snapshot!("explain-node-address", out);
 }
 
 #[test]
