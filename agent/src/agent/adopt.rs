@@ -218,47 +218,29 @@ impl Attempt {
 }
 
 /// A request of an adoption attempt failed; the attempt is retried.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum AdoptError {
     /// The GET of the own Node.
-    GetNode(kube::Error),
+    #[error("cannot get the own Node")]
+    GetNode(#[source] kube::Error),
     /// The Node did not encode as JSON.
-    EncodeNode(serde_json::Error),
+    #[error("cannot encode the Node")]
+    EncodeNode(#[source] serde_json::Error),
     /// The LIST of Sites.
-    ListSites(kube::Error),
+    #[error("cannot list Sites")]
+    ListSites(#[source] kube::Error),
     /// The GET of the GatewayPool the label names (any error but 404, which means "missing").
+    #[error("cannot get GatewayPool {pool}")]
     GetPool {
         /// The pool the label names.
         pool: String,
         /// The error, with the API status when there is one.
+        #[source]
         source: kube::Error,
     },
     /// The LIST of GatewayPools.
-    ListPools(kube::Error),
-}
-
-impl std::fmt::Display for AdoptError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AdoptError::GetNode(_) => f.write_str("cannot get the own Node"),
-            AdoptError::EncodeNode(_) => f.write_str("cannot encode the Node"),
-            AdoptError::ListSites(_) => f.write_str("cannot list Sites"),
-            AdoptError::GetPool { pool, .. } => write!(f, "cannot get GatewayPool {pool}"),
-            AdoptError::ListPools(_) => f.write_str("cannot list GatewayPools"),
-        }
-    }
-}
-
-impl std::error::Error for AdoptError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            AdoptError::GetNode(e)
-            | AdoptError::ListSites(e)
-            | AdoptError::ListPools(e)
-            | AdoptError::GetPool { source: e, .. } => Some(e),
-            AdoptError::EncodeNode(e) => Some(e),
-        }
-    }
+    #[error("cannot list GatewayPools")]
+    ListPools(#[source] kube::Error),
 }
 
 /// Whether GatewayPool `name` exists: one GET (404: it does not).
