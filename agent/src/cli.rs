@@ -48,9 +48,9 @@ pub enum Command {
 /// Output formats.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
-    /// Aligned tables for people (default on a terminal).
+    /// Aligned tables for people (the default, on a terminal and in a pipe alike).
     Table,
-    /// JSON (default otherwise).
+    /// JSON (what scripts ask for).
     Json,
     /// YAML.
     Yaml,
@@ -123,9 +123,9 @@ pub struct Common {
     /// What `Auto` resolves to elsewhere.
     #[arg(long, value_enum, default_value = "GENEVE")]
     pub private_encap: Encap,
-    /// Output format (default: table on a terminal, json otherwise).
-    #[arg(short = 'o', long = "output", value_enum)]
-    pub output: Option<Output>,
+    /// Output format (a table unless asked otherwise, also in a pipe, as kubectl does).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: Output,
     /// Exit 1 when diagnostics of this severity (or worse) exist.
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOn>,

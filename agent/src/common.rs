@@ -2,7 +2,6 @@
 
 use crate::cli::{Common, Encap, FailOn, Family, Output};
 use anyhow::{Result, bail};
-use std::io::IsTerminal;
 use topology_core::decode::{Decoded, Protocol};
 use topology_core::diag::{Diagnostic, Severity};
 use topology_core::model::Topology;
@@ -58,13 +57,9 @@ pub fn settings(c: &Common) -> mtu_solver::Settings {
     }
 }
 
-/// The output format: explicit, else table on a terminal and JSON otherwise.
+/// The output format (`-o`, a table by default, on a terminal and in a pipe alike).
 pub fn output(c: &Common) -> Output {
-    c.output.unwrap_or(if std::io::stdout().is_terminal() {
-        Output::Table
-    } else {
-        Output::Json
-    })
+    c.output
 }
 
 /// Loads and decodes the inputs: the cluster with `--kubeconfig` / `--in-cluster` (read-only

@@ -267,3 +267,27 @@ fn what_if_json_and_table() {
     ]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// Without `-o`, every command prints a table, in a pipe too (`cli.md`: as kubectl does; scripts
+/// ask for `-o json`).
+#[test]
+fn default_output_is_a_table_in_a_pipe() {
+    for args in [
+        &["resolve", "-f", "examples/01-single-site"][..],
+        &["explain", "-f", "examples/01-single-site", "--node", "a1"][..],
+        &[
+            "what-if",
+            "-f",
+            "examples/02-mesh-peering-cap",
+            "--agent-mtu",
+            "1300",
+        ][..],
+    ] {
+        let out = ok(args);
+        assert!(
+            !out.trim_start().starts_with('{'),
+            "{args:?} printed JSON by default:\n{out}"
+        );
+        assert!(!out.trim().is_empty(), "{args:?} printed nothing");
+    }
+}

@@ -1,6 +1,7 @@
 //! A structured topology rendered to YAML, decoded, built, and every node planned and rendered
-//! to JSON. Checks no panic and invariant 8 for minimums (each link, route and fabric value
-//! equals the value of its explanation) and route ≤ device.
+//! to JSON. Checks no panic, invariant 8 for minimums (each link, route and fabric value equals
+//! the value of its explanation), fabric ≤ every link, and that no route is a default route
+//! (`0.0.0.0/0` routed CIDRs are dropped with `W-DEFAULT-ROUTE`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -27,6 +28,7 @@ fuzz_target!(|t: FTopo| {
             assert!(p.fabric.mtu <= l.mtu.mtu, "fabric above a link");
         }
         for r in &p.routes {
+            assert_ne!(r.destination.prefix_len(), 0, "a default route");
             assert_eq!(
                 solver.expl.value(r.mtu.expl),
                 r.mtu.mtu,
