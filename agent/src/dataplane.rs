@@ -34,10 +34,16 @@ fn tunnel_kind(p: Protocol) -> Option<TunnelKind> {
 /// Converts a node plan into the adapter's desired state. Next hops the adapter cannot program
 /// (no underlay address, no device name, unencapsulated links) are left out; a route left
 /// without next hops is not installed.
+///
+/// Tunnel MACs derive from identity addresses on both sides: the node's own from
+/// [`NodePlan::identity_addr`] (`fallback_identity` only when the plan names none, i.e. the
+/// node has no address of its own), each peer's from its next hop's `identity_addr` (else the
+/// address the link reaches it at). A node reached at its InternalIP by some peers and at its
+/// ExternalIP by others thus has one MAC for all of them.
 pub fn desired_state(
     topo: &Topology,
     plan: &NodePlan,
-    underlay_addr: IpAddr,
+    fallback_identity: IpAddr,
     fabric: &FabricOptions,
 ) -> DesiredState {
     let mut devices = Vec::new();
@@ -84,6 +90,7 @@ pub fn desired_state(
                 device,
                 protocol,
                 peer_underlay,
+                peer_identity: nh.identity_addr.unwrap_or(peer_underlay),
                 pod_gateway,
             });
         }
@@ -115,7 +122,7 @@ pub fn desired_state(
             .collect(),
     });
     DesiredState {
-        underlay_addr,
+        identity_addr: plan.identity_addr.unwrap_or(fallback_identity),
         devices,
         wireguard_mtus,
         routes,
@@ -192,5 +199,114 @@ pub fn detect_underlay(
     match netns {
         Some(ns) => dataplane_linux::netlink::in_netns(ns, work)?,
         None => work(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topology_core::decode::Decoded;
+
+    /// Gateway hg1 (External pool PH, InternalIP 10.10.0.1, ExternalIP 198.51.100.1) serving
+    /// its own Site H (worker hw1) and the unpeered Site N (worker n1, InternalIP 10.20.0.4,
+    /// ExternalIP 203.0.113.4), all over VXLAN.
+    const NAT: &str = r#"
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: H}
+spec:
+  nodeCidrs: [10.10.0.0/16]
+  podCidrAssignments: [{cidrBlocks: [10.110.0.0/16]}]
+  tunnelProtocol: VXLAN
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: N}
+spec:
+  nodeCidrs: [10.20.0.0/22]
+  podCidrAssignments: [{cidrBlocks: [10.120.0.0/16]}]
+  tunnelProtocol: VXLAN
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: GatewayPool
+metadata: {name: PH}
+spec: {type: External, nodeSelector: {gw: ph}, tunnelProtocol: VXLAN}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: SiteGatewayPoolAssignment
+metadata: {name: hn}
+spec: {sites: [H, N], gatewayPools: [PH], tunnelProtocol: VXLAN}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: hg1, labels: {net.unbounded-cloud.io/site: H, gw: ph}}
+spec: {podCIDRs: [10.110.1.0/24]}
+status:
+  addresses:
+    - {type: InternalIP, address: 10.10.0.1}
+    - {type: ExternalIP, address: 198.51.100.1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: hw1, labels: {net.unbounded-cloud.io/site: H}}
+spec: {podCIDRs: [10.110.11.0/24]}
+status:
+  addresses: [{type: InternalIP, address: 10.10.0.11}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {net.unbounded-cloud.io/site: N}}
+spec: {podCIDRs: [10.120.4.0/24]}
+status:
+  addresses:
+    - {type: InternalIP, address: 10.20.0.4}
+    - {type: ExternalIP, address: 203.0.113.4}
+"#;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn desired(name: &str) -> DesiredState {
+        let mut decoded = Decoded::default();
+        decoded.add_source("nat.yaml", NAT.as_bytes());
+        let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
+        let node = topo.node_id(name).unwrap();
+        let mut solver = mtu_solver::Solver::new(&topo, mtu_solver::Settings::default());
+        let plan = solver.plan(node);
+        // The fallback is for a plan without an identity address; these plans all have one.
+        desired_state(&topo, &plan, ip("192.0.2.99"), &FabricOptions::default())
+    }
+
+    fn hop(d: &DesiredState, dst: &str) -> NextHop {
+        let r = d
+            .routes
+            .iter()
+            .find(|r| r.destination == dst.parse().unwrap())
+            .unwrap_or_else(|| panic!("no route {dst} in {:?}", d.routes));
+        assert_eq!(r.next_hops.len(), 1, "{r:?}");
+        r.next_hops[0].clone()
+    }
+
+    #[test]
+    fn macs_derive_from_identity_addresses_not_from_the_addresses_links_use() {
+        let (hg1, hw1, n1) = (desired("hg1"), desired("hw1"), desired("n1"));
+        assert_eq!(hg1.identity_addr, ip("10.10.0.1"));
+        assert_eq!(hw1.identity_addr, ip("10.10.0.11"));
+        assert_eq!(n1.identity_addr, ip("10.20.0.4"));
+        // hg1 is reached at its InternalIP by hw1 and at its ExternalIP by n1: one identity.
+        let from_hw1 = hop(&hw1, "10.110.1.0/24");
+        let from_n1 = hop(&n1, "10.110.1.0/24");
+        assert_eq!(from_hw1.peer_underlay, ip("10.10.0.1"));
+        assert_eq!(from_n1.peer_underlay, ip("198.51.100.1"));
+        assert_eq!(from_hw1.peer_identity, hg1.identity_addr);
+        assert_eq!(from_n1.peer_identity, hg1.identity_addr);
+        // hg1 reaches n1 at its ExternalIP, for its pods and for its InternalIP (NodeAddress).
+        for dst in ["10.120.4.0/24", "10.20.0.4/32"] {
+            let to_n1 = hop(&hg1, dst);
+            assert_eq!(to_n1.peer_underlay, ip("203.0.113.4"), "{dst}");
+            assert_eq!(to_n1.peer_identity, n1.identity_addr, "{dst}");
+            assert_eq!(to_n1.pod_gateway, ip("10.120.4.1"), "{dst}");
+        }
     }
 }

@@ -68,10 +68,11 @@ pub struct Outcome {
     pub dry_ops: Vec<String>,
 }
 
-fn underlay_addr(topo: &Topology, plan: &NodePlan) -> Option<std::net::IpAddr> {
-    plan.links
-        .iter()
-        .find_map(|l| l.local_addr)
+/// The node's identity address (its tunnel MAC derives from it, `mtu_solver::NodePlan`'s
+/// `identity_addr`), else any address of its own; `None`: the node has no address at all.
+fn identity_addr(topo: &Topology, plan: &NodePlan) -> Option<std::net::IpAddr> {
+    plan.identity_addr
+        .or_else(|| plan.links.iter().find_map(|l| l.local_addr))
         .or_else(|| topo.node(plan.node).internal_ips.first().copied())
 }
 
@@ -97,7 +98,7 @@ pub fn reconcile_once(cfg: &Config, status: &Status) -> Result<Outcome> {
         None => {
             let mut solver = Solver::new(&topo, input.settings.clone());
             let plan = solver.plan(node);
-            let addr = underlay_addr(&topo, &plan)
+            let addr = identity_addr(&topo, &plan)
                 .ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
             let desired = dataplane::desired_state(&topo, &plan, addr, &cfg.fabric);
             let peers: Vec<std::net::IpAddr> =
@@ -118,7 +119,7 @@ pub fn reconcile_once(cfg: &Config, status: &Status) -> Result<Outcome> {
     let mut solver = Solver::new(&topo, input.settings.clone());
     let plan = solver.plan(node);
     let addr =
-        underlay_addr(&topo, &plan).ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
+        identity_addr(&topo, &plan).ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
     let desired = dataplane::desired_state(&topo, &plan, addr, &cfg.fabric);
     let mut r = Renderer::new(&solver, true);
     let out = node_out(&topo, &mut r, &plan);
@@ -140,6 +141,9 @@ pub fn reconcile_once(cfg: &Config, status: &Status) -> Result<Outcome> {
         let report = dataplane::apply(&desired, &cfg.dataplane, cfg.netns.as_deref())
             .map_err(|e| anyhow!("dataplane: {e}"))?;
         outcome.writes = report.writes.len();
+        for note in &report.notes {
+            tracing::info!(node = %cfg.node, note = %note, "dataplane left alone");
+        }
         for d in &desired.devices {
             status.applied_mtu("device", &d.name, d.mtu);
         }

@@ -9,6 +9,9 @@
 //! each node's underlay MTU as its annotation and g1's `published` values (from a first
 //! `resolve` without them) as its GatewayPoolNode `forwarding-mtus` annotation.
 //!
+//! `e2e/nat.rs` adds a second lab (issue 15): a gateway reaching a NAT'd remote worker's
+//! InternalIP, which its underlay cannot route, through its `NodeAddress` host route.
+//!
 //! Root only (skipped with a printed reason otherwise):
 //! `cargo test -p agent --features e2e --test e2e -- --test-threads=1 --nocapture`
 #![cfg(feature = "e2e")]
@@ -17,6 +20,8 @@
 mod kernel;
 #[path = "e2e/lab.rs"]
 mod lab;
+#[path = "e2e/nat.rs"]
+mod nat;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -562,4 +567,12 @@ fn encap_destination_does_not_shadow_the_route_destination() {
     let v: serde_json::Value = serde_json::from_str(&kernel::fix_encap_dst(raw)).unwrap();
     assert_eq!(v[0]["dst"], "10.101.2.0/24");
     assert_eq!(v[0]["encap_dst"], "10.1.0.2");
+}
+
+#[test]
+fn host_route_destinations_compare_with_their_length() {
+    assert_eq!(kernel::with_prefix_len("10.20.0.4"), "10.20.0.4/32");
+    assert_eq!(kernel::with_prefix_len("fd00::4"), "fd00::4/128");
+    assert_eq!(kernel::with_prefix_len("10.120.4.0/24"), "10.120.4.0/24");
+    assert_eq!(kernel::with_prefix_len("default"), "default");
 }

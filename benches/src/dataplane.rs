@@ -42,7 +42,7 @@ fn desired(n: usize, mtu: u32) -> DesiredState {
     let peer = IpAddr::from([192, 168, 0, 2]);
     let gw = IpAddr::from([10, 250, 0, 1]);
     DesiredState {
-        underlay_addr: IpAddr::from([192, 168, 0, 1]),
+        identity_addr: IpAddr::from([192, 168, 0, 1]),
         devices: vec![TunnelDevice {
             name: "vxlan0".into(),
             kind: TunnelKind::Vxlan,
@@ -57,6 +57,7 @@ fn desired(n: usize, mtu: u32) -> DesiredState {
                     device: "vxlan0".into(),
                     protocol: HopProtocol::Tunnel(TunnelKind::Vxlan),
                     peer_underlay: peer,
+                    peer_identity: peer,
                     pod_gateway: gw,
                 }],
             })

@@ -75,6 +75,17 @@ pub enum Error {
     /// The desired state is inconsistent (e.g. a route MTU above its device's MTU).
     #[error("invalid desired state: {0}")]
     Invalid(String),
+    /// The desired state holds a route of prefix length 0. The adapter's table is consulted by
+    /// a policy rule before `main`, so a default route there would capture all of the host's
+    /// traffic (its own underlay included); nothing is applied.
+    #[error(
+        "refusing default route {destination}: the agent's table is consulted before main, so it \
+         would capture all of the host's traffic"
+    )]
+    DefaultRoute {
+        /// The offending destination.
+        destination: ipnet::IpNet,
+    },
     /// The CNI configuration could not be understood.
     #[error("CNI configuration {path}: {reason}")]
     Cni {

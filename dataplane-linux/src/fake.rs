@@ -24,6 +24,8 @@ pub enum OpKind {
     CreateBridge,
     /// [`Op::SetMtu`]
     SetMtu,
+    /// [`Op::SetMac`]
+    SetMac,
     /// [`Op::SetMaster`]
     SetMaster,
     /// [`Op::DeleteLink`]
@@ -53,6 +55,7 @@ impl OpKind {
             Op::CreateTunnel { .. } => OpKind::CreateTunnel,
             Op::CreateBridge { .. } => OpKind::CreateBridge,
             Op::SetMtu { .. } => OpKind::SetMtu,
+            Op::SetMac { .. } => OpKind::SetMac,
             Op::SetMaster { .. } => OpKind::SetMaster,
             Op::DeleteLink { .. } => OpKind::DeleteLink,
             Op::AddRule(_) => OpKind::AddRule,
@@ -186,6 +189,12 @@ impl FakeKernel {
                 self.add_link(name, LinkKind::Bridge, *mtu);
             }
             Op::SetMtu { link, mtu } => self.link_mut(link)?.mtu = *mtu,
+            Op::SetMac { link, mac } => {
+                self.link_mut(link)?.mac = Some(*mac);
+                // Like the kernel (NETDEV_CHANGEADDR): the device's neighbours, permanent ones
+                // included, are flushed.
+                self.state.neighbours.retain(|n| &n.device != link);
+            }
             Op::SetMaster { link, master } => {
                 if !self.has_link(master) {
                     return Err(Error::kernel(what, ENODEV));

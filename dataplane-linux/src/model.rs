@@ -217,6 +217,14 @@ pub enum Op {
         /// MTU.
         mtu: u32,
     },
+    /// Set a link's hardware address (a shared Ethernet tunnel device whose MAC is not the one
+    /// derived from the node's identity address).
+    SetMac {
+        /// Link name.
+        link: String,
+        /// MAC.
+        mac: [u8; 6],
+    },
     /// Attach a link to a bridge.
     SetMaster {
         /// Link name.
@@ -291,6 +299,7 @@ impl fmt::Display for Op {
             },
             Op::CreateBridge { name, mtu } => write!(f, "link add {name} type bridge mtu {mtu}"),
             Op::SetMtu { link, mtu } => write!(f, "link set {link} mtu {mtu}"),
+            Op::SetMac { link, mac } => write!(f, "link set {link} address {}", format_mac(mac)),
             Op::SetMaster { link, master } => write!(f, "link set {link} master {master}"),
             Op::DeleteLink { link } => write!(f, "link del {link}"),
             Op::AddRule(r) => write!(

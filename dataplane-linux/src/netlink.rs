@@ -860,6 +860,9 @@ impl Kernel for NetlinkKernel {
                 )
             }
             Op::SetMtu { link, mtu } => self.set_link(link, LinkAttribute::Mtu(*mtu), &what),
+            Op::SetMac { link, mac } => {
+                self.set_link(link, LinkAttribute::Address(mac.to_vec()), &what)
+            }
             Op::SetMaster { link, master } => {
                 let idx = self.ifindex(master)?;
                 self.set_link(link, LinkAttribute::Controller(idx), &what)

@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 use crate::model::{
     CniState, Encap, Family, Hop, KernelState, LinkKind, Neighbour, Op, ReadScope, Route, Rule,
 };
-use crate::types::{DesiredState, HopProtocol, Settings, TunnelKind, tunnel_mac};
+use crate::types::{
+    DesiredState, HopProtocol, NextHop, RouteSpec, Settings, TunnelKind, tunnel_mac,
+};
 
 /// The phases of `agent.md`'s write order. Phase 7 (read back) is done by the reconciler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -155,11 +157,26 @@ fn host_net(addr: IpAddr) -> IpNet {
     IpNet::from(addr)
 }
 
-/// The kernel route the adapter writes for one route of the plan.
-pub fn kernel_route(spec: &crate::types::RouteSpec, settings: &Settings) -> Route {
-    let mut hops: Vec<Hop> = spec
-        .next_hops
+/// Whether `hop` would carry `spec`'s own packets: the route's destination is exactly the host
+/// prefix of the hop's tunnel endpoint, so the encapsulated packets (outer destination: that
+/// endpoint) would match the route again, in the adapter's table consulted before `main`.
+pub fn encapsulates_into_itself(spec: &RouteSpec, hop: &NextHop) -> bool {
+    let d = spec.destination;
+    d.prefix_len() == d.max_prefix_len() && d.addr() == hop.peer_underlay
+}
+
+/// The next hops of `spec` the adapter installs: all but those that encapsulate into the route
+/// itself ([`encapsulates_into_itself`]).
+pub fn installed_hops(spec: &RouteSpec) -> impl Iterator<Item = &NextHop> {
+    spec.next_hops
         .iter()
+        .filter(move |h| !encapsulates_into_itself(spec, h))
+}
+
+/// The kernel route the adapter writes for one route of the plan; `None` when no next hop is
+/// left to install ([`installed_hops`]).
+pub fn kernel_route(spec: &RouteSpec, settings: &Settings) -> Option<Route> {
+    let mut hops: Vec<Hop> = installed_hops(spec)
         .map(|nh| match nh.protocol {
             HopProtocol::Tunnel(kind) if kind.carries_ethernet() => Hop {
                 device: nh.device.clone(),
@@ -187,17 +204,20 @@ pub fn kernel_route(spec: &crate::types::RouteSpec, settings: &Settings) -> Rout
             },
         })
         .collect();
+    if hops.is_empty() {
+        return None;
+    }
     hops.sort();
     hops.dedup();
     let destination = spec.destination.trunc();
-    Route {
+    Some(Route {
         table: settings.table,
         destination,
         protocol: settings.route_protocol,
         mtu: Some(spec.mtu),
         mtu_locked: matches!(destination, IpNet::V6(_)),
         hops,
-    }
+    })
 }
 
 /// Desired endpoint host routes: one per tunnel endpoint, through the underlay's own next hop.
@@ -211,7 +231,7 @@ fn endpoint_routes(
     let peers: BTreeSet<IpAddr> = desired
         .routes
         .iter()
-        .flat_map(|r| r.next_hops.iter())
+        .flat_map(installed_hops)
         .filter(|h| matches!(h.protocol, HopProtocol::Tunnel(_)))
         .map(|h| h.peer_underlay)
         .collect();
@@ -270,6 +290,16 @@ pub fn validate_settings(settings: &Settings) -> Result<()> {
 }
 
 fn validate(desired: &DesiredState, state: &KernelState) -> Result<BTreeMap<String, u32>> {
+    // Never a default route in a table consulted before `main` (it would capture the host).
+    if let Some(r) = desired
+        .routes
+        .iter()
+        .find(|r| r.destination.prefix_len() == 0)
+    {
+        return Err(Error::DefaultRoute {
+            destination: r.destination,
+        });
+    }
     // Final MTU of every device a route or pod element relies on.
     let mut dev_mtu: BTreeMap<String, u32> = BTreeMap::new();
     for d in &desired.devices {
@@ -355,9 +385,12 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     validate_settings(settings)?;
     validate(desired, state)?;
     let mut plan = Plan::default();
-    let own_mac = tunnel_mac(desired.underlay_addr);
+    let own_mac = tunnel_mac(desired.identity_addr);
 
     // Devices.
+    // Devices readdressed below: the kernel flushes a device's neighbours, permanent ones
+    // included, when its address changes, so theirs are rewritten and none is left to delete.
+    let mut readdressed: BTreeSet<&str> = BTreeSet::new();
     let mut devices: Vec<_> = desired.devices.iter().collect();
     devices.sort_by(|a, b| a.name.cmp(&b.name));
     for d in &devices {
@@ -376,21 +409,37 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
                     },
                 },
             ),
-            Some(l) if l.mtu < d.mtu => plan.push(
-                Phase::DevicesUp,
-                Op::SetMtu {
-                    link: d.name.clone(),
-                    mtu: d.mtu,
-                },
-            ),
-            Some(l) if l.mtu > d.mtu => plan.push(
-                Phase::DevicesDown,
-                Op::SetMtu {
-                    link: d.name.clone(),
-                    mtu: d.mtu,
-                },
-            ),
-            Some(_) => {}
+            Some(l) => {
+                if d.kind.carries_ethernet() && l.mac.is_some_and(|m| m != own_mac) {
+                    // Peers derive this node's MAC from its identity address: a device created
+                    // under another identity would drop their frames as addressed elsewhere.
+                    plan.push(
+                        Phase::Create,
+                        Op::SetMac {
+                            link: d.name.clone(),
+                            mac: own_mac,
+                        },
+                    );
+                    readdressed.insert(d.name.as_str());
+                }
+                match l.mtu.cmp(&d.mtu) {
+                    std::cmp::Ordering::Less => plan.push(
+                        Phase::DevicesUp,
+                        Op::SetMtu {
+                            link: d.name.clone(),
+                            mtu: d.mtu,
+                        },
+                    ),
+                    std::cmp::Ordering::Greater => plan.push(
+                        Phase::DevicesDown,
+                        Op::SetMtu {
+                            link: d.name.clone(),
+                            mtu: d.mtu,
+                        },
+                    ),
+                    std::cmp::Ordering::Equal => {}
+                }
+            }
         }
     }
     let mut wgs: Vec<_> = desired.wireguard_mtus.iter().collect();
@@ -449,13 +498,34 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     let held: BTreeMap<IpNet, &Route> = state.routes.iter().map(|r| (r.destination, r)).collect();
     let endpoints = endpoint_routes(desired, settings, state, &mut plan);
     let mut wanted: BTreeMap<IpNet, Route> = BTreeMap::new();
+    let mut listed: BTreeSet<IpNet> = BTreeSet::new();
     for spec in &desired.routes {
-        let r = kernel_route(spec, settings);
-        if wanted.insert(r.destination, r).is_some() {
+        if !listed.insert(spec.destination.trunc()) {
             return Err(Error::Invalid(format!(
                 "route {} listed twice",
                 spec.destination
             )));
+        }
+        for h in spec
+            .next_hops
+            .iter()
+            .filter(|h| encapsulates_into_itself(spec, h))
+        {
+            plan.notes.push(format!(
+                "route {}: next hop {} (endpoint {}) left out: the route's destination is that \
+                 hop's own tunnel endpoint, so the tunnel would carry its own packets",
+                spec.destination, h.device, h.peer_underlay
+            ));
+        }
+        match kernel_route(spec, settings) {
+            Some(r) => {
+                wanted.insert(r.destination, r);
+            }
+            None => plan.notes.push(format!(
+                "route {} not installed: every next hop is its own tunnel endpoint (the \
+                 underlay reaches it)",
+                spec.destination
+            )),
         }
     }
     for (dst, r) in &endpoints {
@@ -474,10 +544,11 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     // Neighbours.
     let mut want_neigh: BTreeMap<(String, IpAddr), [u8; 6]> = BTreeMap::new();
     for spec in &desired.routes {
-        for h in &spec.next_hops {
+        for h in installed_hops(spec) {
             if let HopProtocol::Tunnel(kind) = h.protocol {
                 if kind.carries_ethernet() {
-                    let mac = tunnel_mac(h.peer_underlay);
+                    // The peer's MAC from its identity, not from the address this link uses.
+                    let mac = tunnel_mac(h.peer_identity);
                     if let Some(prev) = want_neigh.insert((h.device.clone(), h.pod_gateway), mac) {
                         if prev != mac {
                             return Err(Error::Invalid(format!(
@@ -491,10 +562,11 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
         }
     }
     for ((device, address), mac) in &want_neigh {
-        let held = state
-            .neighbours
-            .iter()
-            .any(|n| &n.device == device && n.address == *address && n.mac == *mac);
+        let held = !readdressed.contains(device.as_str())
+            && state
+                .neighbours
+                .iter()
+                .any(|n| &n.device == device && n.address == *address && n.mac == *mac);
         if !held {
             plan.push(
                 Phase::Create,
@@ -717,6 +789,7 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
         .iter()
         .filter(|n| !want_neigh.contains_key(&(n.device.clone(), n.address)))
         .filter(|n| !doomed.contains(&n.device))
+        .filter(|n| !readdressed.contains(n.device.as_str()))
         .filter(|n| {
             settings.managed_devices.contains(&n.device)
                 || desired.devices.iter().any(|d| d.name == n.device)
@@ -758,7 +831,9 @@ pub fn verify(desired: &DesiredState, settings: &Settings, state: &KernelState) 
     let held_routes: BTreeMap<IpNet, &Route> =
         state.routes.iter().map(|r| (r.destination, r)).collect();
     for spec in &desired.routes {
-        let want = kernel_route(spec, settings);
+        let Some(want) = kernel_route(spec, settings) else {
+            continue;
+        };
         let held = held_routes
             .get(&want.destination)
             .ok_or_else(|| Error::Verification(format!("route {} missing", want.destination)))?;

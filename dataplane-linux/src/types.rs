@@ -51,15 +51,31 @@ pub struct NextHop {
     pub device: String,
     /// Tunnel protocol of this hop.
     pub protocol: HopProtocol,
-    /// Underlay address of the tunnel endpoint (the peer node). Used as the encapsulation
-    /// destination and for the endpoint host route. Ignored for WireGuard hops.
+    /// Underlay address of the tunnel endpoint: the address this link reaches the peer node at
+    /// (a NAT'd node's ExternalIP across public addresses). The encapsulation destination and
+    /// the endpoint host route's destination. For WireGuard hops, the peer's endpoint as the
+    /// WireGuard device is configured with it: used only to recognise a route to that endpoint
+    /// itself (see [`RouteSpec`]).
     pub peer_underlay: IpAddr,
+    /// The peer's identity address: the one address every peer derives the node's tunnel MAC
+    /// from ([`tunnel_mac`]), whichever address its link reaches it at. The neighbour entry for
+    /// [`NextHop::pod_gateway`] carries `tunnel_mac(peer_identity)`, so it must equal the
+    /// peer's own [`DesiredState::identity_addr`]; it differs from
+    /// [`NextHop::peer_underlay`] for a node reached at another address on this link. Ignored
+    /// for WireGuard and IPIP hops (no Ethernet, no neighbours).
+    pub peer_identity: IpAddr,
     /// The peer's pod gateway address (first address of its pod CIDR): the `via` of the route
     /// and the neighbour entry's address. Ignored for WireGuard and IPIP hops.
     pub pod_gateway: IpAddr,
 }
 
 /// One route of the node plan.
+///
+/// A next hop whose tunnel endpoint ([`NextHop::peer_underlay`]) is exactly this route's
+/// destination (its host prefix) is left out, with a note: the encapsulated packets would match
+/// the route again and the tunnel would carry itself. A route left without next hops is not
+/// installed; the endpoint host route through the underlay takes its place. A destination of
+/// prefix length 0 is refused ([`crate::Error::DefaultRoute`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteSpec {
     /// Destination prefix.
@@ -106,8 +122,11 @@ pub struct WireguardMtu {
 /// Everything the kernel should hold for this node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DesiredState {
-    /// The node's own underlay address (derives the tunnel MAC).
-    pub underlay_addr: IpAddr,
+    /// The node's identity address: its tunnel devices' MAC is `tunnel_mac(identity_addr)`.
+    /// One address for all of the node's links (its private underlay address, else its first
+    /// external one), so that peers reaching it at different addresses still agree on its MAC
+    /// (each peer's [`NextHop::peer_identity`] for this node is this address).
+    pub identity_addr: IpAddr,
     /// Shared tunnel devices.
     pub devices: Vec<TunnelDevice>,
     /// WireGuard devices' MTUs.
@@ -151,10 +170,11 @@ impl Default for Settings {
     }
 }
 
-/// Deterministic tunnel MAC of a node: `0a:58:` + the four IPv4 bytes, or for IPv6 `0a:58:` +
-/// four bytes of an FNV-1a hash of the 16 address bytes. `0a` is locally administered, unicast.
-pub fn tunnel_mac(underlay: IpAddr) -> [u8; 6] {
-    let tail = match underlay {
+/// Deterministic tunnel MAC of a node from its identity address: `0a:58:` + the four IPv4
+/// bytes, or for IPv6 `0a:58:` + four bytes of an FNV-1a hash of the 16 address bytes. `0a` is
+/// locally administered, unicast.
+pub fn tunnel_mac(identity: IpAddr) -> [u8; 6] {
+    let tail = match identity {
         IpAddr::V4(v4) => v4.octets(),
         IpAddr::V6(v6) => {
             let mut h: u32 = 0x811c_9dc5;

@@ -21,6 +21,7 @@ fn vx(peer: &str, gw: &str) -> NextHop {
         device: "vxlan0".into(),
         protocol: HopProtocol::Tunnel(TunnelKind::Vxlan),
         peer_underlay: ip(peer),
+        peer_identity: ip(peer),
         pod_gateway: ip(gw),
     }
 }
@@ -30,6 +31,7 @@ fn wg(dev: &str) -> NextHop {
         device: dev.into(),
         protocol: HopProtocol::WireGuard,
         peer_underlay: ip("0.0.0.0"),
+        peer_identity: ip("0.0.0.0"),
         pod_gateway: ip("0.0.0.0"),
     }
 }
@@ -63,7 +65,7 @@ fn state(vxlan: u32, wgm: u32, r: [u32; 4], fabric: u32, extra: bool) -> Desired
         ));
     }
     DesiredState {
-        underlay_addr: ip("192.168.0.1"),
+        identity_addr: ip("192.168.0.1"),
         devices: vec![TunnelDevice {
             name: "vxlan0".into(),
             kind: TunnelKind::Vxlan,

@@ -23,6 +23,7 @@ fn vx(peer: &str, gw: &str) -> NextHop {
         device: "vxlan0".into(),
         protocol: HopProtocol::Tunnel(TunnelKind::Vxlan),
         peer_underlay: ip(peer),
+        peer_identity: ip(peer),
         pod_gateway: ip(gw),
     }
 }
@@ -48,7 +49,7 @@ fn node(tag: &str, mtu: u32) -> Ns {
 
 fn desired(vxlan: u32, r: u32) -> DesiredState {
     DesiredState {
-        underlay_addr: ip("192.168.0.1"),
+        identity_addr: ip("192.168.0.1"),
         devices: vec![TunnelDevice {
             name: "vxlan0".into(),
             kind: TunnelKind::Vxlan,
@@ -93,6 +94,56 @@ fn devices_created_flow_based_with_mac_and_mtu() {
         out.contains("state UNKNOWN") || out.contains(",UP"),
         "{out}"
     );
+}
+
+/// The device's MAC follows the node's identity address, also on a device already up; each
+/// neighbour carries its peer's identity MAC, not the MAC of the address the link uses.
+#[test]
+fn device_and_neighbour_macs_follow_identity_addresses() {
+    require_root!("device_and_neighbour_macs_follow_identity_addresses");
+    let ns = node("ident", 1500);
+    let mut d = desired(1450, 1400);
+    // A peer reached at 192.168.0.7 whose identity is 10.20.0.4.
+    d.routes.push(route(
+        "10.7.0.0/24",
+        1400,
+        vec![NextHop {
+            peer_identity: ip("10.20.0.4"),
+            ..vx("192.168.0.7", "10.7.0.1")
+        }],
+    ));
+    let first = d.clone();
+    ns.dp(Settings::default(), move |dp| dp.reconcile(&first))
+        .expect("first");
+    let out = ns.sh("ip link show vxlan0");
+    assert!(out.contains("link/ether 0a:58:c0:a8:00:01"), "{out}");
+    let neigh = ns.sh("ip neigh show dev vxlan0");
+    assert!(
+        neigh.contains("10.7.0.1 lladdr 0a:58:0a:14:00:04"),
+        "identity MAC of the peer: {neigh}"
+    );
+    let enc = ns.sh("ip route show table 100 10.7.0.0/24");
+    assert!(enc.contains("dst 192.168.0.7"), "{enc}");
+    // A new identity: the device, up, is readdressed in place.
+    d.identity_addr = ip("10.10.0.1");
+    let again = d.clone();
+    let rep = ns
+        .dp(Settings::default(), move |dp| dp.reconcile(&again))
+        .expect("new identity");
+    assert!(
+        rep.writes
+            .iter()
+            .any(|o| matches!(o, Op::SetMac { link, .. } if link == "vxlan0")),
+        "{:?}",
+        rep.writes
+    );
+    let out = ns.sh("ip link show vxlan0");
+    assert!(out.contains("link/ether 0a:58:0a:0a:00:01"), "{out}");
+    assert!(out.contains(",UP"), "{out}");
+    let rep = ns
+        .dp(Settings::default(), move |dp| dp.reconcile(&d))
+        .expect("converged");
+    assert!(rep.writes.is_empty(), "{:?}", rep.writes);
 }
 
 #[test]
@@ -168,7 +219,8 @@ fn routes_with_mtu_metrics_read_back() {
     );
     // Read back through netlink equals what was planned.
     let want =
-        dataplane_linux::plan::kernel_route(&desired(1450, 1400).routes[1], &Settings::default());
+        dataplane_linux::plan::kernel_route(&desired(1450, 1400).routes[1], &Settings::default())
+            .expect("a route with next hops");
     let got = held
         .routes
         .iter()
@@ -507,6 +559,7 @@ fn wireguard_device_mtu_set_when_present_never_created() {
             device: "wg51820".into(),
             protocol: HopProtocol::WireGuard,
             peer_underlay: ip("0.0.0.0"),
+            peer_identity: ip("0.0.0.0"),
             pod_gateway: ip("0.0.0.0"),
         }],
     });
@@ -586,7 +639,7 @@ fn two_nodes_pods_ping_and_df_limits() {
     add_pod(&n1, &p1, "veth-p1", 1500);
     add_pod(&n2, &p2, "veth-p2", 1500);
     let node_state = |me: &str, peer: &str, peer_pods: &str, pod: &Ns, veth: &str| DesiredState {
-        underlay_addr: ip(me),
+        identity_addr: ip(me),
         devices: vec![TunnelDevice {
             name: "vxlan0".into(),
             kind: TunnelKind::Vxlan,

@@ -73,6 +73,18 @@ pub fn fix_encap_dst(json: &str) -> String {
     out
 }
 
+/// `ip` prints a host route's destination without its length (`10.20.0.4`); `resolve` writes
+/// `10.20.0.4/32`. Destinations are compared in the latter form.
+pub fn with_prefix_len(dst: &str) -> String {
+    if dst.contains('/') || dst == "default" {
+        dst.to_string()
+    } else if dst.contains(':') {
+        format!("{dst}/128")
+    } else {
+        format!("{dst}/32")
+    }
+}
+
 pub fn routes(node: &Ns) -> Vec<RouteInfo> {
     let out = std::process::Command::new("ip")
         .args(["-n", &node.name, "-j", "route", "show", "table", "100"])
@@ -108,7 +120,7 @@ pub fn routes(node: &Ns) -> Vec<RouteInfo> {
             }
         }
         out.push(RouteInfo {
-            dst: r["dst"].as_str().unwrap_or_default().to_string(),
+            dst: with_prefix_len(r["dst"].as_str().unwrap_or_default()),
             mtu,
             devs,
         });
