@@ -31,6 +31,14 @@ fn tunnel_kind(p: Protocol) -> Option<TunnelKind> {
     }
 }
 
+/// The node's identity address (its tunnel MAC derives from it, `mtu_solver::NodePlan`'s
+/// `identity_addr`), else any address of its own; `None`: the node has no address at all.
+pub fn identity_addr(topo: &Topology, plan: &NodePlan) -> Option<IpAddr> {
+    plan.identity_addr
+        .or_else(|| plan.links.iter().find_map(|l| l.local_addr))
+        .or_else(|| topo.node(plan.node).internal_ips.first().copied())
+}
+
 /// Converts a node plan into the adapter's desired state. Next hops the adapter cannot program
 /// (no underlay address, no device name, unencapsulated links) are left out; a route left
 /// without next hops is not installed.

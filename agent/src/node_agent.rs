@@ -6,12 +6,11 @@
 use crate::agent::status::Status;
 use crate::dataplane::{self, FabricOptions};
 use anyhow::{Context, Result, anyhow};
+use mtu_solver::Solver;
 use mtu_solver::report::{Renderer, node_out};
 use mtu_solver::whatif::Input;
-use mtu_solver::{NodePlan, Solver};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
-use topology_core::model::Topology;
 
 /// Everything the loop needs.
 #[derive(Clone, Debug)]
@@ -68,14 +67,6 @@ pub struct Outcome {
     pub dry_ops: Vec<String>,
 }
 
-/// The node's identity address (its tunnel MAC derives from it, `mtu_solver::NodePlan`'s
-/// `identity_addr`), else any address of its own; `None`: the node has no address at all.
-fn identity_addr(topo: &Topology, plan: &NodePlan) -> Option<std::net::IpAddr> {
-    plan.identity_addr
-        .or_else(|| plan.links.iter().find_map(|l| l.local_addr))
-        .or_else(|| topo.node(plan.node).internal_ips.first().copied())
-}
-
 /// One reconcile pass.
 pub fn reconcile_once(cfg: &Config, status: &Status) -> Result<Outcome> {
     let decoded = crate::input::load(&cfg.manifests).context("reading manifests")?;
@@ -98,7 +89,7 @@ pub fn reconcile_once(cfg: &Config, status: &Status) -> Result<Outcome> {
         None => {
             let mut solver = Solver::new(&topo, input.settings.clone());
             let plan = solver.plan(node);
-            let addr = identity_addr(&topo, &plan)
+            let addr = dataplane::identity_addr(&topo, &plan)
                 .ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
             let desired = dataplane::desired_state(&topo, &plan, addr, &cfg.fabric);
             let peers: Vec<std::net::IpAddr> =
@@ -118,8 +109,8 @@ pub fn reconcile_once(cfg: &Config, status: &Status) -> Result<Outcome> {
     let topo = input.topology();
     let mut solver = Solver::new(&topo, input.settings.clone());
     let plan = solver.plan(node);
-    let addr =
-        identity_addr(&topo, &plan).ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
+    let addr = dataplane::identity_addr(&topo, &plan)
+        .ok_or_else(|| anyhow!("node {} has no address", cfg.node))?;
     let desired = dataplane::desired_state(&topo, &plan, addr, &cfg.fabric);
     let mut r = Renderer::new(&solver, true);
     let out = node_out(&topo, &mut r, &plan);

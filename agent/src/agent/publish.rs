@@ -87,11 +87,7 @@ pub fn apply(args: &AgentArgs, decoded: &Decoded) -> Result<Applied> {
     if args.detect_underlay {
         let mut solver = mtu_solver::Solver::new(&topo, settings.clone());
         let plan = solver.plan(node);
-        let addr = plan
-            .links
-            .iter()
-            .find_map(|l| l.local_addr)
-            .or_else(|| info.internal_ips.first().copied())
+        let addr = dataplane::identity_addr(&topo, &plan)
             .ok_or_else(|| anyhow!("node {} has no address", args.node_name))?;
         let desired = dataplane::desired_state(&topo, &plan, addr, &fabric);
         let peers: Vec<_> = plan.links.iter().filter_map(|l| l.peer_addr).collect();
@@ -107,11 +103,7 @@ pub fn apply(args: &AgentArgs, decoded: &Decoded) -> Result<Applied> {
     }
     let mut solver = mtu_solver::Solver::new(&topo, settings);
     let plan = solver.plan(node);
-    let addr = plan
-        .links
-        .iter()
-        .find_map(|l| l.local_addr)
-        .or_else(|| info.internal_ips.first().copied())
+    let addr = dataplane::identity_addr(&topo, &plan)
         .ok_or_else(|| anyhow!("node {} has no address", args.node_name))?;
     let desired = dataplane::desired_state(&topo, &plan, addr, &fabric);
     let report =
