@@ -55,16 +55,8 @@ pub fn config(a: &AgentArgs) -> Result<Config> {
     })
 }
 
-/// Runs the agent.
+/// Runs the agent (logging is installed by `agent::main`).
 pub fn main(a: &AgentArgs) -> Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
     if a.manifests.is_none() {
         return Err(usage("the manifests-mode loop needs --manifests PATH"));
     }

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::{End, Mock, Reply, event, node, site, status};
 use topology_core::decode::Kind;
-use unbounded_mtu::agent::AgentArgs;
 use unbounded_mtu::agent::Exit;
 use unbounded_mtu::agent::adopt::{AdoptError, Attempt, try_adopt};
 use unbounded_mtu::agent::startup::{self, Adoption};
@@ -115,41 +114,8 @@ fn serve(mock: &Mock, own: &Value, objects: &[Value]) {
     );
 }
 
-fn args() -> AgentArgs {
-    use clap::Parser;
-    let argv = [
-        "unbounded-mtu",
-        "agent",
-        "--node-name",
-        "n1",
-        "--pod-name",
-        "agent-x",
-        "--pod-namespace",
-        "ns",
-        "--dry-run",
-    ];
-    match unbounded_mtu::cli::Cli::try_parse_from(argv)
-        .expect("args")
-        .command
-    {
-        unbounded_mtu::cli::Command::Agent(a) => a,
-        other => panic!("{other:?}"),
-    }
-}
-
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes())
-        .await
-        .expect("write");
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.expect("read");
-    out
-}
-
 async fn status_doc(addr: std::net::SocketAddr) -> Value {
-    let body = http_get(addr, "/status").await;
+    let body = support::http_get(addr, "/status").await;
     serde_json::from_str(body.split("\r\n\r\n").nth(1).expect("body")).expect("json")
 }
 
@@ -174,7 +140,7 @@ async fn start_agent(
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (client, st) = (mock.client(), status.clone());
     let run = tokio::spawn(async move {
-        unbounded_mtu::agent::run::run(client, &args(), st, async {
+        unbounded_mtu::agent::run::run(client, &support::agent_args(&["--dry-run"]), st, async {
             let _ = stop_rx.await;
         })
         .await

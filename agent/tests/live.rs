@@ -332,17 +332,6 @@ async fn reflector_resumes_relists_on_gone_and_swaps() {
     task.abort();
 }
 
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes())
-        .await
-        .expect("write");
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.expect("read");
-    out
-}
-
 /// The own Node `own`, Site `a`, and a worker n2 of `a` (listed in a SiteNodeSlice; its Node
 /// carries the underlay annotation 1400).
 fn agent_mock(mock: &Mock, own: Value) {
@@ -415,7 +404,11 @@ async fn first_reconcile_acknowledges_then_closes_the_startup_watch() {
         listener,
         status.clone(),
     ));
-    assert!(http_get(http, "/readyz").await.starts_with("HTTP/1.1 503"));
+    assert!(
+        support::http_get(http, "/readyz")
+            .await
+            .starts_with("HTTP/1.1 503")
+    );
     let st = status.clone();
     let run = tokio::spawn(async move {
         unbounded_mtu::agent::run::run(client, &args, st, async {
@@ -465,9 +458,9 @@ async fn first_reconcile_acknowledges_then_closes_the_startup_watch() {
             .iter()
             .all(|r| !r.path.ends_with("/gatewaypools"))
     );
-    let ready = http_get(http, "/readyz").await;
+    let ready = support::http_get(http, "/readyz").await;
     assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
-    let body = http_get(http, "/status").await;
+    let body = support::http_get(http, "/status").await;
     let doc: Value =
         serde_json::from_str(body.split("\r\n\r\n").nth(1).expect("body")).expect("json");
     assert_eq!(doc["adoptedAssignment"], "u1/a/-");

@@ -58,31 +58,10 @@ fn serve(mock: &Mock, objects: &[Value]) {
     }
 }
 
-fn args() -> AgentArgs {
-    use clap::Parser;
-    let argv = [
-        "unbounded-mtu",
-        "agent",
-        "--node-name",
-        "n1",
-        "--pod-name",
-        "agent-x",
-        "--pod-namespace",
-        "ns",
-    ];
-    match unbounded_mtu::cli::Cli::try_parse_from(argv)
-        .expect("args")
-        .command
-    {
-        unbounded_mtu::cli::Command::Agent(a) => a,
-        other => panic!("{other:?}"),
-    }
-}
-
 fn start(mock: &Mock, fake: Arc<dyn Applier>) -> tokio::sync::oneshot::Sender<()> {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let client = mock.client();
-    let args = args();
+    let args = support::agent_args(&[]);
     tokio::spawn(async move {
         unbounded_mtu::agent::run::run_with(
             client,

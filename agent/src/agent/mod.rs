@@ -152,8 +152,8 @@ impl Exit {
     }
 }
 
-/// Log to standard error (`RUST_LOG` filters, `info` by default): the agent's warnings (a
-/// broken assignment, failed reconciles, watch errors) are its log.
+/// Log to standard error in every mode (`RUST_LOG` filters, `info` by default): the agent's
+/// warnings (a broken assignment, failed reconciles, watch errors) are its log.
 fn init_logging() {
     // Fails only when a subscriber is installed already; that one logs then.
     let _ = tracing_subscriber::fmt()
@@ -169,6 +169,7 @@ fn init_logging() {
 /// Entry point of the subcommand: runs the agent on a runtime of its own and maps the outcome
 /// to the exit code (3 assignment changed, 4 Node deleted, 1 fatal error).
 pub fn main(args: &AgentArgs) -> Result<()> {
+    init_logging();
     if args.manifests.is_some() && !args.dry_run {
         // Files in, the Linux dataplane out: the manifests-mode loop applies through
         // dataplane-linux (`node_agent`).
@@ -183,7 +184,6 @@ pub fn main(args: &AgentArgs) -> Result<()> {
             }
         });
     }
-    init_logging();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -484,3 +484,39 @@ pub async fn until(mut f: impl FnMut() -> bool, n: usize) -> bool {
     }
     f()
 }
+
+/// `unbounded-mtu agent --node-name n1 --pod-name agent-x --pod-namespace ns` plus `extra`, as
+/// the agent's parsed arguments.
+pub fn agent_args(extra: &[&str]) -> unbounded_mtu::agent::AgentArgs {
+    use clap::Parser;
+    let mut argv = vec![
+        "unbounded-mtu",
+        "agent",
+        "--node-name",
+        "n1",
+        "--pod-name",
+        "agent-x",
+        "--pod-namespace",
+        "ns",
+    ];
+    argv.extend_from_slice(extra);
+    match unbounded_mtu::cli::Cli::try_parse_from(argv)
+        .expect("args")
+        .command
+    {
+        unbounded_mtu::cli::Command::Agent(a) => a,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// One plain HTTP/1.1 GET against the agent's server; the whole response, headers included.
+pub async fn http_get(addr: SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("read");
+    out
+}
