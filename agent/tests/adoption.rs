@@ -13,12 +13,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use support::{End, Mock, Reply, event, node, site, status};
-use topology_core::decode::Kind;
 use unbounded_mtu::agent::Exit;
 use unbounded_mtu::agent::adopt::{AdoptError, Attempt, try_adopt};
 use unbounded_mtu::agent::startup::{self, Adoption};
 use unbounded_mtu::agent::status::Status;
-use unbounded_mtu::k8s::{Backoff, ResourceKind, api_status};
+use unbounded_mtu::k8s::{Backoff, api_status};
 
 const BIN: &str = env!("CARGO_BIN_EXE_unbounded-mtu");
 const NODES: &str = "/api/v1/nodes";
@@ -90,20 +89,7 @@ fn not_found(name: &str) -> Reply {
 /// LISTs and held WATCHes of every kind; the own Node's GET.
 fn serve(mock: &Mock, own: &Value, objects: &[Value]) {
     mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
-    for rk in ResourceKind::ALL {
-        let items: Vec<Value> = objects
-            .iter()
-            .filter(|o| {
-                o["kind"]
-                    .as_str()
-                    .and_then(Kind::parse_ci)
-                    .map(|k| ResourceKind::of(k).path())
-                    == Some(rk.path())
-            })
-            .cloned()
-            .collect();
-        mock.collection(&rk.path(), items, "42");
-    }
+    support::serve_collections(mock, objects);
     mock.on(
         "PATCH",
         POD,

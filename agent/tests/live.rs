@@ -36,23 +36,6 @@ fn tmpdir(tag: &str) -> PathBuf {
     d
 }
 
-fn path_of(kind: &str) -> Option<String> {
-    let k = Kind::parse_ci(kind)?;
-    Some(ResourceKind::of(k).path())
-}
-
-/// Serves `objects` (grouped by kind) as LISTs and held WATCHes; every kind has a route.
-fn serve(mock: &Mock, objects: &[Value]) {
-    for rk in ResourceKind::ALL {
-        let items: Vec<Value> = objects
-            .iter()
-            .filter(|o| o["kind"].as_str().and_then(path_of).as_deref() == Some(rk.path().as_str()))
-            .cloned()
-            .collect();
-        mock.collection(&rk.path(), items, "42");
-    }
-}
-
 /// Location-free output: explanation and diagnostic sources name files and lines in one mode and
 /// the cluster in the other.
 fn normalize(v: &mut Value) {
@@ -132,7 +115,7 @@ async fn live_resolve_equals_resolve_on_files() {
     ] {
         let objects = fixture(ex);
         let mock = Mock::start().await;
-        serve(&mock, &objects);
+        support::serve_collections(&mock, &objects);
         let dir = tmpdir("live");
         let kc = mock.kubeconfig(&dir);
         let live = run_bin(
@@ -181,7 +164,7 @@ async fn malformed_objects_are_diagnostics_in_both_modes() {
         json!({"apiVersion": g, "kind": "GatewayPoolPeering", "metadata": {"name": 7}, "spec": 3}),
     );
     let mock = Mock::start().await;
-    serve(&mock, &objects);
+    support::serve_collections(&mock, &objects);
     let dir = tmpdir("malformed");
     let file = dir.join("all.json");
     std::fs::write(
@@ -341,7 +324,7 @@ fn agent_mock(mock: &Mock, own: Value) {
     let slice = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "SiteNodeSlice",
         "metadata": {"name": "a-0"}, "siteName": "a",
         "nodes": [{"name": "n2", "internalIPs": ["10.0.0.6"], "podCIDRs": ["10.200.2.0/24"]}]});
-    serve(mock, &[site("a", "10.0.0.0/16"), own, n2, slice]);
+    support::serve_collections(mock, &[site("a", "10.0.0.0/16"), own, n2, slice]);
 }
 
 fn agent_args(extra: &[&str]) -> unbounded_mtu::agent::AgentArgs {
@@ -796,7 +779,7 @@ async fn agent_binary_exits_0_on_sigterm() {
 #[tokio::test]
 async fn the_client_layer_counts_requests_by_verb_and_resource() {
     let mock = Mock::start().await;
-    serve(&mock, &[site("a", "10.0.0.0/16")]);
+    support::serve_collections(&mock, &[site("a", "10.0.0.0/16")]);
     let metrics = unbounded_mtu::k8s::metrics::ApiMetrics::default();
     let mut cfg = kube::Config::new(mock.url().parse().expect("url"));
     cfg.default_retry = false;

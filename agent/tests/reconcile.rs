@@ -42,20 +42,7 @@ impl Applier for Fake {
 }
 
 fn serve(mock: &Mock, objects: &[Value]) {
-    for rk in ResourceKind::ALL {
-        let items: Vec<Value> = objects
-            .iter()
-            .filter(|o| {
-                o["kind"]
-                    .as_str()
-                    .and_then(Kind::parse_ci)
-                    .map(|k| ResourceKind::of(k).path())
-                    == Some(rk.path())
-            })
-            .cloned()
-            .collect();
-        mock.collection(&rk.path(), items, "42");
-    }
+    support::serve_collections(mock, objects);
 }
 
 fn start(mock: &Mock, fake: Arc<dyn Applier>) -> tokio::sync::oneshot::Sender<()> {

@@ -382,31 +382,14 @@ impl Lab {
 
     pub fn spawn_agent(&mut self, name: &'static str) {
         let d = node_def(name);
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(format!("agent-{name}.log")))
-            .expect("log");
-        let child = Command::new(bin())
-            .args(["agent", "--node-name", name, "--manifests"])
-            .arg(&self.manifests)
-            .arg("--netns")
-            .arg(self.nodes[name].path())
-            .args([
-                "--underlay-mtu",
-                &d.underlay.to_string(),
-                "--bridge",
-                "cni0",
-                "--listen",
-                "127.0.0.1:0",
-                "--pod",
-            ])
-            .arg(format!("{}:eth0", self.pods[name].path().display()))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn agent");
+        let child = spawn_node_agent(
+            name,
+            &self.manifests,
+            &self.nodes[name],
+            &self.pods[name],
+            d.underlay,
+            &self.dir,
+        );
         self.agents.insert(name, Agent { child });
     }
 
@@ -503,4 +486,41 @@ pub fn ping(pod: &Ns, dst: &str, size: u32) -> (Option<i32>, String) {
         o.status.code(),
         String::from_utf8_lossy(&o.stdout).into_owned(),
     )
+}
+
+/// Starts `unbounded-mtu agent --manifests` for node `name` inside its namespace (`--netns`),
+/// with the pod bridge `cni0` and the pod's `eth0`, logging to `<dir>/agent-<name>.log`.
+pub fn spawn_node_agent(
+    name: &str,
+    manifests: &std::path::Path,
+    node: &Ns,
+    pod: &Ns,
+    underlay: u32,
+    dir: &std::path::Path,
+) -> std::process::Child {
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("agent-{name}.log")))
+        .expect("log");
+    Command::new(bin())
+        .args(["agent", "--node-name", name, "--manifests"])
+        .arg(manifests)
+        .arg("--netns")
+        .arg(node.path())
+        .args([
+            "--underlay-mtu",
+            &underlay.to_string(),
+            "--bridge",
+            "cni0",
+            "--listen",
+            "127.0.0.1:0",
+            "--pod",
+        ])
+        .arg(format!("{}:eth0", pod.path().display()))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("spawn agent")
 }

@@ -17,9 +17,7 @@
 //! MAC from its identity address, or n1's frames to hg1 would be dropped as addressed elsewhere.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -219,31 +217,14 @@ impl NatLab {
     }
 
     fn spawn_agent(&mut self, name: &'static str) {
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(format!("agent-{name}.log")))
-            .expect("log");
-        let child = Command::new(lab::bin())
-            .args(["agent", "--node-name", name, "--manifests"])
-            .arg(&self.manifests)
-            .arg("--netns")
-            .arg(self.nodes[name].path())
-            .args([
-                "--underlay-mtu",
-                "1500",
-                "--bridge",
-                "cni0",
-                "--listen",
-                "127.0.0.1:0",
-                "--pod",
-            ])
-            .arg(format!("{}:eth0", self.pods[name].path().display()))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn agent");
+        let child = lab::spawn_node_agent(
+            name,
+            &self.manifests,
+            &self.nodes[name],
+            &self.pods[name],
+            1500,
+            &self.dir,
+        );
         self.agents.insert(name, Agent { child });
     }
 

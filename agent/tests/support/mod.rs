@@ -520,3 +520,24 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> String {
     s.read_to_string(&mut out).await.expect("read");
     out
 }
+
+/// Serves every kind the agent lists and watches: each collection holds the `objects` of its kind
+/// (at resource version 42), the rest empty.
+pub fn serve_collections(mock: &Mock, objects: &[Value]) {
+    use topology_core::decode::Kind;
+    use unbounded_mtu::k8s::ResourceKind;
+    for rk in ResourceKind::ALL {
+        let items: Vec<Value> = objects
+            .iter()
+            .filter(|o| {
+                o["kind"]
+                    .as_str()
+                    .and_then(Kind::parse_ci)
+                    .map(|k| ResourceKind::of(k).path())
+                    == Some(rk.path())
+            })
+            .cloned()
+            .collect();
+        mock.collection(&rk.path(), items, "42");
+    }
+}
