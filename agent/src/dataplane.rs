@@ -276,8 +276,12 @@ status:
     }
 
     fn desired(name: &str) -> DesiredState {
+        desired_in(NAT, name)
+    }
+
+    fn desired_in(yaml: &str, name: &str) -> DesiredState {
         let mut decoded = Decoded::default();
-        decoded.add_source("nat.yaml", NAT.as_bytes());
+        decoded.add_source("test.yaml", yaml.as_bytes());
         let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
         let node = topo.node_id(name).unwrap();
         let mut solver = mtu_solver::Solver::new(&topo, mtu_solver::Settings::default());
@@ -316,5 +320,87 @@ status:
             assert_eq!(to_n1.peer_identity, n1.identity_addr, "{dst}");
             assert_eq!(to_n1.pod_gateway, ip("10.120.4.1"), "{dst}");
         }
+    }
+
+    /// Two workers of one VXLAN Site with only IPv6 InternalIPs, IPv4 pod CIDRs, under the
+    /// default (IPv4) tunnel family.
+    const IPV6_ONLY: &str = r#"
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: S6}
+spec:
+  nodeCidrs: ["fd00:10::/64"]
+  podCidrAssignments: [{cidrBlocks: [10.160.0.0/16]}]
+  tunnelProtocol: VXLAN
+---
+apiVersion: v1
+kind: Node
+metadata: {name: v6a, labels: {net.unbounded-cloud.io/site: S6}}
+spec: {podCIDRs: [10.160.1.0/24]}
+status:
+  addresses: [{type: InternalIP, address: "fd00:10::1"}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: v6b, labels: {net.unbounded-cloud.io/site: S6}}
+spec: {podCIDRs: [10.160.2.0/24]}
+status:
+  addresses: [{type: InternalIP, address: "fd00:10::2"}]
+"#;
+
+    /// An IPv6-only node's plan becomes IPv4 routes encapsulated towards the peer's IPv6
+    /// underlay address, with MACs from the IPv6 identities; applied to a kernel whose underlay
+    /// is IPv6 only, the encapsulation carries a UDP checksum and the endpoint host route takes
+    /// the IPv6 underlay.
+    #[test]
+    fn ipv6_only_nodes_encapsulate_ipv4_pods_towards_ipv6_underlay_addresses() {
+        use dataplane_linux::model::{Hop, LinkKind, Route};
+        let (a, b) = (desired_in(IPV6_ONLY, "v6a"), desired_in(IPV6_ONLY, "v6b"));
+        assert_eq!(a.identity_addr, ip("fd00:10::1"));
+        assert_eq!(b.identity_addr, ip("fd00:10::2"));
+        let to_b = hop(&a, "10.160.2.0/24");
+        assert_eq!(to_b.protocol, HopProtocol::Tunnel(TunnelKind::Vxlan));
+        assert_eq!(to_b.peer_underlay, ip("fd00:10::2"));
+        assert_eq!(to_b.peer_identity, b.identity_addr);
+        assert_eq!(to_b.pod_gateway, ip("10.160.2.1"));
+        assert_eq!(hop(&b, "10.160.1.0/24").peer_identity, a.identity_addr);
+
+        let mut k = dataplane_linux::FakeKernel::new();
+        k.add_link("eth0", LinkKind::Other(String::new()), 1400);
+        k.state.main_routes.push(Route {
+            table: 254,
+            destination: "fd00:10::/64".parse().unwrap(),
+            protocol: 2,
+            mtu: None,
+            mtu_locked: false,
+            hops: vec![Hop {
+                device: "eth0".into(),
+                gateway: None,
+                onlink: false,
+                encap: None,
+            }],
+        });
+        let mut dp = Dataplane::new(k, DpSettings::default());
+        dp.reconcile(&a).expect("reconcile");
+        let st = &dp.kernel().state;
+        let route = st
+            .routes
+            .iter()
+            .find(|r| r.destination == "10.160.2.0/24".parse().unwrap())
+            .expect("route to v6b's pods");
+        let encap = route.hops[0].encap.expect("encapsulated");
+        assert_eq!((encap.dst, encap.csum), (ip("fd00:10::2"), true));
+        let endpoint = st
+            .routes
+            .iter()
+            .find(|r| r.destination == "fd00:10::2/128".parse().unwrap())
+            .expect("endpoint route to v6b's underlay address");
+        assert_eq!(endpoint.hops[0].device, "eth0");
+        assert_eq!(
+            st.link("vxlan0").and_then(|l| l.mac),
+            Some(dataplane_linux::tunnel_mac(ip("fd00:10::1")))
+        );
+        assert!(st.neighbours.iter().any(|n| n.address == ip("10.160.2.1")
+            && n.mac == dataplane_linux::tunnel_mac(ip("fd00:10::2"))));
     }
 }

@@ -60,13 +60,20 @@ impl Family {
     }
 }
 
-/// Lightweight-tunnel IP encapsulation of a next hop (`encap ip id <id> dst <dst>`).
+/// Lightweight-tunnel IP encapsulation of a next hop (`encap ip|ip6 id <id> dst <dst> [csum]`;
+/// `ip6` when the outer destination is an IPv6 address).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Encap {
     /// Tunnel id (VNI).
     pub id: u64,
     /// Outer destination (the peer's underlay address).
     pub dst: IpAddr,
+    /// The outer UDP header carries a checksum (`csum`, the tunnel key's `TUNNEL_CSUM` flag).
+    /// Without it a flow-based VXLAN or GENEVE device sends UDP with a zero checksum, which its
+    /// peer drops over IPv6 (RFC 8200 §8.1 requires the checksum; the devices' IPv6 sockets
+    /// accept a zero one only with `udp6zerocsumrx`, which the adapter does not set), so it is
+    /// set for UDP tunnels over IPv6 and left off over IPv4.
+    pub csum: bool,
 }
 
 /// One next hop of a kernel route.
@@ -316,7 +323,11 @@ impl fmt::Display for Op {
                 write!(f, "route replace {} table {}", r.destination, r.table)?;
                 for h in &r.hops {
                     if let Some(e) = h.encap {
-                        write!(f, " [encap ip id {} dst {}", e.id, e.dst)?;
+                        let family = if e.dst.is_ipv6() { "ip6" } else { "ip" };
+                        write!(f, " [encap {family} id {} dst {}", e.id, e.dst)?;
+                        if e.csum {
+                            write!(f, " csum")?;
+                        }
                     } else {
                         write!(f, " [")?;
                     }

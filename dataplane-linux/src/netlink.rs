@@ -25,9 +25,9 @@ use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
 };
 use netlink_packet_route::route::{
-    RouteAddress, RouteAttribute, RouteFlags, RouteIp6Tunnel, RouteIpTunnel, RouteLwEnCapType,
-    RouteLwTunnelEncap, RouteMessage, RouteMetric, RouteNextHop, RouteNextHopFlags, RouteProtocol,
-    RouteScope, RouteType,
+    RouteAddress, RouteAttribute, RouteFlags, RouteIp6Tunnel, RouteIp6TunnelFlags, RouteIpTunnel,
+    RouteIpTunnelFlags, RouteLwEnCapType, RouteLwTunnelEncap, RouteMessage, RouteMetric,
+    RouteNextHop, RouteNextHopFlags, RouteProtocol, RouteScope, RouteType,
 };
 use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
@@ -121,22 +121,41 @@ fn from_route_addr(a: &RouteAddress) -> Option<IpAddr> {
 
 fn encap_attrs(e: &Encap) -> Vec<RouteAttribute> {
     match e.dst {
-        IpAddr::V4(d) => vec![
-            RouteAttribute::EncapType(RouteLwEnCapType::Ip),
-            RouteAttribute::Encap(vec![
+        IpAddr::V4(d) => {
+            let mut list = vec![
                 RouteLwTunnelEncap::Ip(RouteIpTunnel::Id(e.id)),
                 RouteLwTunnelEncap::Ip(RouteIpTunnel::Destination(d)),
-            ]),
-        ],
-        IpAddr::V6(d) => vec![
-            RouteAttribute::EncapType(RouteLwEnCapType::Ip6),
-            RouteAttribute::Encap(vec![
+            ];
+            if e.csum {
+                list.push(RouteLwTunnelEncap::Ip(RouteIpTunnel::Flags(
+                    RouteIpTunnelFlags::Checksum,
+                )));
+            }
+            vec![
+                RouteAttribute::EncapType(RouteLwEnCapType::Ip),
+                RouteAttribute::Encap(list),
+            ]
+        }
+        IpAddr::V6(d) => {
+            let mut list = vec![
                 RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Id(e.id)),
                 RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Destination(d)),
-            ]),
-        ],
+            ];
+            if e.csum {
+                list.push(RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Flags(
+                    RouteIp6TunnelFlags::Checksum,
+                )));
+            }
+            vec![
+                RouteAttribute::EncapType(RouteLwEnCapType::Ip6),
+                RouteAttribute::Encap(list),
+            ]
+        }
     }
 }
+
+/// `TUNNEL_CSUM` in the big-endian `LWTUNNEL_IP{,6}_FLAGS` attribute.
+const TUNNEL_CSUM: u16 = 0x01;
 
 fn parse_encap(attrs: &[RouteAttribute]) -> Option<Encap> {
     let list = attrs.iter().find_map(|a| match a {
@@ -145,14 +164,22 @@ fn parse_encap(attrs: &[RouteAttribute]) -> Option<Encap> {
     })?;
     let mut id = 0u64;
     let mut dst = None;
+    let mut csum = false;
     for e in list {
         match e {
             RouteLwTunnelEncap::Ip(RouteIpTunnel::Id(i)) => id = *i,
             RouteLwTunnelEncap::Ip(RouteIpTunnel::Destination(d)) => dst = Some(IpAddr::V4(*d)),
+            RouteLwTunnelEncap::Ip(RouteIpTunnel::Flags(f)) => {
+                csum = f.contains(RouteIpTunnelFlags::Checksum)
+            }
             RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Id(i)) => id = *i,
             RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Destination(d)) => dst = Some(IpAddr::V6(*d)),
+            RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Flags(f)) => {
+                csum = f.contains(RouteIp6TunnelFlags::Checksum)
+            }
             // Inside RTA_MULTIPATH the parser does not know the per-hop encap type and keeps
-            // raw attributes: LWTUNNEL_IP{,6}_ID = 1 (be64), LWTUNNEL_IP{,6}_DST = 2.
+            // raw attributes: LWTUNNEL_IP{,6}_ID = 1 (be64), LWTUNNEL_IP{,6}_DST = 2,
+            // LWTUNNEL_IP{,6}_FLAGS = 6 (be16).
             RouteLwTunnelEncap::Other(nla) => {
                 let mut value = vec![0u8; nla.value_len()];
                 nla.emit_value(&mut value);
@@ -172,13 +199,16 @@ fn parse_encap(attrs: &[RouteAttribute]) -> Option<Encap> {
                         b.copy_from_slice(&value);
                         dst = Some(IpAddr::from(b));
                     }
+                    (6, 2) => {
+                        csum = u16::from_be_bytes([value[0], value[1]]) & TUNNEL_CSUM != 0;
+                    }
                     _ => {}
                 }
             }
             _ => {}
         }
     }
-    dst.map(|dst| Encap { id, dst })
+    dst.map(|dst| Encap { id, dst, csum })
 }
 
 fn parse_gateway(attrs: &[RouteAttribute]) -> Option<IpAddr> {

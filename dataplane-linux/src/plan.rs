@@ -110,8 +110,9 @@ pub fn own_devices(desired: &DesiredState, settings: &Settings) -> BTreeSet<Stri
 
 /// Underlay detection (`agent.md`): the `main` route towards `peer` (longest prefix), skipping
 /// routes over `own` devices and routes carrying the adapter's protocol: MTU = that route's MTU
-/// metric, else its device's MTU. Without a peer, or when only the default route matches: the
-/// MTU of the default route's device.
+/// metric, else its device's MTU. When only the default route matches: the MTU of the default
+/// route's device, of the peer's family. Without a peer: the IPv4 default route's device, else
+/// the IPv6 one (a node with only IPv6 addresses has no IPv4 default route).
 pub fn detect_underlay(
     state: &KernelState,
     peer: Option<IpAddr>,
@@ -132,14 +133,21 @@ pub fn detect_underlay(
             .max_by_key(|r| r.destination.prefix_len())
     });
     let specific = best.filter(|r| r.destination.prefix_len() > 0);
-    let fam = peer.map(Family::of).unwrap_or(Family::V4);
-    let route =
-        match specific {
-            Some(r) => r,
-            None => state.main_routes.iter().filter(usable).find(|r| {
+    let families: &[Family] = match peer {
+        Some(p) if p.is_ipv6() => &[Family::V6],
+        Some(_) => &[Family::V4],
+        None => &[Family::V4, Family::V6],
+    };
+    let default_of =
+        |fam: Family| {
+            state.main_routes.iter().filter(usable).find(|r| {
                 r.destination.prefix_len() == 0 && Family::of(r.destination.addr()) == fam
-            })?,
+            })
         };
+    let route = match specific {
+        Some(r) => r,
+        None => families.iter().find_map(|f| default_of(*f))?,
+    };
     let hop = route.hops.first()?;
     let link = state.link(&hop.device)?;
     Some(Underlay {
@@ -185,6 +193,8 @@ pub fn kernel_route(spec: &RouteSpec, settings: &Settings) -> Option<Route> {
                 encap: Some(Encap {
                     id: u64::from(settings.vxlan_vni),
                     dst: nh.peer_underlay,
+                    // VXLAN and GENEVE are UDP: over IPv6 the receiver needs a checksum.
+                    csum: nh.peer_underlay.is_ipv6(),
                 }),
             },
             HopProtocol::Tunnel(_) => Hop {
@@ -194,6 +204,7 @@ pub fn kernel_route(spec: &RouteSpec, settings: &Settings) -> Option<Route> {
                 encap: Some(Encap {
                     id: 0,
                     dst: nh.peer_underlay,
+                    csum: false,
                 }),
             },
             HopProtocol::WireGuard => Hop {

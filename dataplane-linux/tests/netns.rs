@@ -769,3 +769,98 @@ fn real_kernel_every_failure_converges() {
     println!("real kernel: {res} injected failures, each followed by a converging reconcile");
     assert!(res > 8, "{res}");
 }
+
+/// A node namespace whose underlay is IPv6 only: `eth0` (MTU `mtu`) with fd00:10::1/64 and an
+/// IPv6 default route via a link-local router address; `None` (with the reason printed) when
+/// this kernel has IPv6 disabled.
+fn ipv6_node(test: &str, tag: &str, mtu: u32) -> Option<Ns> {
+    let ns = Ns::new(tag);
+    ns.sh(&format!(
+        "ip link add eth0 mtu {mtu} type veth peer name eth0p mtu {mtu} && \
+         ip link set eth0 up && ip link set eth0p up"
+    ));
+    let added = ns.try_sh(
+        "ip addr add fd00:10::1/64 dev eth0 nodad && \
+         ip -6 route add default via fe80::1 dev eth0",
+    );
+    if !added.status.success() {
+        println!(
+            "SKIP {test}: IPv6 is not available in network namespaces: {}",
+            String::from_utf8_lossy(&added.stderr).trim()
+        );
+        return None;
+    }
+    Some(ns)
+}
+
+/// IPv4 pods over VXLAN towards IPv6 underlay addresses: one peer on the segment, an ECMP pair
+/// behind the router.
+fn ipv6_underlay_desired() -> DesiredState {
+    DesiredState {
+        identity_addr: ip("fd00:10::1"),
+        devices: vec![TunnelDevice {
+            name: "vxlan0".into(),
+            kind: TunnelKind::Vxlan,
+            mtu: 1330,
+        }],
+        wireguard_mtus: vec![],
+        routes: vec![
+            route("10.160.2.0/24", 1330, vec![vx("fd00:10::2", "10.160.2.1")]),
+            route(
+                "10.170.0.0/16",
+                1330,
+                vec![
+                    vx("fd00:20::5", "10.170.5.1"),
+                    vx("fd00:20::6", "10.170.6.1"),
+                ],
+            ),
+        ],
+        fabric: None,
+    }
+}
+
+/// The kernel takes and returns the `csum` flag of `encap ip6` next hops (single and
+/// multipath), so a second reconcile writes nothing; endpoint host routes to the IPv6 underlay
+/// addresses go through `eth0` (on-link, or via the router); detection reads the IPv6 routes.
+#[test]
+fn ipv6_underlay_encap_with_checksum_reads_back() {
+    let test = "ipv6_underlay_encap_with_checksum_reads_back";
+    require_root!(test);
+    let Some(ns) = ipv6_node(test, "v6", 1400) else {
+        return;
+    };
+    let (second, on_link, none) = ns.dp(Settings::default(), |dp| {
+        let d = ipv6_underlay_desired();
+        dp.reconcile(&d).expect("first reconcile");
+        let second = dp.reconcile(&d).expect("second reconcile").writes;
+        let on_link = dp.detect_underlay(&d, Some(ip("fd00:10::2"))).unwrap();
+        let none = dp.detect_underlay(&d, None).unwrap();
+        (second, on_link, none)
+    });
+    assert!(second.is_empty(), "{second:?}");
+    let single = ns.sh("ip -d route show table 100 10.160.2.0/24");
+    println!("{single}");
+    assert!(
+        single.contains("encap ip6 id 1 src :: dst fd00:10::2")
+            && single.contains(" csum via 10.160.2.1 dev vxlan0")
+            && single.contains("mtu 1330"),
+        "{single}"
+    );
+    let multi = ns.sh("ip -d route show table 100 10.170.0.0/16");
+    println!("{multi}");
+    assert_eq!(multi.matches(" csum ").count(), 2, "{multi}");
+    let endpoints = ns.sh("ip -6 route show table 100");
+    println!("{endpoints}");
+    assert!(
+        endpoints.contains("fd00:10::2 dev eth0 proto 250"),
+        "{endpoints}"
+    );
+    assert!(
+        endpoints.contains("fd00:20::5 via fe80::1 dev eth0 proto 250"),
+        "{endpoints}"
+    );
+    let on_link = on_link.expect("towards fd00:10::2");
+    assert_eq!((on_link.device.as_str(), on_link.mtu), ("eth0", 1400));
+    let none = none.expect("the IPv6 default route");
+    assert_eq!((none.device.as_str(), none.mtu), ("eth0", 1400));
+}
