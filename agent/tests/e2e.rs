@@ -12,10 +12,16 @@
 //! `e2e/nat.rs` adds a second lab (issue 15): a gateway reaching a NAT'd remote worker's
 //! InternalIP, which its underlay cannot route, through its `NodeAddress` host route.
 //!
+//! `e2e/ipv6_outer.rs` (issue 22): two IPv6-only nodes under the default IPv4 tunnel family,
+//! whose VXLAN packets carry an IPv6 outer header, at 1400 − 70, and the black hole that the
+//! IPv4 overhead column (1400 − 50) would make.
+//!
 //! Root only (skipped with a printed reason otherwise):
 //! `cargo test -p agent --features e2e --test e2e -- --test-threads=1 --nocapture`
 #![cfg(feature = "e2e")]
 
+#[path = "e2e/ipv6_outer.rs"]
+mod ipv6_outer;
 #[path = "e2e/kernel.rs"]
 mod kernel;
 #[path = "e2e/lab.rs"]

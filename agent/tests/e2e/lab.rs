@@ -498,6 +498,26 @@ pub fn spawn_node_agent(
     underlay: u32,
     dir: &std::path::Path,
 ) -> std::process::Child {
+    spawn_node_agent_with(
+        name,
+        manifests,
+        node,
+        pod,
+        dir,
+        &["--underlay-mtu", &underlay.to_string()],
+    )
+}
+
+/// [`spawn_node_agent`] with `underlay_args` (e.g. `--underlay-mtu N`, or `--detect-underlay`)
+/// in place of its `--underlay-mtu`.
+pub fn spawn_node_agent_with(
+    name: &str,
+    manifests: &std::path::Path,
+    node: &Ns,
+    pod: &Ns,
+    dir: &std::path::Path,
+    underlay_args: &[&str],
+) -> std::process::Child {
     let log = OpenOptions::new()
         .create(true)
         .append(true)
@@ -508,15 +528,8 @@ pub fn spawn_node_agent(
         .arg(manifests)
         .arg("--netns")
         .arg(node.path())
-        .args([
-            "--underlay-mtu",
-            &underlay.to_string(),
-            "--bridge",
-            "cni0",
-            "--listen",
-            "127.0.0.1:0",
-            "--pod",
-        ])
+        .args(underlay_args)
+        .args(["--bridge", "cni0", "--listen", "127.0.0.1:0", "--pod"])
         .arg(format!("{}:eth0", pod.path().display()))
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("log"))
