@@ -6,8 +6,8 @@ use arbitrary::Arbitrary;
 use mtu_solver::whatif::{Input, Mutation};
 use topology_core::decode::{Kind, decode};
 use topology_core::testkit::{
-    AssignmentSpec, NodeSpec, PeeringSpec, PoolLabel, PoolPeeringSpec, PoolSpec, SHARED_BLOCK,
-    SiteSpec, TopoSpec,
+    AssignmentSpec, Family, NodeSpec, PeeringSpec, PoolLabel, PoolPeeringSpec, PoolSpec,
+    SHARED_BLOCK, SiteSpec, TopoSpec,
 };
 
 const MAX_SITES: usize = 6;
@@ -97,6 +97,8 @@ pub struct FNode {
     /// The `gateway-pool` label: 0 `"true"`, 1 `""`, else pool `n - 2` (possibly missing).
     pool_label: Option<u8>,
     second_ip: bool,
+    /// Address families: 0 IPv4, 1 IPv6, else dual stack.
+    family: u8,
     external_ip: bool,
     underlay: Option<FCap>,
     underlay_max: Option<FCap>,
@@ -246,6 +248,11 @@ impl FTopo {
                     k => PoolLabel::Pool(usize::from(k - 2) % (np + 1)),
                 }),
                 second_ip: n.second_ip,
+                family: match n.family % 3 {
+                    0 => Family::V4,
+                    1 => Family::V6,
+                    _ => Family::Dual,
+                },
                 external_ip: n.external_ip,
                 underlay: n.underlay.map(FCap::value),
                 underlay_max: n.underlay_max.map(FCap::value),

@@ -50,6 +50,8 @@ pub enum Leaf {
         protocol: Protocol,
         /// Its overhead.
         overhead: u32,
+        /// The overhead is the IPv6-outer column.
+        ipv6_outer: bool,
     },
     /// A node's own underlay (minus an overhead when one applies).
     Underlay {
@@ -59,8 +61,8 @@ pub enum Leaf {
         underlay: u32,
         /// Where it came from.
         source: UnderlaySource,
-        /// Protocol and overhead subtracted, if any.
-        minus: Option<(Protocol, u32)>,
+        /// The encapsulation subtracted, if any.
+        minus: Option<Minus>,
     },
     /// An object's own `tunnelMTU`.
     Cap {
@@ -81,6 +83,23 @@ pub enum Leaf {
         /// The (uncut) prefix.
         prefix: IpNet,
     },
+}
+
+/// An encapsulation overhead subtracted from an underlay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Minus {
+    /// The protocol.
+    pub protocol: Protocol,
+    /// Its overhead in bytes.
+    pub overhead: u32,
+    /// The overhead is the IPv6-outer column.
+    pub ipv6_outer: bool,
+}
+
+/// ` (IPv6 outer)` after an overhead of the IPv6 column: the family is named where it is not
+/// the IPv4 default.
+fn family_note(ipv6_outer: bool) -> &'static str {
+    if ipv6_outer { " (IPv6 outer)" } else { "" }
 }
 
 /// How a node combines.
@@ -414,13 +433,15 @@ impl Explanations {
                     source,
                     protocol,
                     overhead,
+                    ipv6_outer,
                 } => format!(
-                    "underlay of {} {}{} − {} overhead {}",
+                    "underlay of {} {}{} − {} overhead {}{}",
                     topo.node(*n).name,
                     underlay,
                     under(source),
                     protocol,
-                    overhead
+                    overhead,
+                    family_note(*ipv6_outer)
                 ),
                 Leaf::Underlay {
                     node: n,
@@ -428,13 +449,14 @@ impl Explanations {
                     source,
                     minus,
                 } => match minus {
-                    Some((p, o)) => format!(
-                        "underlay of {} {}{} − {} overhead {}",
+                    Some(m) => format!(
+                        "underlay of {} {}{} − {} overhead {}{}",
                         topo.node(*n).name,
                         underlay,
                         under(source),
-                        p,
-                        o
+                        m.protocol,
+                        m.overhead,
+                        family_note(m.ipv6_outer)
                     ),
                     None => format!(
                         "underlay of {} {}{}",

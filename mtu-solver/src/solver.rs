@@ -1,7 +1,7 @@
 //! The resolver (`mtu.md` §3–7): link, route, device, fabric and published MTUs of any node,
 //! each with an interned explanation. Pure: the topology and the settings are the only inputs.
 
-use crate::explain::{ExplId, Explanations, Leaf, UnderlaySource};
+use crate::explain::{ExplId, Explanations, Leaf, Minus, UnderlaySource};
 use crate::overhead::overhead;
 use crate::plan::*;
 use ipnet::IpNet;
@@ -133,8 +133,8 @@ pub struct Solver<'t> {
     reach_memo: FxHashMap<ReachKey, Option<ExplId>>,
     pub_memo: FxHashMap<PubKey, Option<ExplId>>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<ExplId>>,
-    /// Per node (by index) and protocol: the auto term naming that node.
-    auto_leaves: Vec<[Option<ExplId>; 5]>,
+    /// Per node (by index), protocol and outer family: the auto term naming that node.
+    auto_leaves: Vec<[Option<ExplId>; 10]>,
     /// Per-plan scratch maps, kept to reuse their capacity.
     scratch_combos: FxHashMap<(ExplId, Option<ExplId>), ExplId>,
     scratch_pairs: FxHashMap<(ExplId, ExplId), ExplId>,
@@ -176,7 +176,7 @@ impl<'t> Solver<'t> {
             reach_memo: FxHashMap::default(),
             pub_memo: FxHashMap::default(),
             link_memo: FxHashMap::default(),
-            auto_leaves: vec![[None; 5]; topo.nodes.len()],
+            auto_leaves: vec![[None; 10]; topo.nodes.len()],
             scratch_combos: FxHashMap::default(),
             scratch_pairs: FxHashMap::default(),
             classes: FxHashMap::default(),
@@ -479,8 +479,14 @@ impl<'t> Solver<'t> {
         }
     }
 
-    /// The auto term of a link: `min(U(a), U(b)) − O(P)`.
-    fn auto_leaf(&mut self, n: NodeId, peer: NodeId, protocol: Protocol) -> ExplId {
+    /// The auto term of a link: `min(U(a), U(b)) − O(P, outer family)`.
+    fn auto_leaf(
+        &mut self,
+        n: NodeId,
+        peer: NodeId,
+        protocol: Protocol,
+        ipv6_outer: bool,
+    ) -> ExplId {
         let (ua, sa) = self.underlay(n);
         let (ub, sb) = self.underlay(peer);
         let (node, u, src) = if ua <= ub {
@@ -488,11 +494,11 @@ impl<'t> Solver<'t> {
         } else {
             (peer, ub, sb)
         };
-        let slot = protocol_slot(protocol);
+        let slot = auto_slot(protocol, ipv6_outer);
         if let Some(Some(x)) = self.auto_leaves.get(node.idx()).and_then(|a| a.get(slot)) {
             return *x;
         }
-        let o = overhead(protocol, self.settings.link.ipv6_outer);
+        let o = overhead(protocol, ipv6_outer);
         let x = self.expl.leaf(
             Leaf::Auto {
                 node,
@@ -500,6 +506,7 @@ impl<'t> Solver<'t> {
                 source: src,
                 protocol,
                 overhead: o,
+                ipv6_outer,
             },
             u.minus_overhead(o),
         );
@@ -524,7 +531,7 @@ impl<'t> Solver<'t> {
     }
 
     fn link_expl(&mut self, n: NodeId, link: &Link) -> ExplId {
-        let auto = self.auto_leaf(n, link.peer, link.protocol);
+        let auto = self.auto_leaf(n, link.peer, link.protocol, link.ipv6_outer);
         let caps = self.link_caps(n, link.peer, link.kind);
         self.link_min(n, auto, caps)
     }
@@ -771,7 +778,7 @@ impl<'t> Solver<'t> {
                     .into_iter()
                     .map(|(dest, ty)| (dest, ty, link.peer)),
             );
-            let auto = self.auto_leaf(n, link.peer, link.protocol);
+            let auto = self.auto_leaf(n, link.peer, link.protocol, link.ipv6_outer);
             let pn = topo.node(link.peer);
             let edge = (link.kind, pn.site, pn.pool());
             let caps = match last_edge {
@@ -1037,17 +1044,9 @@ impl<'t> Solver<'t> {
         let base = match links.first() {
             Some(l) => l.mtu.expl,
             None => {
-                let (u, src) = self.underlay(n);
-                let o = overhead(Protocol::WireGuard, self.settings.link.ipv6_outer);
-                self.expl.leaf(
-                    Leaf::Underlay {
-                        node: n,
-                        underlay: u.0,
-                        source: src,
-                        minus: Some((Protocol::WireGuard, o)),
-                    },
-                    u.minus_overhead(o),
-                )
+                // No link yet: the family of the node's own (private) underlay address.
+                let ipv6_outer = self.net.outer_ipv6(self.net.underlay_addr(n, false), None);
+                self.underlay_minus(n, Protocol::WireGuard, ipv6_outer)
             }
         };
         let fabric_e = self.expl.min_with(base, &kids);
@@ -1149,18 +1148,8 @@ impl<'t> Solver<'t> {
                 .map(|l| l.mtu.expl)
                 .collect();
             if kids.is_empty() {
-                let protocol = self.hypothetical_delivery_protocol(g, d);
-                let (u, src) = self.underlay(g);
-                let o = overhead(protocol, self.settings.link.ipv6_outer);
-                kids.push(self.expl.leaf(
-                    Leaf::Underlay {
-                        node: g,
-                        underlay: u.0,
-                        source: src,
-                        minus: Some((protocol, o)),
-                    },
-                    u.minus_overhead(o),
-                ));
+                let (protocol, ipv6_outer) = self.hypothetical_delivery(g, d);
+                kids.push(self.underlay_minus(g, protocol, ipv6_outer));
                 if let Some(c) = self.cfg_leaf(g) {
                     kids.push(c);
                 }
@@ -1225,8 +1214,29 @@ impl<'t> Solver<'t> {
         out
     }
 
-    /// The protocol a delivery link from gateway `g` into Site `d` would take.
-    fn hypothetical_delivery_protocol(&mut self, g: NodeId, d: SiteId) -> Protocol {
+    /// `U(n) − O(protocol, family)` as a term naming node `n`.
+    fn underlay_minus(&mut self, n: NodeId, protocol: Protocol, ipv6_outer: bool) -> ExplId {
+        let (u, src) = self.underlay(n);
+        let o = overhead(protocol, ipv6_outer);
+        self.expl.leaf(
+            Leaf::Underlay {
+                node: n,
+                underlay: u.0,
+                source: src,
+                minus: Some(Minus {
+                    protocol,
+                    overhead: o,
+                    ipv6_outer,
+                }),
+            },
+            u.minus_overhead(o),
+        )
+    }
+
+    /// The protocol a delivery link from gateway `g` into Site `d` would take, and whether its
+    /// outer family is IPv6 (by the gateway's own underlay address towards `d`: the worker end
+    /// is unknown while `d` has no worker).
+    fn hypothetical_delivery(&mut self, g: NodeId, d: SiteId) -> (Protocol, bool) {
         let topo = self.topo();
         let gn = topo.node(g);
         let explicit = gn
@@ -1240,16 +1250,15 @@ impl<'t> Solver<'t> {
                     None
                 }
             });
-        if let Some(p) = explicit {
-            return p;
-        }
         let external = gn.pool().is_some_and(|p| !topo.pool(p).internal);
         let public = gn.site != d && !self.net.network_peered(gn.site, d) && external;
-        if public {
-            self.settings.link.public_encap
-        } else {
-            self.settings.link.private_encap
-        }
+        let ipv6_outer = self.net.outer_ipv6(self.net.underlay_addr(g, public), None);
+        let protocol = match explicit {
+            Some(p) => p,
+            None if public => self.settings.link.public_encap,
+            None => self.settings.link.private_encap,
+        };
+        (protocol, ipv6_outer)
     }
 
     /// Plans of every node, in name order.
@@ -1270,6 +1279,13 @@ fn protocol_slot(p: Protocol) -> usize {
         Protocol::Ipip => 3,
         Protocol::None => 4,
     }
+}
+
+/// The index of an auto term in a node's array: per protocol, the IPv4 then the IPv6 column.
+fn auto_slot(p: Protocol, ipv6_outer: bool) -> usize {
+    protocol_slot(p)
+        .saturating_mul(2)
+        .saturating_add(usize::from(ipv6_outer))
 }
 
 /// The link to `peer` in links sorted by peer.

@@ -550,10 +550,23 @@ struct RemoteRoute {
     rest_before: Option<u32>,
     rest_after: Option<u32>,
     rest_after_expl: Option<ExplId>,
-    /// Per next hop: the peer, the link protocol's overhead and the value of the link's caps.
-    hops: SmallVec<[(NodeId, u32, Option<u32>); 4]>,
+    /// Per next hop (the class representative's links; every member's links to a next hop
+    /// share the protocol, the peer's address and the caps).
+    hops: SmallVec<[RemoteHop; 4]>,
     /// Installed pieces (`localCidrs` cut out).
     pieces: Vec<ipnet::IpNet>,
+}
+
+/// A next hop of a remote route.
+struct RemoteHop {
+    peer: NodeId,
+    protocol: topology_core::decode::Protocol,
+    /// The link crosses public addresses (which addresses its ends use).
+    public: bool,
+    /// The peer's underlay address on that link.
+    peer_addr: Option<std::net::IpAddr>,
+    /// The value of the link's configured caps.
+    caps: Option<u32>,
 }
 
 fn min_opt(a: Option<u32>, b: Option<u32>) -> Option<u32> {
@@ -630,7 +643,6 @@ fn per_value_shared(s: &mut Solver<'_>, caps: &[(ObjRef, Option<Mtu>)], full: bo
     // Site. Per class, the routes towards the reachable destinations whose rest changed.
     let mut class_of: FxHashMap<(bool, u32, u32), usize> = FxHashMap::default();
     let mut classes: Vec<Vec<RemoteRoute>> = Vec::new();
-    let o6 = s.settings.link.ipv6_outer;
     for (key, id) in class_representatives(t, &near_set) {
         let node = t.node(id);
         class_of.insert(key, classes.len());
@@ -652,14 +664,20 @@ fn per_value_shared(s: &mut Solver<'_>, caps: &[(ObjRef, Option<Mtu>)], full: bo
             if rest_before == rest_after {
                 continue;
             }
-            let mut hops: SmallVec<[(NodeId, u32, Option<u32>); 4]> = SmallVec::new();
+            let mut hops: SmallVec<[RemoteHop; 4]> = SmallVec::new();
             for g in &l.via {
                 let Some(kind) = s.net.link_kind(id, *g) else {
                     continue;
                 };
-                let (protocol, _, _) = s.net.link_protocol(id, *g, kind);
+                let (protocol, _, public) = s.net.link_protocol(id, *g, kind);
                 let caps = s.link_caps(id, *g, kind).map(|e| s.expl.value(e).0);
-                hops.push((*g, overhead(protocol, o6), caps));
+                hops.push(RemoteHop {
+                    peer: *g,
+                    protocol,
+                    public,
+                    peer_addr: s.net.underlay_addr(*g, public),
+                    caps,
+                });
             }
             let locals = &t.site(node.site).local_cidrs;
             let pieces = if locals.is_empty() {
@@ -696,14 +714,17 @@ fn per_value_shared(s: &mut Solver<'_>, caps: &[(ObjRef, Option<Mtu>)], full: bo
         for r in routes {
             work = work.saturating_add(1);
             let mut links: Option<u32> = None;
-            for (g, o, caps) in &r.hops {
-                let (ug, _) = s.underlay(*g);
-                let mut v = un.min(ug).minus_overhead(*o).0;
+            for h in &r.hops {
+                let (ug, _) = s.underlay(h.peer);
+                // The outer family also depends on this member's own address on the link.
+                let own = s.net.underlay_addr(id, h.public);
+                let o = overhead(h.protocol, s.net.outer_ipv6(own, h.peer_addr));
+                let mut v = un.min(ug).minus_overhead(o).0;
                 if cfg > 0 {
                     v = v.min(cfg);
                 }
-                if let Some(c) = caps {
-                    v = v.min(*c);
+                if let Some(c) = h.caps {
+                    v = v.min(c);
                 }
                 links = Some(links.map_or(v, |x| x.min(v)));
             }

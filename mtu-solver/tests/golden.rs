@@ -9,6 +9,7 @@
 //! args --underlay-mtu 1500 --mtu 1400 --cfg g1=1390 --tunnel-ip-family IPv6
 //!      --public-encap WireGuard --private-encap GENEVE      # settings (optional, once)
 //! link NODE PEER MTU [BOUND]          # link MTU seen from NODE; BOUND = the bound term's name
+//! link-source NODE PEER SOURCE        # the bound term's source text (the rest of the line)
 //! kind NODE PEER mesh|uplink|delivery|pool-mesh|transit
 //! protocol NODE PEER PROTOCOL
 //! links NODE PEER,PEER,...|-          # the exact set of NODE's link peers
@@ -194,6 +195,22 @@ fn check_line(
                 ("kind", Some(l)) => Err(format!("kind is {}", kind_name(l.kind))),
                 (_, Some(l)) if l.protocol.as_str() == arg(3)? => Ok(()),
                 (_, Some(l)) => Err(format!("protocol is {}", l.protocol.as_str())),
+            }
+        }
+        "link-source" => {
+            let p = c.plan(arg(1)?)?;
+            let peer = arg(2)?;
+            let l = p
+                .links
+                .iter()
+                .find(|l| c.name(l.peer) == peer)
+                .ok_or_else(|| "no such link".to_string())?;
+            let b = c.solver.expl.get(l.mtu.expl).bound;
+            let got = c.r.term(b).source;
+            if got == rest(3) {
+                Ok(())
+            } else {
+                Err(format!("the bound term's source is {got:?}"))
             }
         }
         "links" => {
@@ -448,4 +465,6 @@ golden! {
     unmanaged_cni => "unmanaged-cni",
     default_route => "default-route",
     gateway_label_missing_pool => "gateway-label-missing-pool",
+    ipv6_only_ipv4_family => "ipv6-only-ipv4-family",
+    ipv6_only_ipv6_family => "ipv6-only-ipv6-family",
 }

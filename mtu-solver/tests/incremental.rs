@@ -217,3 +217,49 @@ proptest! {
         }
     }
 }
+
+/// A Node update that removes its only IPv4 address (the outer family of its links becomes
+/// IPv6, `mtu.md` §1), and the update that gives it back, as events: each state equals a full
+/// resolve of the same objects.
+#[test]
+fn an_address_family_change_as_an_event_equals_a_full_resolve() {
+    const BASE: &str = r#"
+{apiVersion: net.unbounded-cloud.io/v1alpha1, kind: Site, metadata: {name: A}, spec: {nodeCidrs: [10.1.0.0/16, "fd00:1::/64"], podCidrAssignments: [{cidrBlocks: [10.101.0.0/16]}]}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: a3, annotations: {mtu.unbounded-cloud.io/underlay-mtu: "1400"}}, spec: {podCIDRs: [10.101.3.0/24]}, status: {addresses: [{type: InternalIP, address: "fd00:1::3"}, {type: InternalIP, address: 10.1.0.3}]}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: a4, annotations: {mtu.unbounded-cloud.io/underlay-mtu: "1400"}}, spec: {podCIDRs: [10.101.4.0/24]}, status: {addresses: [{type: InternalIP, address: 10.1.0.4}]}}
+"#;
+    let decode_all = |yaml: &str| decode([("family.yaml", yaml.as_bytes())]).objects;
+    let base = decode_all(BASE);
+    let v6_only = decode_all(&BASE.replace(r#", {type: InternalIP, address: 10.1.0.3}"#, ""));
+    let a3 = |objs: &[RawObject]| {
+        objs.iter()
+            .find(|o| o.kind() == Kind::Node && o.name() == "a3")
+            .cloned()
+            .expect("a3")
+    };
+    let mut inc = Incremental::new(Default::default());
+    inc.apply(base.iter().cloned().map(Event::Apply));
+    let link = |st: &State| {
+        st.nodes
+            .iter()
+            .find(|(n, _)| &**n == "a3")
+            .and_then(|(_, items)| {
+                items
+                    .iter()
+                    .find(|(i, _)| matches!(i, Item::Link { .. }))
+                    .map(|(_, v)| *v)
+            })
+    };
+    assert_eq!(link(&inc.state()), Some(1342));
+    inc.apply([Event::Apply(a3(&v6_only))]);
+    assert!(
+        inc.state()
+            .same_values(&State::full(&input(v6_only.clone())))
+    );
+    assert_eq!(link(&inc.state()), Some(1322));
+    inc.apply([Event::Apply(a3(&base))]);
+    assert!(inc.state().same_values(&State::full(&input(base))));
+    assert_eq!(link(&inc.state()), Some(1342));
+}

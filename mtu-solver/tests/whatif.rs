@@ -503,3 +503,61 @@ fn repeated_what_ifs_on_one_solver_do_not_grow_it() {
         );
     }
 }
+
+fn input_of(yaml: &str) -> Input {
+    let d = decode([("family.yaml", yaml.as_bytes())]);
+    Input {
+        objects: d.objects,
+        diagnostics: d.diagnostics,
+        settings: Default::default(),
+    }
+}
+
+const FAMILY_BASE: &str = r#"
+{apiVersion: net.unbounded-cloud.io/v1alpha1, kind: Site, metadata: {name: A}, spec: {nodeCidrs: [10.1.0.0/16, "fd00:1::/64"], podCidrAssignments: [{cidrBlocks: [10.101.0.0/16]}]}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: a3, annotations: {mtu.unbounded-cloud.io/underlay-mtu: "1400"}}, spec: {podCIDRs: [10.101.3.0/24]}, status: {addresses: [{type: InternalIP, address: "fd00:1::3"}, {type: InternalIP, address: 10.1.0.3}]}}
+---
+{apiVersion: v1, kind: Node, metadata: {name: a4, annotations: {mtu.unbounded-cloud.io/underlay-mtu: "1400"}}, spec: {podCIDRs: [10.101.4.0/24]}, status: {addresses: [{type: InternalIP, address: 10.1.0.4}]}}
+"#;
+
+/// `mtu.md` §1: removing a node's only IPv4 address moves its links to the IPv6 column (GENEVE
+/// 58 → 78 on a 1400 underlay: 1342 → 1322), and giving it back restores the IPv4 column; the
+/// what-if of the two inputs says exactly that, on both ends, for every derived value.
+#[test]
+fn removing_a_nodes_only_ipv4_address_changes_the_column() {
+    let base = input_of(FAMILY_BASE);
+    let after = input_of(&FAMILY_BASE.replace(r#", {type: InternalIP, address: 10.1.0.3}"#, ""));
+    let changed = |w: &WhatIf| -> Vec<(String, String, Option<u32>, Option<u32>)> {
+        key(w)
+            .into_iter()
+            .map(|(n, i, b, a)| (n, i.split(' ').next().unwrap_or("").to_string(), b, a))
+            .collect()
+    };
+    let down = mtu_solver::whatif::diff(&base, &after, false);
+    assert_eq!(down.strategy, "all-nodes");
+    let want_down: Vec<_> = [
+        ("a3", "Device"),
+        ("a3", "Fabric"),
+        ("a3", "Link"),
+        ("a3", "Route"),
+        ("a4", "Device"),
+        ("a4", "Fabric"),
+        ("a4", "Link"),
+        ("a4", "Route"),
+    ]
+    .iter()
+    .map(|(n, i)| (n.to_string(), i.to_string(), Some(1342), Some(1322)))
+    .collect();
+    let mut got = changed(&down);
+    got.sort();
+    assert_eq!(got, want_down, "{:#?}", down.changes);
+    let up = mtu_solver::whatif::diff(&after, &base, false);
+    let mut got = changed(&up);
+    got.sort();
+    let want_up: Vec<_> = want_down
+        .into_iter()
+        .map(|(n, i, b, a)| (n, i, a, b))
+        .collect();
+    assert_eq!(got, want_up, "{:#?}", up.changes);
+}

@@ -95,6 +95,8 @@ pub struct Link {
     pub local_addr: Option<IpAddr>,
     /// The peer's underlay address.
     pub peer_addr: Option<IpAddr>,
+    /// The tunnel packets of this link carry an IPv6 outer header ([`Net::outer_ipv6`]).
+    pub ipv6_outer: bool,
 }
 
 /// Route types of `cli.md`.
@@ -588,15 +590,28 @@ impl<'t> Net<'t> {
 
     fn make_link(&self, n: NodeId, peer: NodeId, kind: LinkKind) -> Link {
         let (protocol, protocol_source, public) = self.link_protocol(n, peer, kind);
+        let local_addr = self.underlay_addr(n, public);
+        let peer_addr = self.underlay_addr(peer, public);
         Link {
             peer,
             kind,
             protocol,
             protocol_source,
             public,
-            local_addr: self.underlay_addr(n, public),
-            peer_addr: self.underlay_addr(peer, public),
+            local_addr,
+            peer_addr,
+            ipv6_outer: self.outer_ipv6(local_addr, peer_addr),
         }
+    }
+
+    /// The outer family of a link between these underlay addresses (`mtu.md` §1): IPv6 when the
+    /// tunnel family is IPv6, and also when either end's address is IPv6, which happens when that
+    /// node has no address of the tunnel family: the overhead column is the one of the header the
+    /// packets really carry, so an IPv6-only node never gets the smaller IPv4 overhead.
+    pub fn outer_ipv6(&self, local: Option<IpAddr>, peer: Option<IpAddr>) -> bool {
+        self.settings.ipv6_outer
+            || local.is_some_and(|a| a.is_ipv6())
+            || peer.is_some_and(|a| a.is_ipv6())
     }
 
     /// The peers of node `n` with the link kind, sorted by peer (cheap: no protocol work).

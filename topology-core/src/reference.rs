@@ -492,13 +492,39 @@ impl Cx<'_> {
         c.into_iter().flatten().collect()
     }
 
+    /// Whether node `n`'s underlay address on a link is IPv6 (`model.md`, "underlay address"):
+    /// across public addresses a gateway of an External pool, or a worker, uses its ExternalIPs
+    /// when it has any, else its InternalIPs; from the list, the first address of the tunnel
+    /// family, else the first. `None` when the node has no address there.
+    fn address_is_v6(&self, n: NodeId, public: bool) -> Option<bool> {
+        let node = self.t.node(n);
+        let outside = self.pool_of(n).is_none() || self.external_gateway(n);
+        let list = if public && outside && !node.external_ips.is_empty() {
+            &node.external_ips
+        } else {
+            &node.internal_ips
+        };
+        list.iter()
+            .find(|a| a.is_ipv6() == self.s.ipv6_outer)
+            .or(list.first())
+            .map(|a| a.is_ipv6())
+    }
+
+    /// `mtu.md` §1: the IPv6 column when the tunnel family is IPv6 or either end's underlay
+    /// address on the link is IPv6.
+    fn ipv6_outer(&self, a: NodeId, b: NodeId, public: bool) -> bool {
+        self.s.ipv6_outer
+            || self.address_is_v6(a, public) == Some(true)
+            || self.address_is_v6(b, public) == Some(true)
+    }
+
     fn make_link(&self, a: NodeId, b: NodeId, kind: LinkKind) -> RefLink {
         let (protocol, public) = self.protocol(a, b, kind);
         let caps = self.link_caps(a, b, kind);
         let auto = self
             .underlay(a)
             .min(self.underlay(b))
-            .saturating_sub(overhead(protocol, self.s.ipv6_outer));
+            .saturating_sub(overhead(protocol, self.ipv6_outer(a, b, public)));
         let mut mtu = auto;
         for c in caps.iter().copied().chain(self.cfg(a)) {
             mtu = mtu.min(c);
@@ -949,9 +975,9 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
                     } else {
                         settings.private_encap
                     });
-                    let mut v = cx
-                        .underlay(*n)
-                        .saturating_sub(overhead(proto, settings.ipv6_outer));
+                    // The column of the gateway's own underlay address towards `d`.
+                    let v6 = settings.ipv6_outer || cx.address_is_v6(*n, public) == Some(true);
+                    let mut v = cx.underlay(*n).saturating_sub(overhead(proto, v6));
                     for c in cx.delivery_caps(d, x, p).into_iter().chain(cx.cfg(*n)) {
                         v = v.min(c);
                     }

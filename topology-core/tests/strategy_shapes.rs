@@ -18,12 +18,15 @@ struct Seen {
     missing_pool_label_gateways: usize,
     missing_pool_label_workers: usize,
     status_membership: usize,
+    ipv6_outer_links_under_ipv4: usize,
+    ipv4_outer_links: usize,
 }
 
 fn count(t: &Topology, spec: &topology_core::testkit::TopoSpec, seen: &mut Seen) {
     let net = Net::new(t, LinkSettings::default());
     let mut node_address = false;
     let mut unmanaged = false;
+    let (mut v6_links, mut v4_links) = (false, false);
     for (i, node) in t.nodes.iter().enumerate() {
         let n = topology_core::ids::NodeId::from_idx(i);
         for l in net.links(n) {
@@ -37,6 +40,9 @@ fn count(t: &Topology, spec: &topology_core::testkit::TopoSpec, seen: &mut Seen)
             if l.kind == LinkKind::Uplink && !net.carries_node_pods(n, l.peer, l.kind) {
                 unmanaged = true;
             }
+            // The tunnel family is IPv4 (the default): IPv6 outer only through IPv6 addresses.
+            v6_links |= l.ipv6_outer;
+            v4_links |= !l.ipv6_outer;
         }
         let label = spec
             .nodes
@@ -53,13 +59,15 @@ fn count(t: &Topology, spec: &topology_core::testkit::TopoSpec, seen: &mut Seen)
     }
     seen.node_address_routes += usize::from(node_address);
     seen.unmanaged_same_site_uplinks += usize::from(unmanaged);
+    seen.ipv6_outer_links_under_ipv4 += usize::from(v6_links);
+    seen.ipv4_outer_links += usize::from(v4_links);
     seen.default_route_diags +=
         usize::from(t.diagnostics.iter().any(|d| d.code == Code::DefaultRoute));
     seen.status_membership += usize::from(spec.pools.iter().any(|p| p.status_nodes));
 }
 
 #[test]
-fn random_topologies_cover_the_d12_shapes() {
+fn random_topologies_cover_the_d12_shapes_and_address_families() {
     let mut runner = TestRunner::new_with_rng(
         Config::default(),
         TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
@@ -82,4 +90,6 @@ fn random_topologies_cover_the_d12_shapes() {
     assert!(seen.missing_pool_label_gateways >= floor, "{seen:?}");
     assert!(seen.missing_pool_label_workers >= floor, "{seen:?}");
     assert!(seen.status_membership >= floor, "{seen:?}");
+    assert!(seen.ipv6_outer_links_under_ipv4 >= floor, "{seen:?}");
+    assert!(seen.ipv4_outer_links >= floor, "{seen:?}");
 }

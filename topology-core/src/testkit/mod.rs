@@ -6,10 +6,11 @@
 //! [`arb_manifests`] is the rendered multi-document YAML stream. Names sort in index order
 //! (`s0`..`s4`, `p0`..`p3`, `n<site>-<j>`), so arena IDs follow the spec's indexes.
 //!
-//! Addressing: Site `i` has nodeCidrs `10.<i>.0.0/16` and pod block `10.<100+i>.0.0/16`; its
-//! node `j` has InternalIP `10.<i>.0.<j+1>`, podCIDR `10.<100+i>.<j>.0/24` and (when it has one)
-//! ExternalIP `198.51.100.<10i+j+1>`. Pool `k` selects `pool: p<k>` and may route
-//! `172.<16+k>.0.0/16`.
+//! Addressing: Site `i` has nodeCidrs `10.<i>.0.0/16` and `fd00:<i>::/64` and pod block
+//! `10.<100+i>.0.0/16`; its node `j` has podCIDR `10.<100+i>.<j>.0/24` and, by its address
+//! family ([`Family`]), InternalIP `10.<i>.0.<j+1>` and/or `fd00:<i>::<j+1>` and (when it has
+//! one) ExternalIP `198.51.100.<10i+j+1>` and/or `2001:db8::<10i+j+1>`. Pool `k` selects
+//! `pool: p<k>` and may route `172.<16+k>.0.0/16`.
 //!
 //! Beyond the basic shape, the strategy sometimes produces what the spec singles out: Sites that
 //! share the pod block [`SHARED_BLOCK`] (identical prefixes merge), `localCidrs` that cut a
@@ -82,6 +83,26 @@ pub struct PoolSpec {
     pub status_nodes: bool,
 }
 
+/// The address families of a node's InternalIPs and ExternalIPs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// IPv4 addresses only.
+    V4,
+    /// IPv6 addresses only: its underlay address is IPv6 whatever the tunnel family.
+    V6,
+    /// Both, IPv4 first.
+    Dual,
+}
+
+impl Family {
+    fn v4(self) -> bool {
+        self != Family::V6
+    }
+    fn v6(self) -> bool {
+        self != Family::V4
+    }
+}
+
 /// A Node's `net.unbounded-cloud.io/gateway-pool` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PoolLabel {
@@ -147,8 +168,11 @@ pub struct NodeSpec {
     pub pool: Option<usize>,
     /// Its `gateway-pool` label, if any.
     pub pool_label: Option<PoolLabel>,
-    /// Has a second InternalIP, `10.<i>.1.<j+1>` (two `NodeAddress` routes when NAT'd).
+    /// Has a second InternalIP, `10.<i>.1.<j+1>` (two `NodeAddress` routes when NAT'd; only for
+    /// IPv4-only nodes).
     pub second_ip: bool,
+    /// The families of its addresses.
+    pub family: Family,
     /// Has an ExternalIP.
     pub external_ip: bool,
     /// `mtu.unbounded-cloud.io/underlay-mtu`.
@@ -166,15 +190,29 @@ impl NodeSpec {
     }
     /// Its InternalIPs.
     pub fn internal_ips(&self) -> Vec<String> {
-        let mut v = vec![format!("10.{}.0.{}", self.site, self.index + 1)];
-        if self.second_ip {
-            v.push(format!("10.{}.1.{}", self.site, self.index + 1));
+        let mut v = Vec::new();
+        if self.family.v4() {
+            v.push(format!("10.{}.0.{}", self.site, self.index + 1));
+            if self.second_ip && self.family == Family::V4 {
+                v.push(format!("10.{}.1.{}", self.site, self.index + 1));
+            }
+        }
+        if self.family.v6() {
+            v.push(format!("fd00:{}::{}", self.site, self.index + 1));
         }
         v
     }
-    /// Its ExternalIP (rendered only when it has one).
-    pub fn external_addr(&self) -> String {
-        format!("198.51.100.{}", 10 * self.site + self.index + 1)
+    /// Its ExternalIPs (rendered only when it has them).
+    pub fn external_ips(&self) -> Vec<String> {
+        let host = 10 * self.site + self.index + 1;
+        let mut v = Vec::new();
+        if self.family.v4() {
+            v.push(format!("198.51.100.{host}"));
+        }
+        if self.family.v6() {
+            v.push(format!("2001:db8::{host}"));
+        }
+        v
     }
 }
 
@@ -231,6 +269,10 @@ impl TopoSpec {
     pub fn node_cidr(i: usize) -> String {
         format!("10.{i}.0.0/16")
     }
+    /// Site `i`'s IPv6 node CIDR.
+    pub fn node_cidr_v6(i: usize) -> String {
+        format!("fd00:{i}::/64")
+    }
     /// Site `i`'s pod block.
     pub fn pod_block(i: usize) -> String {
         format!("10.{}.0.0/16", 100 + i)
@@ -247,7 +289,11 @@ impl TopoSpec {
             let mut d = String::new();
             let _ = writeln!(d, "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site");
             let _ = writeln!(d, "metadata:\n  name: {}\nspec:", Self::site_name(i));
-            list(&mut d, "nodeCidrs", [Self::node_cidr(i)]);
+            list(
+                &mut d,
+                "nodeCidrs",
+                [Self::node_cidr(i), Self::node_cidr_v6(i)],
+            );
             let _ = writeln!(
                 d,
                 "  podCidrAssignments:\n    - cidrBlocks:\n        - {}",
@@ -299,7 +345,7 @@ impl TopoSpec {
                     );
                     list_at(&mut d, "      ", "internalIPs", n.internal_ips());
                     if n.external_ip {
-                        list_at(&mut d, "      ", "externalIPs", [n.external_addr()]);
+                        list_at(&mut d, "      ", "externalIPs", n.external_ips());
                     }
                 }
             }
@@ -395,11 +441,9 @@ impl TopoSpec {
                 let _ = writeln!(d, "    - type: InternalIP\n      address: {ip}");
             }
             if n.external_ip {
-                let _ = writeln!(
-                    d,
-                    "    - type: ExternalIP\n      address: {}",
-                    n.external_addr()
-                );
+                for ip in n.external_ips() {
+                    let _ = writeln!(d, "    - type: ExternalIP\n      address: {ip}");
+                }
             }
             docs.push(d);
             if let Some(pubs) = &n.published {
@@ -532,6 +576,7 @@ fn all_prefixes(ns: usize, np: usize) -> Vec<String> {
     for i in 0..ns {
         v.push(TopoSpec::pod_block(i));
         v.push(TopoSpec::node_cidr(i));
+        v.push(TopoSpec::node_cidr_v6(i));
     }
     for k in 0..np {
         v.push(TopoSpec::routed_cidr(k));
@@ -560,13 +605,23 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
         published,
         arb_pool_label(np),
         prop::bool::weighted(0.1),
+        prop_oneof![6 => Just(Family::V4), 2 => Just(Family::V6), 2 => Just(Family::Dual)],
     );
     prop::collection::vec(prop::collection::vec(node, 1..=4), ns).prop_map(|per_site| {
         let mut out = Vec::new();
         for (site, nodes) in per_site.into_iter().enumerate() {
             for (
                 index,
-                (pool, external_ip, underlay, underlay_max, published, pool_label, second_ip),
+                (
+                    pool,
+                    external_ip,
+                    underlay,
+                    underlay_max,
+                    published,
+                    pool_label,
+                    second_ip,
+                    family,
+                ),
             ) in nodes.into_iter().enumerate()
             {
                 out.push(NodeSpec {
@@ -575,6 +630,7 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
                     pool,
                     pool_label,
                     second_ip,
+                    family,
                     external_ip,
                     underlay,
                     underlay_max,
