@@ -1,9 +1,11 @@
 //! The tolerant decoder: `(source name, bytes)` in, raw objects with per-field locations and
-//! diagnostics out. Unknown fields are ignored; a field of the wrong type is reported and read as
-//! absent; a document that fails to decode costs only itself.
+//! diagnostics out. A key the kind's upstream schema does not define is reported
+//! (`W-UNKNOWN-FIELD`, see [`crate::schema`]) and ignored; a field of the wrong type is reported and
+//! read as absent; a document that fails to decode costs only itself.
 
 use crate::diag::{Code, Diagnostic, SourceLoc};
 use crate::mtu::{MAX_CAP, MAX_UNDERLAY, MIN_MTU};
+use crate::schema;
 use crate::tree::{self, Node, Value};
 use ipnet::IpNet;
 use std::net::IpAddr;
@@ -45,19 +47,23 @@ impl Kind {
         }
     }
 
+    /// Every kind, the unbounded ones first.
+    pub const ALL: [Kind; 8] = [
+        Kind::Site,
+        Kind::SiteNodeSlice,
+        Kind::GatewayPool,
+        Kind::GatewayPoolNode,
+        Kind::SitePeering,
+        Kind::SiteGatewayPoolAssignment,
+        Kind::GatewayPoolPeering,
+        Kind::Node,
+    ];
+
     /// Parses a kind name case-insensitively (as the CLI accepts it).
     pub fn parse_ci(s: &str) -> Option<Kind> {
-        const ALL: [Kind; 8] = [
-            Kind::Site,
-            Kind::SiteNodeSlice,
-            Kind::GatewayPool,
-            Kind::GatewayPoolNode,
-            Kind::SitePeering,
-            Kind::SiteGatewayPoolAssignment,
-            Kind::GatewayPoolPeering,
-            Kind::Node,
-        ];
-        ALL.into_iter().find(|k| k.as_str().eq_ignore_ascii_case(s))
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(s))
     }
 }
 
@@ -509,11 +515,20 @@ impl Decoded {
                 Some(n) => format!("{kind}/{n}"),
                 None => "-".to_string(),
             };
+            // The kinds read in this group, for a suggestion; none for a foreign group.
+            let readable = Kind::ALL.into_iter().filter(|k| match group {
+                "?" => true,
+                "" => *k == Kind::Node,
+                _ => ours && *k != Kind::Node,
+            });
+            let hint = schema::nearest(&kind, readable.map(Kind::as_str))
+                .map(|k| format!(" (did you mean {k}?)"))
+                .unwrap_or_default();
             let why = if ours || group == "?" {
-                format!("kind {kind} is not one this tool reads; skipped")
+                format!("kind {kind} is not one this tool reads; skipped{hint}")
             } else {
                 format!(
-                    "kind {kind} of API group {} is not one this tool reads; skipped",
+                    "kind {kind} of API group {} is not one this tool reads; skipped{hint}",
                     if group.is_empty() { "core" } else { group }
                 )
             };
@@ -536,13 +551,14 @@ impl Decoded {
             ));
             return;
         };
-        let cx = Cx {
+        let mut cx = Cx {
             source: source.clone(),
             object: format!("{}/{}", kind_id.as_str(), name),
             diags: Vec::new(),
             prefix: String::new(),
             reported: Vec::new(),
         };
+        cx.unknown_fields(kind_id, &root);
         let meta_loc = Some(loc(root.line));
         let obj = cx.object_of(kind_id, &root, name, meta_loc);
         self.objects.push(obj);
@@ -612,6 +628,19 @@ impl Cx {
             message,
             loc,
         ));
+    }
+
+    /// `W-UNKNOWN-FIELD` for every key the kind's upstream schema does not define; the keys
+    /// themselves are never read, so they count as absent.
+    fn unknown_fields(&mut self, kind: Kind, root: &Node) {
+        for u in schema::unknown_fields(kind, root) {
+            let hint = u
+                .suggestion
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            let msg = format!("{kind} has no field `{}`; it is ignored{hint}", u.field);
+            self.report(Code::UnknownField, &u.field, u.line, msg);
+        }
     }
 
     fn wrong_type(&mut self, field: &str, node: &Node, want: &str) {

@@ -74,7 +74,8 @@ codes! {
     Ipv6Below1280 => "W-IPV6-BELOW-1280", Warning, "a value below 1280 on a node with IPv6 pod CIDRs";
     CidrHostBits => "W-CIDR-HOST-BITS", Warning, "a CIDR has host bits set and was normalised";
     DefaultRoute => "W-DEFAULT-ROUTE", Warning, "a `routedCidrs` entry of prefix length 0; dropped, the overlay never carries a default route";
-    UnknownKind => "N-UNKNOWN-KIND", Note, "a skipped kind or API group";
+    UnknownField => "W-UNKNOWN-FIELD", Warning, "a key that the kind's upstream schema does not define at its level (in `spec`, at the top level, in a GatewayPool's `status`); ignored, read as absent; the message names the nearest defined field when one is close";
+    UnknownKind => "N-UNKNOWN-KIND", Note, "a skipped kind or API group (the message names the nearest kind this tool reads when one is close)";
     CapZero => "N-CAP-ZERO", Note, "a `tunnelMTU` of 0, read as unset";
 }
 

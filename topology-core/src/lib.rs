@@ -18,6 +18,7 @@ pub mod mtu;
 pub mod net;
 #[cfg(feature = "reference")]
 pub mod reference;
+pub mod schema;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod tree;

@@ -263,6 +263,10 @@ fixtures! {
     decode_errors => "decode-errors.yaml",
     pod_blocks => "pod-blocks.yaml",
     routed_cidrs => "routed-cidrs.yaml",
+    unknown_field => "unknown-field.yaml",
+    unknown_field_nested => "unknown-field-nested.yaml",
+    unknown_field_json => "unknown-field-json.json",
+    unknown_kind_nearest => "unknown-kind-nearest.yaml",
 }
 
 /// Every fixture in the directory has a test, and every one has an expectation.
