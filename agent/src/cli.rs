@@ -9,10 +9,19 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// writes them) and compute, for every node, the largest safe MTU of every link, route, device and
 /// of the pods, from the paths traffic really takes.
 ///
+/// Output: a table by default, on a terminal and in a pipe alike; `-o json|yaml` prints one
+/// document with `apiVersion: unbounded-mtu/v1alpha1` and a `kind` (`Resolution`,
+/// `ResolutionSummary`, `Explanation`, `WhatIf`), described in docs/json.md.
+///
 /// Exit status: 0 a result was produced (diagnostics are part of it); 1 `--fail-on` matched;
 /// 2 nothing could be read, an option is wrong, or a named node or object does not exist.
 #[derive(Parser, Debug)]
-#[command(name = "unbounded-mtu", version, propagate_version = true)]
+#[command(
+    name = "unbounded-mtu",
+    version = crate::VERSION,
+    long_version = crate::LONG_VERSION,
+    propagate_version = true
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -43,6 +52,33 @@ pub enum Command {
     ///
     /// Example: NODE_NAME=w1 unbounded-mtu agent --dry-run --once
     Agent(crate::agent::AgentArgs),
+    /// Print a shell completion script.
+    ///
+    /// Example: unbounded-mtu completion bash > /etc/bash_completion.d/unbounded-mtu
+    Completion(CompletionArgs),
+    /// Print the manual page (roff), generated from the same definitions as `--help`.
+    ///
+    /// Example: unbounded-mtu man > unbounded-mtu.1 && man ./unbounded-mtu.1
+    Man,
+}
+
+/// `completion`.
+#[derive(Args, Debug)]
+pub struct CompletionArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// Shells with completion scripts.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shell {
+    /// Bash.
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
 }
 
 /// Output formats.
@@ -99,12 +135,24 @@ pub enum Encap {
 /// Options every offline command takes.
 #[derive(Args, Debug, Clone)]
 pub struct Common {
-    /// Manifests: a file, a directory (walked recursively) or `-` for standard input. Repeatable.
-    #[arg(short = 'f', long = "filename", value_name = "PATH", required_unless_present_any = ["kubeconfig", "in_cluster"])]
+    /// Manifests: a file, a directory (walked recursively: files ending .yaml, .yml or .json in
+    /// any letter case, hidden entries skipped; what is skipped is reported on standard error) or
+    /// `-` for standard input (once). Repeatable.
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
     pub files: Vec<String>,
-    /// Read the objects from the cluster this kubeconfig names (read-only LISTs) instead of files.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["files", "in_cluster"])]
+    /// Read the objects from a cluster (read-only LISTs) instead of files: this kubeconfig, or
+    /// without a value `$KUBECONFIG`, then `~/.kube/config`, as kubectl does.
+    #[arg(
+        long,
+        value_name = "PATH",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with_all = ["files", "in_cluster"]
+    )]
     pub kubeconfig: Option<String>,
+    /// The kubeconfig context to use (implies reading from the cluster; default: the current one).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["files", "in_cluster"])]
+    pub context: Option<String>,
     /// Read the objects from the cluster this Pod runs in (read-only LISTs) instead of files.
     #[arg(long, conflicts_with = "files")]
     pub in_cluster: bool,
@@ -149,6 +197,10 @@ pub struct ResolveArgs {
     /// Resolve only this node (repeatable).
     #[arg(long = "node", value_name = "NAME")]
     pub nodes: Vec<String>,
+    /// One line per node (Site, role, pool, fabric MTU and what binds it, the lowest route MTU
+    /// and its destination, number of links), for clusters too large to read value by value.
+    #[arg(long)]
+    pub summary: bool,
     /// `full` adds every term considered to each explanation.
     #[arg(long, value_enum, default_value = "bound")]
     pub explain: ExplainLevel,

@@ -24,6 +24,52 @@ impl std::fmt::Display for ExitError {
 
 impl std::error::Error for ExitError {}
 
+/// An error and its causes on one line, each cause once: a cause whose text the message before
+/// it already ends with (libraries that print their source in their own message) is not
+/// repeated.
+pub fn chain_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let t = cause.to_string();
+        if t.is_empty() || out.ends_with(&t) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&t);
+    }
+    out
+}
+
+/// Exit 2: node `name` is not in the topology; the nearest names are offered.
+pub fn no_such_node(topo: &Topology, name: &str) -> anyhow::Error {
+    let near = nearest(name, topo.nodes.iter().map(|n| &*n.name));
+    usage(format!(
+        "node {name} does not exist (or belongs to no Site){}",
+        did_you_mean(&near)
+    ))
+}
+
+/// `1 value`, `2 values`.
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `; did you mean a, b?` for a non-empty list of names.
+pub fn did_you_mean(names: &[&str]) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", names.join(", "))
+    }
+}
+
+/// Up to three names closest to `want` by edit distance (`topology_core::schema::nearest_all`).
+pub fn nearest<'a>(want: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    topology_core::schema::nearest_all(want, names, 3)
+}
+
 /// Exit 2 with a one-line reason.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(ExitError {
@@ -65,12 +111,13 @@ pub fn output(c: &Common) -> Output {
 /// Loads and decodes the inputs: the cluster with `--kubeconfig` / `--in-cluster` (read-only
 /// LISTs), else the `-f` files; exit 2 when nothing could be read or decoded.
 pub fn load(c: &Common) -> Result<Decoded> {
-    if c.kubeconfig.is_some() || c.in_cluster {
+    if c.kubeconfig.is_some() || c.in_cluster || c.context.is_some() {
         let src = crate::k8s::client::Source {
             kubeconfig: c.kubeconfig.clone(),
             in_cluster: c.in_cluster,
+            context: c.context.clone(),
         };
-        let decoded = crate::k8s::live::load(&src).map_err(|e| usage(format!("{e:#}")))?;
+        let decoded = crate::k8s::live::load(&src).map_err(|e| usage(chain_text(&e)))?;
         if decoded.objects.is_empty() && decoded.diagnostics.is_empty() {
             bail!(usage(
                 "the cluster holds no objects of a kind this tool reads"
@@ -78,12 +125,17 @@ pub fn load(c: &Common) -> Result<Decoded> {
         }
         return Ok(decoded);
     }
+    if c.files.is_empty() {
+        bail!(usage(
+            "nothing to read: give -f PATH, --kubeconfig or --in-cluster"
+        ));
+    }
     load_files(&c.files)
 }
 
 /// Loads and decodes files; exit 2 when nothing could be read or decoded.
 pub fn load_files(paths: &[String]) -> Result<Decoded> {
-    let decoded = crate::input::load(paths).map_err(|e| usage(format!("{e:#}")))?;
+    let decoded = crate::input::load(paths).map_err(|e| usage(chain_text(&e)))?;
     if decoded.objects.is_empty() {
         let first_error = decoded
             .diagnostics
@@ -119,7 +171,11 @@ pub fn fail_on(c: &Common, diags: &[Diagnostic]) -> Result<()> {
     if n > 0 {
         bail!(ExitError {
             code: 1,
-            message: format!("{n} diagnostic(s) at or above --fail-on {}", limit.as_str()),
+            message: format!(
+                "{} at or above --fail-on {}",
+                counted(n, "diagnostic", "diagnostics"),
+                limit.as_str()
+            ),
         });
     }
     Ok(())
@@ -143,6 +199,31 @@ pub fn write_data<T: serde::Serialize>(value: &T, out: Output) -> Result<()> {
     }
     lock.flush()?;
     Ok(())
+}
+
+/// The diagnostics block every command's table output ends with (`no diagnostics` when there
+/// are none).
+pub fn diagnostics_table(diags: &[Diagnostic]) -> String {
+    if diags.is_empty() {
+        return "no diagnostics\n".to_string();
+    }
+    let rows: Vec<Vec<String>> = diags
+        .iter()
+        .map(|d| {
+            vec![
+                d.severity.to_string(),
+                d.code.to_string(),
+                d.object.clone(),
+                d.field.clone(),
+                d.source.as_ref().map(|x| x.to_string()).unwrap_or_default(),
+                d.message.clone(),
+            ]
+        })
+        .collect();
+    table(
+        &["SEVERITY", "CODE", "OBJECT", "FIELD", "SOURCE", "MESSAGE"],
+        &rows,
+    )
 }
 
 /// Renders rows as aligned columns.
@@ -170,4 +251,41 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
         line(&mut r.iter().map(String::as_str), &mut s);
     }
     s
+}
+
+/// Writes a shell completion script for `shell` to standard output (`completion`).
+pub fn completion(shell: crate::cli::Shell) -> Result<()> {
+    use clap::CommandFactory;
+    use clap_complete::Shell as S;
+    let mut cmd = crate::cli::Cli::command();
+    let shell = match shell {
+        crate::cli::Shell::Bash => S::Bash,
+        crate::cli::Shell::Zsh => S::Zsh,
+        crate::cli::Shell::Fish => S::Fish,
+    };
+    let mut buf: Vec<u8> = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "unbounded-mtu", &mut buf);
+    write_bytes(&buf)
+}
+
+/// Writes the manual page (roff) to standard output (`man`).
+pub fn man_page() -> Result<()> {
+    use clap::CommandFactory;
+    let mut buf: Vec<u8> = Vec::new();
+    clap_mangen::Man::new(crate::cli::Cli::command()).render(&mut buf)?;
+    write_bytes(&buf)
+}
+
+/// Writes text to standard output. A reader that went away (`| head`) is an
+/// [`std::io::ErrorKind::BrokenPipe`] error, which the binary ends on quietly.
+pub fn write_text(s: &str) -> Result<()> {
+    write_bytes(s.as_bytes())
+}
+
+fn write_bytes(b: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(b)?;
+    out.flush()?;
+    Ok(())
 }

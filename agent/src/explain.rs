@@ -31,11 +31,15 @@ struct Paths {
 }
 
 #[derive(Serialize)]
-struct Doc {
+struct Doc<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
     node: String,
     site: String,
     role: String,
     values: Vec<Explained>,
+    diagnostics: Vec<mtu_solver::report::DiagOut<'a>>,
 }
 
 fn describe(topo: &Topology, n: NodeId) -> String {
@@ -76,12 +80,10 @@ fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet)
 fn explained(r: &Renderer<'_, '_>, solver: &Solver<'_>, item: String, e: ExplId) -> Explained {
     let node = solver.expl.get(e);
     let topo = solver.topo();
-    // For people, each cap term also says where it was written.
+    // Each cap term also says where it was written.
     let term = |id: ExplId| {
         let mut t = r.term(id);
-        if let Some(loc) = solver.expl.term_location(id, topo) {
-            t.source = format!("{} at {loc}", t.source);
-        }
+        t.location = solver.expl.term_location(id, topo);
         t
     };
     Explained {
@@ -112,16 +114,13 @@ enum Want {
 pub fn run(args: &ExplainArgs) -> Result<()> {
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded);
-    let n = topo.node_id(&args.node).ok_or_else(|| {
-        usage(format!(
-            "node {} does not exist (or belongs to no Site)",
-            args.node
-        ))
-    })?;
+    let n = topo
+        .node_id(&args.node)
+        .ok_or_else(|| common::no_such_node(&topo, &args.node))?;
     let want = if let Some(p) = &args.peer {
         let id = topo
             .node_id(p)
-            .ok_or_else(|| usage(format!("node {p} does not exist")))?;
+            .ok_or_else(|| common::no_such_node(&topo, p))?;
         Some(Want::Peer(id))
     } else if let Some(d) = &args.destination {
         if let Ok(net) = d.parse::<IpNet>() {
@@ -138,6 +137,25 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     };
     let mut solver = Solver::new(&topo, common::settings(&args.common));
     let plan: NodePlan = solver.plan(n);
+    if let Some(Want::Peer(p)) = want
+        && plan.link(p).is_none()
+    {
+        let peers: Vec<&str> = plan
+            .links
+            .iter()
+            .map(|l| &*topo.node(l.peer).name)
+            .collect();
+        return Err(usage(format!(
+            "--peer {}: node {} has no link to it (its peers: {})",
+            topo.node(p).name,
+            args.node,
+            if peers.is_empty() {
+                "none".to_string()
+            } else {
+                peers.join(", ")
+            }
+        )));
+    }
     // Paths for the routes that will be shown.
     let mut route_paths: Vec<Option<Paths>> = Vec::new();
     for rt in &plan.routes {
@@ -241,7 +259,16 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         )));
     }
     let node = topo.node(n);
+    let mut diags = topo.diagnostics.clone();
+    diags.extend(plan.diagnostics.iter().cloned());
+    topology_core::diag::sort_diagnostics(&mut diags);
     let doc = Doc {
+        api_version: mtu_solver::report::API_VERSION,
+        kind: "Explanation",
+        diagnostics: diags
+            .iter()
+            .map(mtu_solver::report::DiagOut::from)
+            .collect(),
         node: node.name.to_string(),
         site: topo.site(node.site).name.to_string(),
         role: match node.pool() {
@@ -251,13 +278,21 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         values,
     };
     match common::output(&args.common) {
-        Output::Table => print!("{}", text(&doc)),
+        Output::Table => common::write_text(&text(&doc, &diags))?,
         out => common::write_data(&doc, out)?,
     }
-    Ok(())
+    common::fail_on(&args.common, &diags)
 }
 
-fn text(doc: &Doc) -> String {
+/// A term's source, with where it was written when it was read from a file.
+fn located(t: &TermOut) -> String {
+    match &t.location {
+        Some(loc) => format!("{} at {loc}", t.source),
+        None => t.source.clone(),
+    }
+}
+
+fn text(doc: &Doc<'_>, diags: &[topology_core::diag::Diagnostic]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{} in Site {}, {}\n", doc.node, doc.site, doc.role);
     for v in &doc.values {
@@ -265,13 +300,15 @@ fn text(doc: &Doc) -> String {
         let _ = writeln!(
             s,
             "  bound by {} = {}: {}",
-            v.bound.term, v.bound.value, v.bound.source
+            v.bound.term,
+            v.bound.value,
+            located(&v.bound)
         );
         if v.terms.len() > 1 {
             let _ = writeln!(s, "  terms considered (lowest first):");
             for t in &v.terms {
                 let mark = if t == &v.bound { "  <- binds" } else { "" };
-                let _ = writeln!(s, "    {:>5}  {}{}", t.value, t.source, mark);
+                let _ = writeln!(s, "    {:>5}  {}{}", t.value, located(t), mark);
             }
         }
         if let Some(p) = &v.paths {
@@ -287,5 +324,6 @@ fn text(doc: &Doc) -> String {
         }
         s.push('\n');
     }
+    s.push_str(&common::diagnostics_table(diags));
     s
 }

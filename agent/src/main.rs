@@ -1,20 +1,21 @@
 //! `unbounded-mtu`: the node agent and the offline resolve, explain, what-if and graph commands.
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 use unbounded_mtu::{agent, cli, common, explain, graph, resolve, whatif};
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let matches = cli::Cli::command().get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match &cli.command {
         cli::Command::Resolve(a) => resolve::run(a),
-        cli::Command::WhatIf(a) => {
-            let raw: Vec<String> = std::env::args().collect();
-            whatif::run(a, &raw)
-        }
+        // The what-if flags apply in command-line order, which clap's matches record.
+        cli::Command::WhatIf(a) => whatif::run(a, matches.subcommand_matches("what-if")),
         cli::Command::Explain(a) => explain::run(a),
         cli::Command::Graph(a) => graph::run(a),
         cli::Command::Agent(a) => agent::main(a),
+        cli::Command::Completion(a) => common::completion(a.shell),
+        cli::Command::Man => common::man_page(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -26,7 +27,7 @@ fn main() -> ExitCode {
                 // The reader went away (`| head`): not an error of ours.
                 ExitCode::SUCCESS
             } else {
-                eprintln!("unbounded-mtu: {e:#}");
+                eprintln!("unbounded-mtu: {}", common::chain_text(&e));
                 ExitCode::from(2)
             }
         }

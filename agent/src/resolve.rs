@@ -1,10 +1,11 @@
 //! `unbounded-mtu resolve`.
 
 use crate::cli::{ExplainLevel, Output, ResolveArgs};
-use crate::common::{self, table, usage};
+use crate::common::{self, table};
 use anyhow::Result;
 use mtu_solver::report::{self, Renderer};
 use mtu_solver::{NodePlan, Solver};
+use serde::Serialize;
 use std::fmt::Write as _;
 use topology_core::diag::{Diagnostic, sort_diagnostics};
 use topology_core::ids::NodeId;
@@ -17,11 +18,7 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
     for name in &args.nodes {
         match topo.node_id(name) {
             Some(id) => selected.push(id),
-            None => {
-                return Err(usage(format!(
-                    "node {name} does not exist (or belongs to no Site)"
-                )));
-            }
+            None => return Err(common::no_such_node(&topo, name)),
         }
     }
     if args.nodes.is_empty() {
@@ -38,14 +35,140 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
     sort_diagnostics(&mut diags);
     let out = common::output(&args.common);
     let mut r = Renderer::new(&solver, args.explain == ExplainLevel::Full);
-    match out {
-        Output::Table => print!("{}", render_table(&solver, &mut r, &plans, &diags)),
-        _ => {
+    match (out, args.summary) {
+        (Output::Table, false) => {
+            common::write_text(&render_table(&solver, &mut r, &plans, &diags))?
+        }
+        (Output::Table, true) => {
+            let doc = summary(&solver, &mut r, &plans, &diags);
+            common::write_text(&summary_table(&doc, &diags))?
+        }
+        (_, false) => {
             let doc = report::resolve_out(&topo, &mut r, &plans, &diags);
             common::write_data(&doc, out)?;
         }
+        (_, true) => common::write_data(&summary(&solver, &mut r, &plans, &diags), out)?,
     }
     common::fail_on(&args.common, &diags)
+}
+
+/// One node of `resolve --summary`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SummaryNode<'a> {
+    name: &'a str,
+    site: &'a str,
+    role: &'static str,
+    pool: Option<&'a str>,
+    #[serde(rename = "fabricMTU")]
+    fabric_mtu: u32,
+    /// The term that binds the fabric (`auto`, `Site/A spec.tunnelMTU`, ...).
+    fabric_bound: String,
+    /// The lowest route MTU and its destination (null without routes).
+    #[serde(rename = "lowestRouteMTU")]
+    lowest_route_mtu: Option<u32>,
+    lowest_route_destination: Option<String>,
+    links: usize,
+}
+
+/// The `resolve --summary` document.
+#[derive(Serialize)]
+struct SummaryDoc<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    nodes: Vec<SummaryNode<'a>>,
+    diagnostics: Vec<report::DiagOut<'a>>,
+}
+
+fn summary<'a>(
+    solver: &'a Solver<'_>,
+    r: &mut Renderer<'_, '_>,
+    plans: &[NodePlan],
+    diags: &'a [Diagnostic],
+) -> SummaryDoc<'a> {
+    let topo = solver.topo();
+    let nodes = plans
+        .iter()
+        .map(|p| {
+            let node = topo.node(p.node);
+            // The first of the lowest routes in output order.
+            let lowest =
+                p.routes.iter().fold(
+                    None,
+                    |best: Option<&mtu_solver::RoutePlan>, rt| match best {
+                        Some(b) if b.mtu.mtu <= rt.mtu.mtu => Some(b),
+                        _ => Some(rt),
+                    },
+                );
+            SummaryNode {
+                name: &node.name,
+                site: &topo.site(node.site).name,
+                role: if node.is_gateway() {
+                    "gateway"
+                } else {
+                    "worker"
+                },
+                pool: node.pool().map(|x| &*topo.pool(x).name),
+                fabric_mtu: p.fabric.mtu.0,
+                fabric_bound: r
+                    .bound_only(solver.expl.get(p.fabric.expl).bound)
+                    .bound
+                    .term
+                    .clone(),
+                lowest_route_mtu: lowest.map(|rt| rt.mtu.mtu.0),
+                lowest_route_destination: lowest.map(|rt| rt.destination.to_string()),
+                links: p.links.len(),
+            }
+        })
+        .collect();
+    SummaryDoc {
+        api_version: report::API_VERSION,
+        kind: "ResolutionSummary",
+        nodes,
+        diagnostics: diags.iter().map(report::DiagOut::from).collect(),
+    }
+}
+
+fn summary_table(doc: &SummaryDoc<'_>, diags: &[Diagnostic]) -> String {
+    let rows: Vec<Vec<String>> = doc
+        .nodes
+        .iter()
+        .map(|n| {
+            vec![
+                n.name.to_string(),
+                n.site.to_string(),
+                n.role.to_string(),
+                n.pool.unwrap_or("-").to_string(),
+                n.fabric_mtu.to_string(),
+                n.fabric_bound.clone(),
+                n.lowest_route_mtu
+                    .map(|m| m.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                n.lowest_route_destination
+                    .clone()
+                    .unwrap_or_else(|| "-".into()),
+                n.links.to_string(),
+            ]
+        })
+        .collect();
+    let mut s = table(
+        &[
+            "NODE",
+            "SITE",
+            "ROLE",
+            "POOL",
+            "FABRIC",
+            "BOUND BY",
+            "LOWEST ROUTE",
+            "TO",
+            "LINKS",
+        ],
+        &rows,
+    );
+    s.push('\n');
+    s.push_str(&common::diagnostics_table(diags));
+    s
 }
 
 fn render_table(
@@ -141,27 +264,7 @@ fn render_table(
         }
         s.push('\n');
     }
-    if diags.is_empty() {
-        s.push_str("no diagnostics\n");
-    } else {
-        let rows: Vec<Vec<String>> = diags
-            .iter()
-            .map(|d| {
-                vec![
-                    d.severity.to_string(),
-                    d.code.to_string(),
-                    d.object.clone(),
-                    d.field.clone(),
-                    d.source.as_ref().map(|x| x.to_string()).unwrap_or_default(),
-                    d.message.clone(),
-                ]
-            })
-            .collect();
-        s.push_str(&table(
-            &["SEVERITY", "CODE", "OBJECT", "FIELD", "SOURCE", "MESSAGE"],
-            &rows,
-        ));
-    }
+    s.push_str(&common::diagnostics_table(diags));
     s
 }
 

@@ -9,6 +9,7 @@ use mtu_solver::whatif::{self, Input, Mutation};
 use serde::Serialize;
 use std::rc::Rc;
 use topology_core::decode::Kind;
+use topology_core::model::Topology;
 
 fn kind_name(spec: &str, flag: &str) -> Result<(Kind, String)> {
     let (k, n) = spec
@@ -27,20 +28,21 @@ fn split_eq<'a>(spec: &'a str, flag: &str, form: &str) -> Result<(&'a str, &'a s
         .ok_or_else(|| usage(format!("{flag} {spec}: expected {form}")))
 }
 
-/// Parses the mutation flags, in the order of the command line.
-pub fn mutations(args: &WhatIfArgs, raw_args: &[String]) -> Result<Vec<Mutation>> {
-    // clap collects each flag separately; rebuild the command-line order from the raw arguments.
-    let mut order: Vec<(usize, Mutation)> = Vec::new();
-    let pos = |flag: &str, value: &str, nth: usize| -> usize {
-        raw_args
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| *a == flag || a.starts_with(&format!("{flag}=")))
-            .nth(nth)
-            .map(|(i, _)| i)
-            .unwrap_or(usize::MAX - 1)
-            .min(usize::MAX - 1)
-            + usize::from(value.is_empty())
+/// A mutation and the flag that asked for it (`--set SitePeering/ab=1300`), for messages.
+pub type Asked = (String, Mutation);
+
+/// Parses the mutation flags, in the order of the command line: clap collects each flag
+/// separately, and `matches` (the `what-if` subcommand's) says where each value stood. Without
+/// them the flags apply in the order of the table in `cli.md`.
+pub fn mutations(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<Vec<Asked>> {
+    let mut order: Vec<((usize, String), Mutation)> = Vec::new();
+    let pos = |flag: &str, value: &str, nth: usize| -> (usize, String) {
+        let id = flag.trim_start_matches('-').replace('-', "_");
+        let at = matches
+            .and_then(|m| m.indices_of(&id))
+            .and_then(|mut i| i.nth(nth))
+            .unwrap_or(usize::MAX);
+        (at, format!("{flag} {value}"))
     };
     for (i, s) in args.set.iter().enumerate() {
         let (obj, v) = split_eq(s, "--set", "KIND/NAME=MTU")?;
@@ -135,10 +137,93 @@ pub fn mutations(args: &WhatIfArgs, raw_args: &[String]) -> Result<Vec<Mutation>
         ));
     }
     if let Some(v) = args.agent_mtu {
-        order.push((pos("--agent-mtu", "", 0), Mutation::AgentMtu(v)));
+        let (at, _) = pos("--agent-mtu", "", 0);
+        order.push(((at, format!("--agent-mtu {v}")), Mutation::AgentMtu(v)));
     }
-    order.sort_by_key(|(i, _)| *i);
-    Ok(order.into_iter().map(|(_, m)| m).collect())
+    order.sort_by_key(|((i, _), _)| *i);
+    Ok(order.into_iter().map(|((_, flag), m)| (flag, m)).collect())
+}
+
+/// Checks the question against the base input before answering it (exit 2, one line naming
+/// the flag): caps within 576..9000 (0 clears), objects and nodes that exist, demotions of
+/// gateways only, promotions into existing pools.
+fn validate(base: &Input, topo: &Topology, asked: &[Asked]) -> Result<()> {
+    let exists = |kind: Kind, name: &str| {
+        base.objects
+            .iter()
+            .any(|o| o.kind() == kind && o.name() == name)
+    };
+    let names_of = |kind: Kind| -> Vec<&str> {
+        base.objects
+            .iter()
+            .filter(|o| o.kind() == kind)
+            .map(|o| o.name())
+            .collect()
+    };
+    let missing = |flag: &str, kind: Kind, name: &str| {
+        usage(format!(
+            "{flag}: {kind} {name} does not exist{}",
+            common::did_you_mean(&common::nearest(name, names_of(kind)))
+        ))
+    };
+    let node = |flag: &str, name: &str| -> Result<topology_core::ids::NodeId> {
+        topo.node_id(name).ok_or_else(|| {
+            usage(format!(
+                "{flag}: node {name} does not exist (or belongs to no Site){}",
+                common::did_you_mean(&common::nearest(name, topo.nodes.iter().map(|n| &*n.name)))
+            ))
+        })
+    };
+    for (flag, m) in asked {
+        match m {
+            Mutation::SetCap { kind, name, mtu } => {
+                if *mtu != 0 && !(576..=9000).contains(mtu) {
+                    return Err(usage(format!(
+                        "{flag}: {mtu} is outside 576..9000 (0 clears the cap)"
+                    )));
+                }
+                if !exists(*kind, name) {
+                    return Err(missing(flag, *kind, name));
+                }
+            }
+            Mutation::ClearCap { kind, name } | Mutation::SetEnabled { kind, name, .. } => {
+                if !exists(*kind, name) {
+                    return Err(missing(flag, *kind, name));
+                }
+            }
+            Mutation::Member {
+                kind,
+                name,
+                member_kind,
+                member,
+                ..
+            } => {
+                if !exists(*kind, name) {
+                    return Err(missing(flag, *kind, name));
+                }
+                if !exists(*member_kind, member) {
+                    return Err(missing(flag, *member_kind, member));
+                }
+            }
+            Mutation::Demote { node: n } => {
+                let id = node(flag, n)?;
+                if !topo.node(id).is_gateway() {
+                    return Err(usage(format!("{flag}: node {n} is not a gateway")));
+                }
+            }
+            Mutation::Promote { node: n, pool } => {
+                node(flag, n)?;
+                if !exists(Kind::GatewayPool, pool) {
+                    return Err(missing(flag, Kind::GatewayPool, pool));
+                }
+            }
+            Mutation::Underlay { node: n, .. } => {
+                node(flag, n)?;
+            }
+            Mutation::AgentMtu(_) => {}
+        }
+    }
+    Ok(())
 }
 
 #[derive(Serialize)]
@@ -172,9 +257,13 @@ struct Summary {
 }
 
 #[derive(Serialize)]
-struct Doc {
+struct Doc<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
     changes: Vec<ChangeOut>,
     summary: Summary,
+    diagnostics: Vec<mtu_solver::report::DiagOut<'a>>,
 }
 
 fn item_out(item: &Item) -> ItemOut {
@@ -218,14 +307,20 @@ fn item_out(item: &Item) -> ItemOut {
 }
 
 /// Runs `what-if`.
-pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
-    let muts = mutations(args, raw_args)?;
+pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
+    let asked = mutations(args, matches)?;
+    crate::input::stdin_once(&[&args.common.files, &args.after])
+        .map_err(|e| usage(e.to_string()))?;
     let decoded = common::load(&args.common)?;
     let base = Input {
         objects: decoded.objects,
         diagnostics: decoded.diagnostics,
         settings: common::settings(&args.common),
     };
+    let base_topo = base.topology();
+    validate(&base, &base_topo, &asked)?;
+    let mut diags = base_topo.diagnostics.clone();
+    let muts: Vec<Mutation> = asked.into_iter().map(|(_, m)| m).collect();
     let full = args.explain == ExplainLevel::Full;
     let result = if !args.after.is_empty() {
         if !muts.is_empty() {
@@ -239,6 +334,10 @@ pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
             diagnostics: d2.diagnostics,
             settings: base.settings.clone(),
         };
+        // The diagnostics of both inputs, each once.
+        diags.extend(after.topology().diagnostics);
+        topology_core::diag::sort_diagnostics(&mut diags);
+        diags.dedup();
         whatif::compare(&base, &after, full)
     } else {
         if muts.is_empty() {
@@ -249,6 +348,12 @@ pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
         whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?
     };
     let doc = Doc {
+        api_version: mtu_solver::report::API_VERSION,
+        kind: "WhatIf",
+        diagnostics: diags
+            .iter()
+            .map(mtu_solver::report::DiagOut::from)
+            .collect(),
         summary: Summary {
             nodes_affected: result.nodes_affected(),
             values_changed: result.changes.len(),
@@ -316,12 +421,14 @@ pub fn run(args: &WhatIfArgs, raw_args: &[String]) -> Result<()> {
             }
             flush(current, &mut rows, &mut s);
             s.push_str(&format!(
-                "{} value(s) changed on {} node(s)\n",
-                doc.summary.values_changed, doc.summary.nodes_affected
+                "{} changed on {}\n\n",
+                common::counted(doc.summary.values_changed, "value", "values"),
+                common::counted(doc.summary.nodes_affected, "node", "nodes")
             ));
-            print!("{s}");
+            s.push_str(&common::diagnostics_table(&diags));
+            common::write_text(&s)?;
         }
         out => common::write_data(&doc, out)?,
     }
-    Ok(())
+    common::fail_on(&args.common, &diags)
 }

@@ -133,7 +133,13 @@ async fn live_resolve_equals_resolve_on_files() {
             vec![
                 "resolve".into(),
                 "-f".into(),
-                repo().join("examples").join(ex).display().to_string(),
+                // The manifest itself: a directory would add a note for its README.
+                repo()
+                    .join("examples")
+                    .join(ex)
+                    .join("cluster.yaml")
+                    .display()
+                    .to_string(),
                 "-o".into(),
                 "json".into(),
             ],
@@ -909,4 +915,60 @@ async fn agent_manifests_once_prints_what_resolve_prints_for_the_node() {
     )
     .await;
     assert_eq!(json_out(&agent), json_out(&resolve));
+}
+
+/// `--kubeconfig` without a value reads `$KUBECONFIG` (then `~/.kube/config`), and `--context`
+/// selects a context of it, as kubectl does: the current context names a server that refuses
+/// connections, the `mock` context the scripted API server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_defaults_to_the_environment_and_context_selects() {
+    let objects = fixture("04-transit-chain");
+    let mock = Mock::start().await;
+    support::serve_collections(&mock, &objects);
+    let dir = tmpdir("context");
+    let kc = dir.join("config");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:1\n- name: mock\n  cluster:\n    server: {}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: dead\n  context:\n    cluster: dead\n    user: u\n- name: mock\n  context:\n    cluster: mock\n    user: u\ncurrent-context: dead\n",
+            mock.url()
+        ),
+    )
+    .expect("write kubeconfig");
+    let kc_env = kc.display().to_string();
+    let files = json_out(
+        &run_bin(
+            vec![
+                "resolve".into(),
+                "-f".into(),
+                repo()
+                    .join("examples/04-transit-chain/cluster.yaml")
+                    .display()
+                    .to_string(),
+                "-o".into(),
+                "json".into(),
+            ],
+            &[],
+        )
+        .await,
+    );
+    for args in [
+        vec!["resolve", "--kubeconfig", "--context", "mock", "-o", "json"],
+        vec!["resolve", "--context", "mock", "-o", "json"],
+    ] {
+        let out = run_bin(
+            args.iter().map(|s| s.to_string()).collect(),
+            &[("KUBECONFIG", kc_env.as_str())],
+        )
+        .await;
+        assert_eq!(json_out(&out), files, "{args:?}");
+    }
+    // The current context (the dead server) without --context: an error, once per cause.
+    let out = run_bin(
+        vec!["resolve".into(), "--kubeconfig".into()],
+        &[("KUBECONFIG", kc_env.as_str())],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
 }

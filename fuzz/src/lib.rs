@@ -97,7 +97,7 @@ pub struct FNode {
     /// The `gateway-pool` label: 0 `"true"`, 1 `""`, else pool `n - 2` (possibly missing).
     pool_label: Option<u8>,
     second_ip: bool,
-    /// Address families: 0 IPv4, 1 IPv6, else dual stack.
+    /// Address families: 0 IPv4, 1 IPv6, 2 IPv4 inside and IPv6 outside, else dual stack.
     family: u8,
     external_ip: bool,
     underlay: Option<FCap>,
@@ -248,9 +248,10 @@ impl FTopo {
                     k => PoolLabel::Pool(usize::from(k - 2) % (np + 1)),
                 }),
                 second_ip: n.second_ip,
-                family: match n.family % 3 {
+                family: match n.family % 4 {
                     0 => Family::V4,
                     1 => Family::V6,
+                    2 => Family::V6External,
                     _ => Family::Dual,
                 },
                 external_ip: n.external_ip,

@@ -404,6 +404,47 @@ impl Explanations {
         }
     }
 
+    /// The object and field a term reads, when it reads one: a cap (`Kind/name`,
+    /// `spec.tunnelMTU`, also inside a component cap), a node's underlay annotation or a
+    /// GatewayPoolNode's published values. Agent settings, defaults and links name none.
+    pub fn term_origin(&self, id: ExplId, topo: &Topology) -> Option<(String, String)> {
+        const UNDERLAY: &str = "metadata.annotations.mtu.unbounded-cloud.io/underlay-mtu";
+        const UNDERLAY_MAX: &str = "metadata.annotations.mtu.unbounded-cloud.io/underlay-mtu-max";
+        let annotation = |n: &NodeId, source: &UnderlaySource| {
+            let node = topo.node(*n);
+            let field = match source {
+                UnderlaySource::Annotation => UNDERLAY,
+                UnderlaySource::Max => UNDERLAY_MAX,
+                // An invalid annotation counted as 576: the one that is invalid.
+                UnderlaySource::Invalid => {
+                    if node.underlay_max.as_ref().is_some_and(|u| u.invalid.is_some()) {
+                        UNDERLAY_MAX
+                    } else {
+                        UNDERLAY
+                    }
+                }
+                UnderlaySource::Default | UnderlaySource::Override => return None,
+            };
+            Some((format!("Node/{}", node.name), field.to_string()))
+        };
+        match &self.get(id).kind {
+            Kind::Leaf(Leaf::Cap { obj }) | Kind::Leaf(Leaf::Comp { obj, .. }) => {
+                Some((topo.label(*obj), "spec.tunnelMTU".to_string()))
+            }
+            Kind::Leaf(Leaf::Auto { node, source, .. })
+            | Kind::Leaf(Leaf::Underlay { node, source, .. }) => annotation(node, source),
+            Kind::Leaf(Leaf::Published { gateway, .. }) => {
+                topo.node(*gateway).published_by.as_ref().map(|g| {
+                    (
+                        format!("GatewayPoolNode/{g}"),
+                        "metadata.annotations.mtu.unbounded-cloud.io/forwarding-mtus".to_string(),
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Where a term came from, in words, reproducing its arithmetic.
     pub fn term_source(&self, id: ExplId, topo: &Topology) -> String {
         let node = self.get(id);

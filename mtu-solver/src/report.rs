@@ -10,15 +10,24 @@ use std::rc::Rc;
 use topology_core::diag::Diagnostic;
 use topology_core::model::{Role, Topology};
 
-/// One rendered term.
+/// One rendered term: the human text (`term`, `source`) next to what a script reads
+/// (`object`, `field`, `value`, and in `explain` the `location` it was read at).
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 pub struct TermOut {
     /// Short name (`auto`, `cfg`, `Site/A spec.tunnelMTU`, ...).
     pub term: String,
     /// Its value.
     pub value: u32,
-    /// Where it came from.
+    /// Where it came from, in words that reproduce its arithmetic.
     pub source: String,
+    /// The object it reads (`Kind/name`), null for agent settings, defaults and links.
+    pub object: Option<String>,
+    /// The field of that object (`spec.tunnelMTU`, an annotation), null with `object`.
+    pub field: Option<String>,
+    /// `file:line` of that field, where it was read from a file (`explain` only: `resolve`
+    /// output does not depend on where objects were read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// A rendered explanation.
@@ -53,10 +62,14 @@ impl<'s, 't> Renderer<'s, 't> {
     /// One term.
     pub fn term(&self, id: ExplId) -> TermOut {
         let topo = self.solver.topo();
+        let (object, field) = self.solver.expl.term_origin(id, topo).unzip();
         TermOut {
             term: self.solver.expl.term_name(id, topo),
             value: self.solver.expl.value(id).0,
             source: self.solver.expl.term_source(id, topo),
+            object,
+            field,
+            location: None,
         }
     }
 
@@ -221,9 +234,17 @@ impl<'a> From<&'a Diagnostic> for DiagOut<'a> {
     }
 }
 
+/// The `apiVersion` of every JSON/YAML document (`cli.md`).
+pub const API_VERSION: &str = "unbounded-mtu/v1alpha1";
+
 /// The whole `resolve` document.
 #[derive(Serialize)]
 pub struct ResolveOut<'a> {
+    /// [`API_VERSION`].
+    #[serde(rename = "apiVersion")]
+    pub api_version: &'static str,
+    /// `Resolution`.
+    pub kind: &'static str,
     /// Nodes by name.
     pub nodes: Vec<NodeOut<'a>>,
     /// Diagnostics in output order.
@@ -328,6 +349,8 @@ pub fn resolve_out<'a>(
     diagnostics: &'a [Diagnostic],
 ) -> ResolveOut<'a> {
     ResolveOut {
+        api_version: API_VERSION,
+        kind: "Resolution",
         nodes: plans.iter().map(|p| node_out(topo, r, p)).collect(),
         diagnostics: diagnostics.iter().map(DiagOut::from).collect(),
     }

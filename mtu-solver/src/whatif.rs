@@ -563,8 +563,6 @@ struct RemoteHop {
     protocol: topology_core::decode::Protocol,
     /// The link crosses public addresses (which addresses its ends use).
     public: bool,
-    /// The peer's underlay address on that link.
-    peer_addr: Option<std::net::IpAddr>,
     /// The value of the link's configured caps.
     caps: Option<u32>,
 }
@@ -675,7 +673,6 @@ fn per_value_shared(s: &mut Solver<'_>, caps: &[(ObjRef, Option<Mtu>)], full: bo
                     peer: *g,
                     protocol,
                     public,
-                    peer_addr: s.net.underlay_addr(*g, public),
                     caps,
                 });
             }
@@ -716,9 +713,8 @@ fn per_value_shared(s: &mut Solver<'_>, caps: &[(ObjRef, Option<Mtu>)], full: bo
             let mut links: Option<u32> = None;
             for h in &r.hops {
                 let (ug, _) = s.underlay(h.peer);
-                // The outer family also depends on this member's own address on the link.
-                let own = s.net.underlay_addr(id, h.public);
-                let o = overhead(h.protocol, s.net.outer_ipv6(own, h.peer_addr));
+                // The outer family also depends on this member's own addresses on the link.
+                let o = overhead(h.protocol, s.net.link_ipv6_outer(id, h.peer, h.public));
                 let mut v = un.min(ug).minus_overhead(o).0;
                 if cfg > 0 {
                     v = v.min(cfg);

@@ -77,6 +77,7 @@ codes! {
     UnknownField => "W-UNKNOWN-FIELD", Warning, "a key that the kind's upstream schema does not define at its level (in `spec`, at the top level, in a GatewayPool's `status`); ignored, read as absent; the message names the nearest defined field when one is close";
     UnknownKind => "N-UNKNOWN-KIND", Note, "a skipped kind or API group (the message names the nearest kind this tool reads when one is close)";
     CapZero => "N-CAP-ZERO", Note, "a `tunnelMTU` of 0, read as unset";
+    SkippedFile => "N-SKIPPED-FILE", Note, "files of a directory given with `-f` that are not manifests by their name (not ending .yaml, .yml or .json in any letter case); not read";
 }
 
 impl fmt::Display for Code {

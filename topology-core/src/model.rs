@@ -123,6 +123,8 @@ pub struct NodeInfo {
     pub wg_port: Option<u16>,
     /// What this gateway published (GatewayPoolNode annotation), sorted by prefix.
     pub published: Vec<(IpNet, Mtu)>,
+    /// The GatewayPoolNode whose annotation `published` comes from.
+    pub published_by: Option<Arc<str>>,
     /// Where the node was defined.
     pub loc: Option<SourceLoc>,
 }
@@ -881,6 +883,7 @@ impl Builder {
                 underlay_max: obj.and_then(|o| o.underlay_max.clone()),
                 wg_port: status.and_then(|s| s.wg_port),
                 published: pub_vals,
+                published_by: published.get(name).map(|g| Arc::from(g.meta.name.as_str())),
                 loc,
             });
         }

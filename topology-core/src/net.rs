@@ -91,11 +91,11 @@ pub struct Link {
     pub protocol_source: ProtocolSource,
     /// The link crosses public addresses.
     pub public: bool,
-    /// This end's underlay address.
+    /// This end's address on the link ([`Net::endpoint_addr`]).
     pub local_addr: Option<IpAddr>,
-    /// The peer's underlay address.
+    /// The peer's address on the link: where its tunnel packets are sent.
     pub peer_addr: Option<IpAddr>,
-    /// The tunnel packets of this link carry an IPv6 outer header ([`Net::outer_ipv6`]).
+    /// The overhead of this link is the IPv6-outer column ([`Net::link_ipv6_outer`]).
     pub ipv6_outer: bool,
 }
 
@@ -458,25 +458,43 @@ impl<'t> Net<'t> {
         external_gw(na) || external_gw(nb)
     }
 
-    /// The underlay address of node `n` on a link (`model.md`): across public addresses, a
-    /// gateway of an External pool is reached at its ExternalIP, and so is a worker that has one
-    /// (a NAT'd worker's private address is not routable from the other Site: its ExternalIP is
-    /// where its tunnel packets arrive); everywhere else a node is reached at its InternalIP.
-    /// Either way the address of the tunnel IP family comes first, else the first of any family.
+    /// The underlay address of node `n` on a link (`model.md`): its ExternalIP when the link
+    /// crosses public addresses and the node is a gateway of an External pool, its InternalIP
+    /// otherwise; of either list, the first address of the tunnel IP family, else the first.
     pub fn underlay_addr(&self, n: NodeId, public: bool) -> Option<IpAddr> {
         let topo = self.topo;
         let node = topo.node(n);
-        let reached_outside = match node.role {
-            Role::Gateway(p) => !topo.pool(p).internal,
-            Role::Worker => true,
-        };
         if public
-            && reached_outside
+            && let Role::Gateway(p) = node.role
+            && !topo.pool(p).internal
             && let Some(ext) = self.pick_family(&node.external_ips)
         {
             return Some(ext);
         }
         self.pick_family(&node.internal_ips)
+    }
+
+    /// Where the tunnel packets of a link to node `n` are sent: its underlay address, except a
+    /// worker across public addresses that has an ExternalIP. Such a worker sits behind NAT, and
+    /// its private address is not routable from the other Site (which is why gateways route it
+    /// as `NodeAddress` host routes); its ExternalIP is where its packets arrive.
+    pub fn endpoint_addr(&self, n: NodeId, public: bool) -> Option<IpAddr> {
+        let node = self.topo.node(n);
+        if public
+            && node.role == Role::Worker
+            && let Some(ext) = self.pick_family(&node.external_ips)
+        {
+            return Some(ext);
+        }
+        self.underlay_addr(n, public)
+    }
+
+    /// The outer family of the link between `n` and `peer` ([`Net::outer_ipv6`] of their
+    /// underlay addresses), also IPv6 when either end's endpoint address is: whichever header the
+    /// packets carry, the overhead taken is never the smaller one.
+    pub fn link_ipv6_outer(&self, n: NodeId, peer: NodeId, public: bool) -> bool {
+        self.outer_ipv6(self.underlay_addr(n, public), self.underlay_addr(peer, public))
+            || self.outer_ipv6(self.endpoint_addr(n, public), self.endpoint_addr(peer, public))
     }
 
     /// The address that identifies node `n` on every link, whatever address a link uses: its
@@ -590,17 +608,15 @@ impl<'t> Net<'t> {
 
     fn make_link(&self, n: NodeId, peer: NodeId, kind: LinkKind) -> Link {
         let (protocol, protocol_source, public) = self.link_protocol(n, peer, kind);
-        let local_addr = self.underlay_addr(n, public);
-        let peer_addr = self.underlay_addr(peer, public);
         Link {
             peer,
             kind,
             protocol,
             protocol_source,
             public,
-            local_addr,
-            peer_addr,
-            ipv6_outer: self.outer_ipv6(local_addr, peer_addr),
+            local_addr: self.endpoint_addr(n, public),
+            peer_addr: self.endpoint_addr(peer, public),
+            ipv6_outer: self.link_ipv6_outer(n, peer, public),
         }
     }
 

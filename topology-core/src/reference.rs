@@ -492,18 +492,9 @@ impl Cx<'_> {
         c.into_iter().flatten().collect()
     }
 
-    /// Whether node `n`'s underlay address on a link is IPv6 (`model.md`, "underlay address"):
-    /// across public addresses a gateway of an External pool, or a worker, uses its ExternalIPs
-    /// when it has any, else its InternalIPs; from the list, the first address of the tunnel
-    /// family, else the first. `None` when the node has no address there.
-    fn address_is_v6(&self, n: NodeId, public: bool) -> Option<bool> {
-        let node = self.t.node(n);
-        let outside = self.pool_of(n).is_none() || self.external_gateway(n);
-        let list = if public && outside && !node.external_ips.is_empty() {
-            &node.external_ips
-        } else {
-            &node.internal_ips
-        };
+    /// Whether the address node `n` picks from `list` is IPv6: the first of the tunnel family,
+    /// else the first (`model.md`, "underlay address"). `None` for an empty list.
+    fn pick_is_v6(&self, list: &[std::net::IpAddr]) -> Option<bool> {
         list.iter()
             .find(|a| a.is_ipv6() == self.s.ipv6_outer)
             .or(list.first())
@@ -511,11 +502,24 @@ impl Cx<'_> {
     }
 
     /// `mtu.md` §1: the IPv6 column when the tunnel family is IPv6 or either end's underlay
-    /// address on the link is IPv6.
+    /// address on the link is IPv6 (an External pool's gateway across public addresses uses its
+    /// ExternalIPs, everyone else its InternalIPs); also when a NAT'd worker across public
+    /// addresses is reached at an IPv6 ExternalIP.
     fn ipv6_outer(&self, a: NodeId, b: NodeId, public: bool) -> bool {
-        self.s.ipv6_outer
-            || self.address_is_v6(a, public) == Some(true)
-            || self.address_is_v6(b, public) == Some(true)
+        let v6 = |n: NodeId| {
+            let node = self.t.node(n);
+            let external = public && !node.external_ips.is_empty();
+            let underlay = if external && self.external_gateway(n) {
+                &node.external_ips
+            } else {
+                &node.internal_ips
+            };
+            let endpoint_v6 = external
+                && self.pool_of(n).is_none()
+                && self.pick_is_v6(&node.external_ips) == Some(true);
+            self.pick_is_v6(underlay) == Some(true) || endpoint_v6
+        };
+        self.s.ipv6_outer || v6(a) || v6(b)
     }
 
     fn make_link(&self, a: NodeId, b: NodeId, kind: LinkKind) -> RefLink {
@@ -976,7 +980,13 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
                         settings.private_encap
                     });
                     // The column of the gateway's own underlay address towards `d`.
-                    let v6 = settings.ipv6_outer || cx.address_is_v6(*n, public) == Some(true);
+                    let own = &t.node(*n).external_ips;
+                    let list = if public && !own.is_empty() {
+                        own
+                    } else {
+                        &t.node(*n).internal_ips
+                    };
+                    let v6 = settings.ipv6_outer || cx.pick_is_v6(list) == Some(true);
                     let mut v = cx.underlay(*n).saturating_sub(overhead(proto, v6));
                     for c in cx.delivery_caps(d, x, p).into_iter().chain(cx.cfg(*n)) {
                         v = v.min(c);

@@ -364,12 +364,23 @@ const MAX_SUGGEST_CHARS: usize = 64;
 /// `tunnelMTU` at distance 0), when it is close: at most a third of the word's length (at least
 /// 1) edits away. Ties go to the earlier candidate. A word longer than 64 characters gets none.
 pub fn nearest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    nearest_all(word, candidates, 1).into_iter().next()
+}
+
+/// Up to `max` candidates at the smallest edit distance from `word`, under the same rule as
+/// [`nearest`], in the order given (`node wx does not exist; did you mean wa, wb?`).
+pub fn nearest_all<'c>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'c str>,
+    max: usize,
+) -> Vec<&'c str> {
     let w: Vec<char> = lower(word, MAX_SUGGEST_CHARS.saturating_add(1));
     if w.len() > MAX_SUGGEST_CHARS {
-        return None;
+        return Vec::new();
     }
     let limit = (w.len() / 3).max(1);
-    let mut best: Option<(usize, &'c str)> = None;
+    let mut best: Option<usize> = None;
+    let mut out: Vec<&'c str> = Vec::new();
     for c in candidates {
         let cand = lower(c, MAX_SUGGEST_CHARS.saturating_add(1));
         // The distance is at least the difference in length.
@@ -377,11 +388,26 @@ pub fn nearest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) ->
             continue;
         }
         let d = distance(&w, &cand);
-        if d <= limit && best.is_none_or(|(b, _)| d < b) {
-            best = Some((d, c));
+        if d > limit {
+            continue;
+        }
+        match best {
+            Some(b) if d > b => {}
+            Some(b) if d == b => {
+                if out.len() < max {
+                    out.push(c);
+                }
+            }
+            _ => {
+                best = Some(d);
+                out.clear();
+                if max > 0 {
+                    out.push(c);
+                }
+            }
         }
     }
-    best.map(|(_, c)| c)
+    out
 }
 
 /// At most `max` characters of `s`, ASCII letters lowercased.
@@ -437,6 +463,15 @@ mod tests {
 
     fn chars(s: &str) -> Vec<char> {
         s.chars().collect()
+    }
+
+    #[test]
+    fn nearest_all_keeps_every_name_at_the_best_distance() {
+        let names = ["wa", "wb", "gc", "wab"];
+        assert_eq!(nearest_all("wx", names, 3), vec!["wa", "wb"]);
+        assert_eq!(nearest_all("wx", names, 1), vec!["wa"]);
+        assert_eq!(nearest("wab", names), Some("wab"));
+        assert!(nearest_all("zzzz", names, 3).is_empty());
     }
 
     #[test]

@@ -463,6 +463,7 @@ pub async fn main(args: &AgentArgs) -> Result<Exit> {
             let src = Source {
                 kubeconfig: args.kubeconfig.clone(),
                 in_cluster: args.in_cluster,
+                context: None,
             };
             match client::client_with_metrics(&src, &api).await {
                 Ok(client) => run(client, args, status.clone(), shutdown_signal()).await,

@@ -14,10 +14,12 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(1320);
 /// Where the client's configuration comes from.
 #[derive(Clone, Debug, Default)]
 pub struct Source {
-    /// A kubeconfig file.
+    /// A kubeconfig file; empty: `$KUBECONFIG`, then `~/.kube/config`.
     pub kubeconfig: Option<String>,
     /// The in-cluster service account.
     pub in_cluster: bool,
+    /// The kubeconfig context (default: the current one).
+    pub context: Option<String>,
 }
 
 /// A client from a kubeconfig file, the in-cluster environment, or (neither) the usual inference.
@@ -44,14 +46,23 @@ pub fn build(cfg: Config, metrics: &ApiMetrics) -> Result<Client> {
 
 /// The client configuration, with the read timeout above the longest watch timeout.
 pub async fn config(src: &Source) -> Result<Config> {
+    let options = KubeConfigOptions {
+        context: src.context.clone(),
+        ..KubeConfigOptions::default()
+    };
     let mut cfg = if src.in_cluster {
         Config::incluster().context("in-cluster configuration")?
-    } else if let Some(p) = &src.kubeconfig {
+    } else if let Some(p) = src.kubeconfig.as_deref().filter(|p| !p.is_empty()) {
         let kc = Kubeconfig::read_from(Path::new(p))
             .with_context(|| format!("cannot read kubeconfig {p}"))?;
-        Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        Config::from_custom_kubeconfig(kc, &options)
             .await
             .with_context(|| format!("kubeconfig {p}"))?
+    } else if src.kubeconfig.is_some() || src.context.is_some() {
+        // As kubectl: `$KUBECONFIG` (its files merged), then `~/.kube/config`.
+        Config::from_kubeconfig(&options)
+            .await
+            .context("kubeconfig ($KUBECONFIG, else ~/.kube/config)")?
     } else {
         Config::infer()
             .await

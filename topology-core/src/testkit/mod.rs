@@ -92,13 +92,21 @@ pub enum Family {
     V6,
     /// Both, IPv4 first.
     Dual,
+    /// IPv4 InternalIPs, IPv6 ExternalIPs (a NAT whose public side is IPv6).
+    V6External,
 }
 
 impl Family {
-    fn v4(self) -> bool {
+    fn internal_v4(self) -> bool {
         self != Family::V6
     }
-    fn v6(self) -> bool {
+    fn internal_v6(self) -> bool {
+        matches!(self, Family::V6 | Family::Dual)
+    }
+    fn external_v4(self) -> bool {
+        matches!(self, Family::V4 | Family::Dual)
+    }
+    fn external_v6(self) -> bool {
         self != Family::V4
     }
 }
@@ -191,13 +199,13 @@ impl NodeSpec {
     /// Its InternalIPs.
     pub fn internal_ips(&self) -> Vec<String> {
         let mut v = Vec::new();
-        if self.family.v4() {
+        if self.family.internal_v4() {
             v.push(format!("10.{}.0.{}", self.site, self.index + 1));
             if self.second_ip && self.family == Family::V4 {
                 v.push(format!("10.{}.1.{}", self.site, self.index + 1));
             }
         }
-        if self.family.v6() {
+        if self.family.internal_v6() {
             v.push(format!("fd00:{}::{}", self.site, self.index + 1));
         }
         v
@@ -206,10 +214,10 @@ impl NodeSpec {
     pub fn external_ips(&self) -> Vec<String> {
         let host = 10 * self.site + self.index + 1;
         let mut v = Vec::new();
-        if self.family.v4() {
+        if self.family.external_v4() {
             v.push(format!("198.51.100.{host}"));
         }
-        if self.family.v6() {
+        if self.family.external_v6() {
             v.push(format!("2001:db8::{host}"));
         }
         v
@@ -605,7 +613,12 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
         published,
         arb_pool_label(np),
         prop::bool::weighted(0.1),
-        prop_oneof![6 => Just(Family::V4), 2 => Just(Family::V6), 2 => Just(Family::Dual)],
+        prop_oneof![
+            6 => Just(Family::V4),
+            2 => Just(Family::V6),
+            2 => Just(Family::Dual),
+            1 => Just(Family::V6External),
+        ],
     );
     prop::collection::vec(prop::collection::vec(node, 1..=4), ns).prop_map(|per_site| {
         let mut out = Vec::new();
