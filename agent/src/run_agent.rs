@@ -68,20 +68,14 @@ pub fn main(a: &AgentArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    let listen: std::net::SocketAddr = a.listen.parse().map_err(|_| {
-        usage(format!(
-            "--listen {}: not an address such as 127.0.0.1:9842",
-            a.listen
-        ))
-    })?;
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind(listen))
-        .with_context(|| format!("cannot listen on {}", a.listen))?;
-    let bound = listener
-        .local_addr()
-        .with_context(|| format!("cannot listen on {}", a.listen))?;
-    rt.spawn(status::serve(listener, status.clone()));
-    tracing::info!(%bound, "serving /healthz /readyz /status /metrics");
+    // Health and metrics on the pod port, `/status` on its own (localhost) address; they stay
+    // up for the life of the process.
+    let _servers = rt
+        .block_on(status::start(&a.listen, &a.status_address, status.clone()))
+        .map_err(|e| match e {
+            status::ServeError::Address { .. } => usage(e.to_string()),
+            e => anyhow::Error::new(e),
+        })?;
     rt.spawn(async {
         #[cfg(unix)]
         {

@@ -74,7 +74,8 @@ pub struct AgentArgs {
     /// Route protocol number of the agent's routes.
     #[arg(long, env = "ROUTE_PROTOCOL", value_name = "N", default_value_t = 250)]
     pub route_protocol: u8,
-    /// Listen address of the HTTP server (`/healthz`, `/readyz`, `/status`, `/metrics`).
+    /// Listen address of the health and metrics endpoints (`/healthz`, `/readyz`, `/metrics`):
+    /// the pod port, reachable from the cluster.
     #[arg(
         long,
         env = "LISTEN_ADDRESS",
@@ -82,6 +83,20 @@ pub struct AgentArgs {
         default_value = "0.0.0.0:9842"
     )]
     pub listen: String,
+    /// Listen address of `/status` (this node's whole plan and the topology around it):
+    /// localhost only by default. The same address as `--listen` serves it on the pod port;
+    /// `off` serves it nowhere.
+    #[arg(
+        long,
+        env = "STATUS_ADDRESS",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:9843"
+    )]
+    pub status_address: String,
+    /// The agent's own Pod's UID (downward API `metadata.uid`): the Events the agent posts on its
+    /// Pod name it, which `kubectl describe pod` matches on.
+    #[arg(long, env = "POD_UID", value_name = "UID")]
+    pub pod_uid: Option<String>,
     /// Apply to this network namespace.
     #[arg(long, env = "NETNS", value_name = "PATH")]
     pub netns: Option<String>,

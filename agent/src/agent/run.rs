@@ -23,7 +23,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use topology_core::decode::{Decoded, Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
@@ -453,10 +452,7 @@ pub async fn shutdown_signal() {
 pub async fn main(args: &AgentArgs) -> Result<Exit> {
     let api = ApiMetrics::default();
     let status = Arc::new(Status::with_api(api.clone()));
-    let listener = TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let server = tokio::spawn(status::serve(listener, status.clone()));
+    let servers = status::start(&args.listen, &args.status_address, status.clone()).await?;
     let result = match &args.manifests {
         Some(m) => run_manifests(args, m, &status, shutdown_signal()).await,
         None => {
@@ -471,7 +467,7 @@ pub async fn main(args: &AgentArgs) -> Result<Exit> {
             }
         }
     };
-    server.abort();
+    drop(servers);
     result
 }
 
@@ -508,6 +504,9 @@ pub async fn run_manifests(
         }
     }
 }
+
+/// The reconcile step that applies the plan to the dataplane.
+const STEP_DATAPLANE: &str = "dataplane";
 
 /// A failed reconcile step.
 #[derive(Debug)]
@@ -569,8 +568,39 @@ pub async fn run(
     .await
 }
 
+/// How long a stopping agent waits for its last Events to be posted.
+pub const EVENTS_GRACE: Duration = Duration::from_secs(2);
+
 /// [`run`] with the dataplane behind `applier` (tests pass a fake that can fail on purpose).
+/// With its own Pod known (`POD_NAME`, `POD_NAMESPACE`), a broken assignment and a failed apply
+/// are also posted as Warning Events on that Pod.
 pub async fn run_with(
+    client: Client,
+    args: &AgentArgs,
+    status: Arc<Status>,
+    shutdown: impl Future<Output = ()>,
+    applier: Arc<dyn super::publish::Applier>,
+) -> Result<Exit> {
+    let events = match (&args.pod_namespace, &args.pod_name) {
+        (Some(namespace), Some(name)) => Some(status::Events::start(
+            &client,
+            status::PodRef {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                uid: args.pod_uid.clone(),
+            },
+            &status,
+        )),
+        _ => None,
+    };
+    let result = run_loop(client, args, status, shutdown, applier).await;
+    if let Some(e) = events {
+        e.finish(EVENTS_GRACE).await;
+    }
+    result
+}
+
+async fn run_loop(
     client: Client,
     args: &AgentArgs,
     status: Arc<Status>,
@@ -673,6 +703,11 @@ pub async fn run_with(
             }
             Err(f) => {
                 status.failed(started.elapsed(), f.step, format!("{:#}", f.error));
+                if f.step == STEP_DATAPLANE {
+                    status.report(status::Report::ApplyFailed {
+                        error: format!("{:#}", f.error),
+                    });
+                }
                 if args.once {
                     return Err(f.error.context(format!("reconcile step {} failed", f.step)));
                 }
@@ -706,8 +741,8 @@ async fn reconcile_once(
         let applier = st.applier.clone();
         let applied = tokio::task::spawn_blocking(move || applier.apply(&args_owned, &decoded))
             .await
-            .map_err(|e| Failure::new("dataplane", anyhow!("the dataplane task failed: {e}")))?
-            .map_err(|e| Failure::new("dataplane", e))?;
+            .map_err(|e| Failure::new(STEP_DATAPLANE, anyhow!("the dataplane task failed: {e}")))?
+            .map_err(|e| Failure::new(STEP_DATAPLANE, e))?;
         tracing::info!(writes = applied.writes, "dataplane applied");
         super::publish::publish(client, &args.node_name, &applied)
             .await

@@ -1,5 +1,9 @@
-//! The agent's HTTP server, started before anything else: `/healthz` (live), `/readyz` (false
-//! until the first successful reconcile), `/status` (JSON) and `/metrics` (Prometheus text).
+//! What the agent reports, and where. Its HTTP servers, started before anything else:
+//! `/healthz` (live), `/readyz` (false until the first successful reconcile) and `/metrics`
+//! (Prometheus text) on the pod port (`--listen`), and `/status` (JSON: this node's whole plan
+//! and the topology around it) on localhost unless `--status-address` says otherwise. In API
+//! mode, the reports that need an operator (a broken assignment, a failed apply) also become
+//! Kubernetes Events on the agent's own Pod.
 
 use super::adopt::BrokenAssignment;
 use crate::k8s::metrics::ApiMetrics;
@@ -10,12 +14,17 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 /// What the server reports; shared with the agent's loop.
 #[derive(Default)]
@@ -24,6 +33,8 @@ pub struct Status {
     api: ApiMetrics,
     /// The Prometheus registry (`/metrics`), the same metrics in every mode.
     metrics: Metrics,
+    /// Where reports that become Kubernetes Events go (API mode with a known Pod only).
+    events: Mutex<Option<mpsc::UnboundedSender<Report>>>,
 }
 
 impl std::fmt::Debug for Status {
@@ -57,6 +68,27 @@ impl Status {
             inner: Mutex::default(),
             api,
             metrics: Metrics::default(),
+            events: Mutex::default(),
+        }
+    }
+
+    /// Sends the reports that become Events to `sink` from now on (`None`: to nowhere).
+    pub fn set_event_sink(&self, sink: Option<mpsc::UnboundedSender<Report>>) {
+        match self.events.lock() {
+            Ok(mut g) => *g = sink,
+            Err(p) => *p.into_inner() = sink,
+        }
+    }
+
+    /// Hands `report` to the Event publisher, when there is one.
+    pub fn report(&self, report: Report) {
+        let g = match self.events.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(tx) = g.as_ref() {
+            // A closed channel means the publisher is gone (the agent is stopping).
+            let _ = tx.send(report);
         }
     }
 
@@ -94,12 +126,18 @@ impl Status {
 
     /// Records a broken assignment: the pool label names a missing pool that no pool's status
     /// or selector backs; nothing is adopted or acknowledged while it lasts.
+    /// Each call (one per adoption attempt, so throttled by its backoff) is also reported as a
+    /// `BrokenAssignment` Warning Event on the agent's Pod.
     pub fn set_broken_assignment(&self, b: &BrokenAssignment) {
         self.lock().broken = Some(json!({
             "poolLabel": b.pool_label,
             "site": b.site,
             "reason": b.reason(),
         }));
+        self.report(Report::BrokenAssignment {
+            node: b.node_name.clone(),
+            reason: b.reason(),
+        });
     }
 
     /// Forgets a broken assignment that is no longer what the Node says (it left its Site).
@@ -215,8 +253,37 @@ fn reply(code: u16, ctype: &str, body: String) -> Response<Full<Bytes>> {
     r
 }
 
-/// The response to one request.
+/// Which endpoints a listener serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoints {
+    /// `/healthz`, `/readyz` and `/metrics`: the pod port.
+    Probes,
+    /// `/status` alone: localhost by default.
+    Status,
+    /// Everything (`--status-address` equal to `--listen`).
+    All,
+}
+
+impl Endpoints {
+    fn serves(self, path: &str) -> bool {
+        match self {
+            Endpoints::All => true,
+            Endpoints::Status => path == "/status",
+            Endpoints::Probes => path != "/status",
+        }
+    }
+}
+
+/// The response to one request, every endpoint served.
 pub fn respond(status: &Status, path: &str) -> Response<Full<Bytes>> {
+    respond_on(status, Endpoints::All, path)
+}
+
+/// The response to one request on a listener that serves `endpoints` (404 for the others).
+pub fn respond_on(status: &Status, endpoints: Endpoints, path: &str) -> Response<Full<Bytes>> {
+    if !endpoints.serves(path) {
+        return reply(404, "text/plain", "not found\n".into());
+    }
     match path {
         "/healthz" => reply(200, "text/plain", "ok\n".into()),
         "/readyz" if status.ready() => reply(200, "text/plain", "ready\n".into()),
@@ -235,8 +302,121 @@ pub fn respond(status: &Status, path: &str) -> Response<Full<Bytes>> {
     }
 }
 
-/// Serves until the task is dropped.
+/// Why the HTTP servers could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// An address that does not parse as `IP:PORT`.
+    #[error("{flag} {value}: not an address such as 127.0.0.1:9842")]
+    Address {
+        /// The flag that carried it.
+        flag: &'static str,
+        /// What it said.
+        value: String,
+    },
+    /// The pod port could not be bound.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The running HTTP servers; dropping them stops them.
+#[derive(Debug)]
+pub struct Servers {
+    /// Where `/healthz`, `/readyz` and `/metrics` are served (the pod port).
+    pub probes: SocketAddr,
+    /// Where `/status` is served: `None` when it is off or its address could not be bound.
+    pub status: Option<SocketAddr>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+fn parse_addr(flag: &'static str, value: &str) -> Result<SocketAddr, ServeError> {
+    value.parse().map_err(|_| ServeError::Address {
+        flag,
+        value: value.to_string(),
+    })
+}
+
+/// Binds and serves the pod port (`listen`: health and metrics) and `/status` (`status_address`:
+/// its own listener, the pod port's when the two addresses are equal, or none for `off`).
+/// Failing to bind the pod port is fatal (the probes need it); failing to bind the status
+/// address is not (the agent still does its work, and logs why `/status` is missing).
+pub async fn start(
+    listen: &str,
+    status_address: &str,
+    status: Arc<Status>,
+) -> Result<Servers, ServeError> {
+    let listen_addr = parse_addr("--listen", listen)?;
+    let status_addr = match status_address.trim() {
+        "off" | "" => None,
+        a => Some(parse_addr("--status-address", a)?),
+    };
+    // Port 0 asks for a fresh port each time, so two such addresses are two listeners.
+    let shared = status_addr == Some(listen_addr) && listen_addr.port() != 0;
+    let bind = |addr| async move {
+        TcpListener::bind(addr)
+            .await
+            .and_then(|l| Ok((l.local_addr()?, l)))
+            .map_err(|source| ServeError::Bind { addr, source })
+    };
+    let (probes, listener) = bind(listen_addr).await?;
+    let on_probes = if shared {
+        Endpoints::All
+    } else {
+        Endpoints::Probes
+    };
+    let mut tasks = vec![tokio::spawn(serve_on(listener, status.clone(), on_probes))];
+    let status_at = match status_addr {
+        _ if shared => Some(probes),
+        None => None,
+        Some(addr) => match bind(addr).await {
+            Ok((bound, l)) => {
+                tasks.push(tokio::spawn(serve_on(l, status.clone(), Endpoints::Status)));
+                Some(bound)
+            }
+            Err(e) => {
+                tracing::warn!(error = %format!("{:#}", anyhow::Error::new(e)),
+                    "/status is not served (the agent goes on without it)");
+                None
+            }
+        },
+    };
+    match status_at {
+        Some(s) if shared => {
+            tracing::info!(address = %s, "serving /healthz /readyz /metrics /status")
+        }
+        Some(s) => {
+            tracing::info!(address = %probes, "serving /healthz /readyz /metrics");
+            tracing::info!(address = %s, "serving /status");
+        }
+        None => tracing::info!(address = %probes, "serving /healthz /readyz /metrics"),
+    }
+    Ok(Servers {
+        probes,
+        status: status_at,
+        tasks,
+    })
+}
+
+/// Serves every endpoint until the task is dropped.
 pub async fn serve(listener: TcpListener, status: Arc<Status>) {
+    serve_on(listener, status, Endpoints::All).await;
+}
+
+/// Serves `endpoints` until the task is dropped.
+pub async fn serve_on(listener: TcpListener, status: Arc<Status>, endpoints: Endpoints) {
     loop {
         let Ok((tcp, _)) = listener.accept().await else {
             continue;
@@ -245,7 +425,7 @@ pub async fn serve(listener: TcpListener, status: Arc<Status>) {
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                 let st = st.clone();
-                async move { Ok::<_, Infallible>(respond(&st, req.uri().path())) }
+                async move { Ok::<_, Infallible>(respond_on(&st, endpoints, req.uri().path())) }
             });
             if let Err(e) = http1::Builder::new()
                 .serve_connection(TokioIo::new(tcp), svc)
@@ -254,6 +434,150 @@ pub async fn serve(listener: TcpListener, status: Arc<Status>) {
                 tracing::debug!(error = %e, "status connection ended");
             }
         });
+    }
+}
+
+/// A report that becomes a Warning Event on the agent's own Pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// The Node's pool label names a GatewayPool that does not exist and no pool takes the
+    /// node: nothing is adopted or acknowledged.
+    BrokenAssignment {
+        /// The node.
+        node: String,
+        /// Why (the same text as `/status`).
+        reason: String,
+    },
+    /// Applying the plan to the dataplane failed; the next reconcile redoes every step.
+    ApplyFailed {
+        /// The error.
+        error: String,
+    },
+}
+
+/// The Events API limits a note to 1 kB.
+const NOTE_LIMIT: usize = 1024;
+
+impl Report {
+    /// The Event: `reason` and `action` name what happened, the note says why.
+    pub fn event(&self) -> Event {
+        let (reason, action, note) = match self {
+            Report::BrokenAssignment { node, reason } => (
+                "BrokenAssignment",
+                "Adopt",
+                format!("Node {node}: {reason}"),
+            ),
+            Report::ApplyFailed { error } => ("ApplyFailed", "Apply", error.clone()),
+        };
+        Event {
+            type_: EventType::Warning,
+            reason: reason.into(),
+            note: Some(truncate(note, NOTE_LIMIT)),
+            action: action.into(),
+            secondary: None,
+        }
+    }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary.
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut cut = max.saturating_sub('…'.len_utf8());
+        while !s.is_char_boundary(cut) {
+            cut = cut.saturating_sub(1);
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
+
+/// The agent's own Pod, which its Events are about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodRef {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// UID (downward API), which `kubectl describe pod` matches Events on.
+    pub uid: Option<String>,
+}
+
+impl PodRef {
+    fn object_ref(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            namespace: Some(self.namespace.clone()),
+            name: Some(self.name.clone()),
+            uid: self.uid.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The `reportingController` of the agent's Events.
+pub const EVENT_CONTROLLER: &str = "mtu.unbounded-cloud.io/agent";
+
+/// Publishes the reports [`Status::report`] receives as Events on the agent's Pod, one at a
+/// time, through kube's [`Recorder`] (a repeat of the same report within its cache time patches
+/// the Event's series instead of creating another Event).
+pub struct Events {
+    status: Arc<Status>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Events {
+    /// Starts the publisher and connects it to `status`.
+    pub fn start(client: &kube::Client, pod: PodRef, status: &Arc<Status>) -> Events {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: EVENT_CONTROLLER.into(),
+                instance: Some(pod.name.clone()),
+            },
+        );
+        let reference = pod.object_ref();
+        let st = status.clone();
+        let task = tokio::spawn(async move {
+            while let Some(r) = rx.recv().await {
+                if let Err(e) = recorder.publish(&r.event(), &reference).await {
+                    st.metrics
+                        .errors
+                        .get_or_create(&KindLabel {
+                            kind: "event".into(),
+                        })
+                        .inc();
+                    tracing::warn!(error = %e, event = ?r, "cannot post the Event on the agent's Pod");
+                }
+            }
+        });
+        status.set_event_sink(Some(tx));
+        Events {
+            status: status.clone(),
+            task: Some(task),
+        }
+    }
+
+    /// Disconnects from the status and waits up to `grace` for the reports already handed over
+    /// to be posted.
+    pub async fn finish(mut self, grace: Duration) {
+        self.status.set_event_sink(None);
+        if let Some(mut t) = self.task.take()
+            && tokio::time::timeout(grace, &mut t).await.is_err()
+        {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            self.status.set_event_sink(None);
+            t.abort();
+        }
     }
 }
 
@@ -356,5 +680,103 @@ mod tests {
             s.metrics()
                 .contains("unbounded_mtu_api_requests_total{verb=\"watch\",resource=\"nodes\"} 1")
         );
+    }
+
+    #[test]
+    fn the_pod_port_does_not_serve_status_and_the_status_listener_serves_nothing_else() {
+        let s = Status::default();
+        for path in ["/healthz", "/readyz", "/metrics"] {
+            assert_ne!(
+                respond_on(&s, Endpoints::Probes, path).status(),
+                404,
+                "{path}"
+            );
+            assert_eq!(
+                respond_on(&s, Endpoints::Status, path).status(),
+                404,
+                "{path}"
+            );
+        }
+        assert_eq!(respond_on(&s, Endpoints::Probes, "/status").status(), 404);
+        assert_eq!(respond_on(&s, Endpoints::Status, "/status").status(), 200);
+        assert_eq!(respond_on(&s, Endpoints::All, "/status").status(), 200);
+        assert_eq!(respond_on(&s, Endpoints::All, "/healthz").status(), 200);
+    }
+
+    #[tokio::test]
+    async fn start_binds_status_apart_shared_or_not_at_all() {
+        let st = Arc::new(Status::default());
+        let apart = start("127.0.0.1:0", "127.0.0.1:0", st.clone())
+            .await
+            .expect("start");
+        let status_at = apart.status.expect("status served");
+        assert_ne!(status_at, apart.probes);
+        let off = start("127.0.0.1:0", "off", st.clone())
+            .await
+            .expect("start");
+        assert_eq!(off.status, None);
+        // The status address taken already: the agent still starts, without `/status`.
+        let busy = start("127.0.0.1:0", &status_at.to_string(), st.clone())
+            .await
+            .expect("start");
+        assert_eq!(busy.status, None);
+        let bad = start("127.0.0.1:0", "localhost", st.clone()).await;
+        assert!(
+            matches!(
+                bad,
+                Err(ServeError::Address {
+                    flag: "--status-address",
+                    ..
+                })
+            ),
+            "{bad:?}"
+        );
+        let probes_busy = start(&apart.probes.to_string(), "off", st).await;
+        assert!(
+            matches!(probes_busy, Err(ServeError::Bind { .. })),
+            "{probes_busy:?}"
+        );
+    }
+
+    #[test]
+    fn reports_become_warning_events_with_a_bounded_note() {
+        let e = Report::ApplyFailed {
+            error: "é".repeat(600),
+        }
+        .event();
+        assert_eq!(e.type_, EventType::Warning);
+        assert_eq!(
+            (e.reason.as_str(), e.action.as_str()),
+            ("ApplyFailed", "Apply")
+        );
+        let note = e.note.expect("note");
+        assert!(note.len() <= NOTE_LIMIT, "{}", note.len());
+        assert!(note.ends_with('…'));
+        let b = Report::BrokenAssignment {
+            node: "n1".into(),
+            reason: "the label names GatewayPool \"x\"".into(),
+        }
+        .event();
+        assert_eq!(b.reason, "BrokenAssignment");
+        assert_eq!(
+            b.note.as_deref(),
+            Some("Node n1: the label names GatewayPool \"x\"")
+        );
+    }
+
+    #[test]
+    fn reports_reach_the_sink_only_while_one_is_set() {
+        let s = Status::default();
+        s.report(Report::ApplyFailed { error: "x".into() });
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        s.set_event_sink(Some(tx));
+        s.report(Report::ApplyFailed { error: "y".into() });
+        assert_eq!(
+            rx.try_recv().ok(),
+            Some(Report::ApplyFailed { error: "y".into() })
+        );
+        s.set_event_sink(None);
+        s.report(Report::ApplyFailed { error: "z".into() });
+        assert!(rx.try_recv().is_err(), "nothing after the sink was removed");
     }
 }

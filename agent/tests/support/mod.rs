@@ -104,6 +104,8 @@ struct Route {
     replies: VecDeque<Reply>,
     /// The front reply was served as the (repeating) last one.
     served: bool,
+    /// `path` is a prefix: the route answers every path under it (exact routes win).
+    prefix: bool,
 }
 
 #[derive(Default)]
@@ -197,6 +199,22 @@ impl Mock {
         self.add_route("GET", path, true, Some(field_selector.to_string()), replies);
     }
 
+    /// Queues replies for `method` requests on every path that starts with `prefix` (for objects
+    /// whose names the client makes up, such as Events); exact routes take precedence. The last
+    /// reply repeats.
+    pub fn on_prefix(&self, method: &str, prefix: &str, replies: Vec<Reply>) {
+        let mut st = self.state.lock().expect("lock");
+        st.routes.push(Route {
+            method: method.into(),
+            path: prefix.into(),
+            watch: false,
+            field_selector: None,
+            replies: replies.into(),
+            served: false,
+            prefix: true,
+        });
+    }
+
     /// Replaces the replies for WATCH requests on `path` (without a field selector).
     pub fn replace_watch(&self, path: &str, replies: Vec<Reply>) {
         {
@@ -221,7 +239,8 @@ impl Mock {
     ) {
         let mut st = self.state.lock().expect("lock");
         if let Some(r) = st.routes.iter_mut().find(|r| {
-            r.method == method
+            !r.prefix
+                && r.method == method
                 && r.path == path
                 && r.watch == watch
                 && r.field_selector == field_selector
@@ -239,6 +258,7 @@ impl Mock {
                 field_selector,
                 replies: replies.into(),
                 served: false,
+                prefix: false,
             });
         }
     }
@@ -323,7 +343,8 @@ impl Mock {
         let reply = {
             let mut st = self.state.lock().expect("lock");
             st.log.push(rec);
-            let matches = |r: &Route| r.method == method && r.path == path && r.watch == watch;
+            let matches =
+                |r: &Route| !r.prefix && r.method == method && r.path == path && r.watch == watch;
             let idx = st
                 .routes
                 .iter()
@@ -334,6 +355,14 @@ impl Mock {
                     st.routes
                         .iter()
                         .position(|r| matches(r) && r.field_selector.is_none())
+                })
+                .or_else(|| {
+                    st.routes.iter().position(|r| {
+                        r.prefix
+                            && r.method == method
+                            && r.watch == watch
+                            && path.starts_with(r.path.as_str())
+                    })
                 });
             let r = idx.and_then(|i| st.routes.get_mut(i)).and_then(|r| {
                 if r.replies.len() > 1 {
@@ -539,5 +568,116 @@ pub fn serve_collections(mock: &Mock, objects: &[Value]) {
             .cloned()
             .collect();
         mock.collection(&rk.path(), items, "42");
+    }
+}
+
+/// The documents of a YAML file (every document, in order) as JSON values.
+pub fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    topology_core::tree::parse_stream(&text)
+        .into_iter()
+        .map(|d| match d.result {
+            Ok(n) => tree_json(&n),
+            Err((line, e)) => panic!("{}:{line}: {e}", path.display()),
+        })
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn tree_json(n: &topology_core::tree::Node) -> Value {
+    use topology_core::tree::Value as T;
+    match &n.value {
+        T::Null => Value::Null,
+        T::Bool(b) => json!(b),
+        T::Int(i) => i64::try_from(*i).map_or_else(|_| json!(i.to_string()), |i| json!(i)),
+        T::Float(f) => json!(f),
+        T::Str(s) => json!(s),
+        T::Seq(items) => Value::Array(items.iter().map(tree_json).collect()),
+        T::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|e| (e.key.clone(), tree_json(&e.node)))
+                .collect(),
+        ),
+    }
+}
+
+/// The repository's `deploy/` directory.
+pub fn deploy_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
+}
+
+/// The objects of the kustomize base `deploy/kustomization.yaml`: every document of every file
+/// its `resources` list, in order, with its `namespace` set on the namespaced objects (the only
+/// transformation the base asks of kustomize besides the image tag).
+pub fn deploy_objects() -> Vec<Value> {
+    let dir = deploy_dir();
+    let k = yaml_documents(&dir.join("kustomization.yaml"))
+        .into_iter()
+        .next()
+        .expect("a kustomization");
+    let namespace = k["namespace"].as_str().map(str::to_string);
+    let mut out = Vec::new();
+    for r in k["resources"].as_array().expect("resources") {
+        let file = r.as_str().expect("a resource path");
+        for mut o in yaml_documents(&dir.join(file)) {
+            let cluster_scoped = matches!(
+                o["kind"].as_str(),
+                Some("ClusterRole" | "ClusterRoleBinding" | "Namespace")
+            );
+            if let (Some(ns), false) = (&namespace, cluster_scoped) {
+                o["metadata"]["namespace"] = json!(ns);
+            }
+            out.push(o);
+        }
+    }
+    out
+}
+
+/// What RBAC sees of a recorded request: API group, namespace, resource and verb.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ApiRequest {
+    /// `""` for the core group.
+    pub group: String,
+    /// The namespace of a namespaced request.
+    pub namespace: Option<String>,
+    /// The resource (plural).
+    pub resource: String,
+    /// `get`, `list`, `watch`, `create`, `patch`, `update`, `delete`.
+    pub verb: String,
+}
+
+impl ApiRequest {
+    /// Classifies a recorded request path (`/api/v1/...` or `/apis/GROUP/VERSION/...`).
+    pub fn of(r: &Recorded) -> ApiRequest {
+        let segs: Vec<&str> = r.path.split('/').filter(|s| !s.is_empty()).collect();
+        let (group, rest) = match segs.as_slice() {
+            ["api", _version, rest @ ..] => (String::new(), rest),
+            ["apis", group, _version, rest @ ..] => (group.to_string(), rest),
+            _ => panic!("not an API path: {}", r.path),
+        };
+        let (namespace, rest) = match rest {
+            ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+            _ => (None, rest),
+        };
+        let resource = rest.first().expect("a resource").to_string();
+        let named = rest.len() > 1;
+        let verb = match (r.method.as_str(), named) {
+            ("GET", _) if r.is_watch() => "watch",
+            ("GET", true) => "get",
+            ("GET", false) => "list",
+            ("POST", _) => "create",
+            ("PATCH", _) => "patch",
+            ("PUT", _) => "update",
+            ("DELETE", _) => "delete",
+            (m, _) => panic!("unexpected method {m} on {}", r.path),
+        };
+        ApiRequest {
+            group,
+            namespace,
+            resource,
+            verb: verb.to_string(),
+        }
     }
 }
