@@ -108,6 +108,19 @@ fn rss_kib(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// CPU time (user + system) `pid` has used, from `/proc/PID/stat` (in USER_HZ = 100 ticks/s).
+fn cpu_time(pid: u32) -> Duration {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
+    // Fields after the command name (which may hold spaces, so split after its closing paren).
+    let rest = text.rsplit_once(") ").map(|(_, r)| r).expect("a stat line");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name and state.
+    Duration::from_millis((f[11] + f[12]) * 10)
+}
+
 /// Runs the agent as `node` until ready; prints and returns (ready RSS, steady RSS, peak), KiB.
 async fn measure(mock: &Mock, full: &Value, label: &str) -> (u64, u64, u64) {
     let name = full["metadata"]["name"].as_str().expect("name");
@@ -171,12 +184,14 @@ async fn measure(mock: &Mock, full: &Value, label: &str) -> (u64, u64, u64) {
     }
     let took = started.elapsed();
     let (ready, _) = rss_kib(pid);
+    let cpu_ready = cpu_time(pid);
     tokio::time::sleep(Duration::from_secs(10)).await;
     let (steady, peak) = rss_kib(pid);
+    let cpu_idle = cpu_time(pid).saturating_sub(cpu_ready);
     child.kill().await.expect("kill");
     let _ = std::fs::remove_dir_all(dir);
     println!(
-        "{label} {name}: ready after {took:.1?}; RSS at ready {:.1} MiB, after 10 s {:.1} MiB, peak {:.1} MiB",
+        "{label} {name}: ready after {took:.1?} ({cpu_ready:?} CPU); RSS at ready {:.1} MiB, after 10 s {:.1} MiB ({cpu_idle:?} CPU in those 10 s), peak {:.1} MiB",
         ready as f64 / 1024.0,
         steady as f64 / 1024.0,
         peak as f64 / 1024.0
