@@ -1,6 +1,7 @@
 //! Hostile input through the binary: every corpus file (and a few generated ones: a 10 MB
-//! string, random garbage) gives exit 2 with a one-line reason, or exit 0 with the right
-//! diagnostics (code, object, field, file:line), within 5 seconds, and never a panic.
+//! string, random garbage, a transit chain with more forwarding paths than a `u64` counts)
+//! gives exit 2 with a one-line reason, or exit 0 with the right diagnostics (code, object,
+//! field, file:line) or answer, within 5 seconds, and never a panic.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,9 +18,15 @@ struct Outcome {
 }
 
 fn run(file: &Path) -> Outcome {
+    run_command(&["resolve", "-o", "json"], file)
+}
+
+/// Runs `args -f file` under the time bound, with the checks of every hostile case.
+fn run_command(args: &[&str], file: &Path) -> Outcome {
     let start = Instant::now();
     let mut child = Command::new(bin())
-        .args(["resolve", "-o", "json", "-f"])
+        .args(args)
+        .arg("-f")
         .arg(file)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -276,6 +283,111 @@ fn generated_monsters() {
         std::fs::write(&f, bytes).unwrap();
         let o = run(&f);
         assert_eq!(o.code, 2);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A transit chain of `pools` External pools with `k` gateways each, every pool's gateways in
+/// their own worker-less Site, consecutive pools peered; Site `first` (worker `w-first`) is
+/// assigned to the first pool and Site `last` (worker `w-last`) to the last. Every gateway
+/// selects every gateway of the next pool, so `w-first` has `k^pools` paths to `last`.
+fn transit_chain(pools: usize, k: usize) -> String {
+    use std::fmt::Write as _;
+    const API: &str = "apiVersion: net.unbounded-cloud.io/v1alpha1";
+    let mut out = String::new();
+    // Site index `i`: node CIDR 10.1.<i>.0/24, pod block 10.<100 + i / 128>.<(i % 128) * 2>.0/23;
+    // its node `n` has the `n`-th /26 of the block.
+    let site = |out: &mut String, name: &str, i: usize| {
+        let _ = write!(
+            out,
+            "---\n{API}\nkind: Site\nmetadata: {{name: {name}}}\nspec: {{nodeCidrs: [10.1.{i}.0/24], podCidrAssignments: [{{cidrBlocks: [10.{}.{}.0/23]}}]}}\n",
+            100 + i / 128,
+            (i % 128) * 2
+        );
+    };
+    let node = |out: &mut String,
+                name: &str,
+                site: &str,
+                i: usize,
+                n: usize,
+                pool: Option<&str>| {
+        let label = pool.map(|p| format!(", pool: {p}")).unwrap_or_default();
+        let external = pool
+            .map(|_| format!(", {{type: ExternalIP, address: 198.18.{i}.{}}}", n + 1))
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{net.unbounded-cloud.io/site: {site}{label}}}}}\nspec: {{podCIDRs: [10.{}.{}.{}/26]}}\nstatus: {{addresses: [{{type: InternalIP, address: 10.1.{i}.{}}}{external}]}}\n",
+            100 + i / 128,
+            (i % 128) * 2,
+            (n % 4) * 64,
+            n + 1
+        );
+    };
+    site(&mut out, "first", 0);
+    node(&mut out, "w-first", "first", 0, 0, None);
+    site(&mut out, "last", pools + 1);
+    node(&mut out, "w-last", "last", pools + 1, 0, None);
+    for j in 0..pools {
+        let (s, p) = (format!("s{j:03}"), format!("p{j:03}"));
+        site(&mut out, &s, j + 1);
+        let _ = write!(
+            out,
+            "---\n{API}\nkind: GatewayPool\nmetadata: {{name: {p}}}\nspec: {{type: External, nodeSelector: {{pool: {p}}}}}\n"
+        );
+        for n in 0..k {
+            node(&mut out, &format!("g{j:03}-{n}"), &s, j + 1, n, Some(&p));
+        }
+        if j + 1 < pools {
+            let _ = write!(
+                out,
+                "---\n{API}\nkind: GatewayPoolPeering\nmetadata: {{name: link-{j:03}}}\nspec: {{gatewayPools: [{p}, p{:03}]}}\n",
+                j + 1
+            );
+        }
+    }
+    for (s, p) in [("first", 0), ("last", pools - 1)] {
+        let _ = write!(
+            out,
+            "---\n{API}\nkind: SiteGatewayPoolAssignment\nmetadata: {{name: {s}}}\nspec: {{sites: [{s}], gatewayPools: [p{p:03}]}}\n"
+        );
+    }
+    out
+}
+
+#[test]
+fn explain_counts_the_paths_of_a_long_transit_chain() {
+    // 100 pools of 3 gateways: 3^100 forwarding paths from one end to the other. Walking them
+    // never ends; counting them is one state per gateway.
+    let dir = std::env::temp_dir().join(format!("unbounded-mtu-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("chain-100x3.yaml");
+    std::fs::write(&f, transit_chain(100, 3)).unwrap();
+    let o = run_command(&["explain", "-o", "json", "--node", "w-first"], &f);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let routes: Vec<&serde_json::Value> = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| !x["paths"].is_null())
+        .collect();
+    // The far Site's node CIDR and pod block.
+    assert_eq!(routes.len(), 2, "{routes:#?}");
+    for r in routes {
+        let paths = &r["paths"];
+        assert_eq!(paths["total"].as_u64(), Some(u64::MAX), "{r}");
+        let shown = paths["shown"].as_array().unwrap();
+        assert_eq!(shown.len(), 4, "{r}");
+        for p in shown {
+            let p = p.as_str().unwrap();
+            // The worker, 100 gateways, the destination Site.
+            assert_eq!(p.split(" -> ").count(), 102, "{p}");
+            assert!(
+                p.starts_with("w-first@first -> g000-0 ") && p.ends_with("-> Site last"),
+                "{p}"
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -472,3 +472,82 @@ pub fn pool_peering(n: usize) -> String {
     );
     out
 }
+
+/// A transit chain: Site `site-000` (one worker) is assigned to the first of `pools` External
+/// pools, the last Site (one worker) to the last pool, and consecutive pools are joined by
+/// two-member GatewayPoolPeerings. Pool `j` has `gateways_per_pool` gateways, all in their own
+/// worker-less Site `j + 1`. Every gateway of a pool selects every gateway of the next pool as an
+/// equal-cost next hop, so the first worker's route to the last Site has
+/// `gateways_per_pool ^ pools` forwarding paths: the shape that makes enumerating them hopeless
+/// and counting them a dynamic program.
+pub fn transit_chain(pools: usize, gateways_per_pool: usize) -> String {
+    let sites = pools + 2;
+    let names = Names {
+        site_w: width(sites).max(3),
+        node_w: width(gateways_per_pool.max(1)),
+        pool_w: width(pools),
+    };
+    let mut out = String::with_capacity(sites * 600 + pools * gateways_per_pool * 500);
+    for i in 0..sites {
+        let _ = write!(
+            out,
+            "---\napiVersion: {API}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [{}], podCidrAssignments: [{{cidrBlocks: [{}]}}]}}\n",
+            names.site(i),
+            node_cidr(i),
+            pod_cidr(i, None)
+        );
+    }
+    // The two workers at the ends of the chain.
+    for i in [0, sites - 1] {
+        let _ = write!(
+            out,
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {}\n  labels: {{net.unbounded-cloud.io/site: {}}}\nspec: {{podCIDRs: [{}]}}\nstatus: {{addresses: [{{type: InternalIP, address: {}}}]}}\n",
+            names.node(i, 0),
+            names.site(i),
+            pod_cidr(i, Some(0)),
+            node_ip(i, 0)
+        );
+    }
+    for j in 0..pools {
+        let _ = write!(
+            out,
+            "---\napiVersion: {API}\nkind: GatewayPool\nmetadata: {{name: {}}}\nspec: {{type: External, nodeSelector: {{{GATEWAY_SELECTOR_KEY}: {}}}}}\n",
+            names.pool(j),
+            names.pool(j)
+        );
+        let site = j + 1;
+        for k in 0..gateways_per_pool {
+            let _ = write!(
+                out,
+                "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {}\n  labels: {{net.unbounded-cloud.io/site: {}, {GATEWAY_SELECTOR_KEY}: {}}}\nspec: {{podCIDRs: [{}]}}\nstatus: {{addresses: [{{type: InternalIP, address: {}}}, {{type: ExternalIP, address: {}}}]}}\n",
+                names.node(site, k),
+                names.site(site),
+                names.pool(j),
+                pod_cidr(site, Some(k)),
+                node_ip(site, k),
+                external_ip(j * gateways_per_pool + k)
+            );
+        }
+        if j + 1 < pools {
+            let _ = write!(
+                out,
+                "---\napiVersion: {API}\nkind: GatewayPoolPeering\nmetadata: {{name: link-{j:0w$}}}\nspec: {{gatewayPools: [{}, {}]}}\n",
+                names.pool(j),
+                names.pool(j + 1),
+                w = names.pool_w
+            );
+        }
+    }
+    if pools > 0 {
+        for (site, pool) in [(0, 0), (sites - 1, pools - 1)] {
+            let _ = write!(
+                out,
+                "---\napiVersion: {API}\nkind: SiteGatewayPoolAssignment\nmetadata: {{name: assign-{}}}\nspec: {{sites: [{}], gatewayPools: [{}]}}\n",
+                names.site(site),
+                names.site(site),
+                names.pool(pool)
+            );
+        }
+    }
+    out
+}
