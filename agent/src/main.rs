@@ -34,6 +34,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether the command ended because standard output was closed (`unbounded-mtu resolve | head
+/// -1`). Rust programs ignore `SIGPIPE`, so such a write fails with `EPIPE` instead of killing
+/// the process; every command writes its output through fallible writes, and this error ends it
+/// with exit status 0 and nothing on standard error, as `ripgrep` does: the reader stopped
+/// wanting the output, nothing went wrong. (Dying by `SIGPIPE`, status 141 in a shell, is the
+/// C convention; with `set -o pipefail` it would fail a script that only wanted the first line.)
 fn broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
