@@ -329,8 +329,9 @@ pub enum ServeError {
 pub struct Servers {
     /// Where `/healthz`, `/readyz` and `/metrics` are served (the pod port).
     pub probes: SocketAddr,
-    /// Where `/status` is served: `None` when it is off or its address could not be bound.
-    pub status: Option<SocketAddr>,
+    /// Every address where `/status` is served: none when it is off (or its address could not
+    /// be bound and the pod port is not on loopback).
+    pub status: Vec<SocketAddr>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -350,9 +351,11 @@ fn parse_addr(flag: &'static str, value: &str) -> Result<SocketAddr, ServeError>
 }
 
 /// Binds and serves the pod port (`listen`: health and metrics) and `/status` (`status_address`:
-/// its own listener, the pod port's when the two addresses are equal, or none for `off`).
-/// Failing to bind the pod port is fatal (the probes need it); failing to bind the status
-/// address is not (the agent still does its work, and logs why `/status` is missing).
+/// its own listener; the pod port's when the two addresses are equal; none for `off`). A pod
+/// port on a loopback address (tests, agents started by hand) serves `/status` as well, since
+/// nothing there leaves the host. Failing to bind the pod port is fatal (the probes need it);
+/// failing to bind the status address is not (the agent still does its work, and logs why
+/// `/status` is missing).
 pub async fn start(
     listen: &str,
     status_address: &str,
@@ -365,6 +368,11 @@ pub async fn start(
     };
     // Port 0 asks for a fresh port each time, so two such addresses are two listeners.
     let shared = status_addr == Some(listen_addr) && listen_addr.port() != 0;
+    let on_probes = if shared || (status_addr.is_some() && listen_addr.ip().is_loopback()) {
+        Endpoints::All
+    } else {
+        Endpoints::Probes
+    };
     let bind = |addr| async move {
         TcpListener::bind(addr)
             .await
@@ -372,36 +380,26 @@ pub async fn start(
             .map_err(|source| ServeError::Bind { addr, source })
     };
     let (probes, listener) = bind(listen_addr).await?;
-    let on_probes = if shared {
-        Endpoints::All
-    } else {
-        Endpoints::Probes
-    };
     let mut tasks = vec![tokio::spawn(serve_on(listener, status.clone(), on_probes))];
-    let status_at = match status_addr {
-        _ if shared => Some(probes),
-        None => None,
-        Some(addr) => match bind(addr).await {
+    let mut status_at = Vec::new();
+    if on_probes == Endpoints::All {
+        status_at.push(probes);
+        tracing::info!(bound = %probes, "serving /healthz /readyz /metrics /status");
+    } else {
+        tracing::info!(bound = %probes, "serving /healthz /readyz /metrics");
+    }
+    if let Some(addr) = status_addr.filter(|_| !shared) {
+        match bind(addr).await {
             Ok((bound, l)) => {
                 tasks.push(tokio::spawn(serve_on(l, status.clone(), Endpoints::Status)));
-                Some(bound)
+                status_at.push(bound);
+                tracing::info!(%bound, "serving /status");
             }
             Err(e) => {
                 tracing::warn!(error = %format!("{:#}", anyhow::Error::new(e)),
-                    "/status is not served (the agent goes on without it)");
-                None
+                    "/status is not served there (the agent goes on without it)");
             }
-        },
-    };
-    match status_at {
-        Some(s) if shared => {
-            tracing::info!(address = %s, "serving /healthz /readyz /metrics /status")
         }
-        Some(s) => {
-            tracing::info!(address = %probes, "serving /healthz /readyz /metrics");
-            tracing::info!(address = %s, "serving /status");
-        }
-        None => tracing::info!(address = %probes, "serving /healthz /readyz /metrics"),
     }
     Ok(Servers {
         probes,
@@ -703,23 +701,61 @@ mod tests {
         assert_eq!(respond_on(&s, Endpoints::All, "/healthz").status(), 200);
     }
 
+    /// The first line of the response to `GET path` at `addr`.
+    async fn get(addr: SocketAddr, path: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .expect("write");
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.expect("read");
+        out.lines().next().unwrap_or_default().to_string()
+    }
+
     #[tokio::test]
     async fn start_binds_status_apart_shared_or_not_at_all() {
         let st = Arc::new(Status::default());
-        let apart = start("127.0.0.1:0", "127.0.0.1:0", st.clone())
+        // Every address: /status only on its own listener.
+        let apart = start("0.0.0.0:0", "127.0.0.1:0", st.clone())
             .await
             .expect("start");
-        let status_at = apart.status.expect("status served");
-        assert_ne!(status_at, apart.probes);
+        assert_eq!(apart.status.len(), 1);
+        let status_at = apart.status[0];
+        assert!(status_at.ip().is_loopback());
+        let probes = SocketAddr::from(([127, 0, 0, 1], apart.probes.port()));
+        assert!(get(probes, "/status").await.contains(" 404 "));
+        assert!(get(probes, "/healthz").await.contains(" 200 "));
+        assert!(get(status_at, "/status").await.contains(" 200 "));
+        // The same address: one listener serves everything.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a port")
+            .port();
+        let same = format!("0.0.0.0:{port}");
+        let shared = start(&same, &same, st.clone()).await.expect("start");
+        assert_eq!(shared.status, [shared.probes]);
+        let at = SocketAddr::from(([127, 0, 0, 1], port));
+        assert!(get(at, "/status").await.contains(" 200 "));
+        // A pod port on loopback leaks nothing: it serves /status too.
+        let local = start("127.0.0.1:0", "127.0.0.1:0", st.clone())
+            .await
+            .expect("start");
+        assert_eq!(local.status.len(), 2);
+        assert!(get(local.probes, "/status").await.contains(" 200 "));
+        // Off: nowhere, not even on a loopback pod port.
         let off = start("127.0.0.1:0", "off", st.clone())
             .await
             .expect("start");
-        assert_eq!(off.status, None);
-        // The status address taken already: the agent still starts, without `/status`.
-        let busy = start("127.0.0.1:0", &status_at.to_string(), st.clone())
+        assert!(off.status.is_empty());
+        assert!(get(off.probes, "/status").await.contains(" 404 "));
+        // The status address taken already: the agent still starts, without that listener.
+        let busy = start("0.0.0.0:0", &status_at.to_string(), st.clone())
             .await
             .expect("start");
-        assert_eq!(busy.status, None);
+        assert!(busy.status.is_empty());
         let bad = start("127.0.0.1:0", "localhost", st.clone()).await;
         assert!(
             matches!(
