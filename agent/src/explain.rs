@@ -26,7 +26,10 @@ struct Explained {
 
 #[derive(Serialize)]
 struct Paths {
+    /// How many forwarding paths there are (the largest u64 when `saturated`).
     total: u64,
+    /// The count reached the largest u64: there are at least `total` paths.
+    saturated: bool,
     shown: Vec<String>,
 }
 
@@ -163,12 +166,19 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
             route_paths.push(None);
             continue;
         }
-        let (found, total) = solver.net.paths(n, &rt.advertised, args.paths);
-        let shown = found
+        // Counted, not enumerated (a chain of pools multiplies the branches); only the shown
+        // ones are walked.
+        let fp = solver.net.forwarding_paths(n, &rt.advertised);
+        let shown = fp
             .iter()
-            .map(|p| path_text(&solver, n, p, &rt.advertised))
+            .take(args.paths)
+            .map(|p| path_text(&solver, n, &p, &rt.advertised))
             .collect();
-        route_paths.push(Some(Paths { total, shown }));
+        route_paths.push(Some(Paths {
+            total: fp.total(),
+            saturated: fp.saturated(),
+            shown,
+        }));
     }
     let r = Renderer::new(&solver, true);
     let mut values: Vec<Explained> = Vec::new();
@@ -314,8 +324,9 @@ fn text(doc: &Doc<'_>, diags: &[topology_core::diag::Diagnostic]) -> String {
         if let Some(p) = &v.paths {
             let _ = writeln!(
                 s,
-                "  forwarding paths ({} shown of {}):",
+                "  forwarding paths ({} shown of {}{}):",
                 p.shown.len(),
+                if p.saturated { "at least " } else { "" },
                 p.total
             );
             for line in &p.shown {

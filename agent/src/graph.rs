@@ -673,7 +673,13 @@ pub fn run(args: &GraphArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(&bytes)?;
     out.flush()?;
-    Ok(())
+    // The input's diagnostics follow the picture on standard error: standard output stays a
+    // valid DOT or SVG document.
+    if !topo.diagnostics.is_empty() {
+        let mut err = std::io::stderr().lock();
+        err.write_all(common::diagnostics_table(&topo.diagnostics).as_bytes())?;
+    }
+    common::fail_on(&args.common, &topo.diagnostics)
 }
 
 /// Renders DOT to SVG with Graphviz; exit 2 when Graphviz is missing.

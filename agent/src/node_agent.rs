@@ -181,9 +181,9 @@ pub fn run(cfg: &Config, status: &Status) -> Result<()> {
                     status.reconciled_with(start.elapsed(), o.plan, Some(detail));
                     tracing::info!(node = %cfg.node, writes = o.writes, values = o.plan_values, "reconciled");
                     if cfg.dry_run {
-                        for op in &o.dry_ops {
-                            println!("{op}");
-                        }
+                        // A reader that went away ends the agent quietly (`main`), no panic.
+                        let ops: String = o.dry_ops.iter().map(|op| format!("{op}\n")).collect();
+                        crate::common::write_text(&ops)?;
                     }
                     if cfg.once {
                         return Ok(());

@@ -131,6 +131,32 @@ fn explain_and_what_if_show_their_diagnostics_and_honour_fail_on() {
     assert_eq!(code, 0);
 }
 
+/// `graph` keeps standard output a DOT document: its input's diagnostics follow on standard
+/// error, and `--fail-on` applies.
+#[test]
+fn graph_shows_its_diagnostics_and_honours_fail_on() {
+    let (code, out, err) = run(&["graph", "-f", NAT]);
+    assert_eq!(code, 0);
+    assert!(
+        out.trim_start().starts_with("graph") && !out.contains("W-MISSING-POOL"),
+        "{out}"
+    );
+    assert!(
+        err.contains("W-MISSING-POOL") && err.contains("W-DEFAULT-ROUTE"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["graph", "-f", NAT, "--fail-on", "warning"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, _) = run(&[
+        "graph",
+        "-f",
+        "examples/03-hub-and-spoke",
+        "--fail-on",
+        "warning",
+    ]);
+    assert_eq!(code, 0);
+}
+
 #[test]
 fn what_if_validates_its_question() {
     let hub = "examples/03-hub-and-spoke";
@@ -276,7 +302,11 @@ fn directory_extensions_in_any_letter_case_and_what_is_skipped() {
         .collect();
     assert_eq!(skipped.len(), 1, "{v}");
     assert_eq!(skipped[0]["severity"], "note");
-    assert!(skipped[0]["message"].as_str().is_some_and(|m| m.contains("notes.txt")));
+    assert!(
+        skipped[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("notes.txt"))
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

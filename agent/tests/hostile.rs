@@ -377,6 +377,7 @@ fn explain_counts_the_paths_of_a_long_transit_chain() {
     for r in routes {
         let paths = &r["paths"];
         assert_eq!(paths["total"].as_u64(), Some(u64::MAX), "{r}");
+        assert_eq!(paths["saturated"], true, "{r}");
         let shown = paths["shown"].as_array().unwrap();
         assert_eq!(shown.len(), 4, "{r}");
         for p in shown {

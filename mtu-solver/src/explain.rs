@@ -417,7 +417,11 @@ impl Explanations {
                 UnderlaySource::Max => UNDERLAY_MAX,
                 // An invalid annotation counted as 576: the one that is invalid.
                 UnderlaySource::Invalid => {
-                    if node.underlay_max.as_ref().is_some_and(|u| u.invalid.is_some()) {
+                    if node
+                        .underlay_max
+                        .as_ref()
+                        .is_some_and(|u| u.invalid.is_some())
+                    {
                         UNDERLAY_MAX
                     } else {
                         UNDERLAY

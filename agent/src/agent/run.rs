@@ -413,7 +413,12 @@ pub fn plan_document(
 fn print_changed(doc: &Value, last: &mut Option<Value>) {
     if last.as_ref() != Some(doc) {
         match serde_json::to_string_pretty(doc) {
-            Ok(text) => println!("{text}"),
+            // Never a panic on a closed standard output: the agent goes on, and says why.
+            Ok(text) => {
+                if let Err(e) = crate::common::write_text(&format!("{text}\n")) {
+                    tracing::warn!(error = %e, "cannot print the plan");
+                }
+            }
             Err(e) => tracing::warn!(error = %e, "cannot print the plan"),
         }
         *last = Some(doc.clone());
