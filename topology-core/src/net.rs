@@ -99,6 +99,13 @@ pub struct Link {
     pub ipv6_outer: bool,
 }
 
+/// A node's addresses on one link: its underlay address (`model.md`) and where its tunnel
+/// packets are sent ([`Net::endpoint_addr`]).
+struct LinkAddrs {
+    underlay: Option<IpAddr>,
+    endpoint: Option<IpAddr>,
+}
+
 /// Route types of `cli.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RouteType {
@@ -479,27 +486,33 @@ impl<'t> Net<'t> {
     /// its private address is not routable from the other Site (which is why gateways route it
     /// as `NodeAddress` host routes); its ExternalIP is where its packets arrive.
     pub fn endpoint_addr(&self, n: NodeId, public: bool) -> Option<IpAddr> {
+        self.addrs(n, public).endpoint
+    }
+
+    /// Both addresses of node `n` on a link, each picked once.
+    fn addrs(&self, n: NodeId, public: bool) -> LinkAddrs {
+        let underlay = self.underlay_addr(n, public);
         let node = self.topo.node(n);
-        if public
-            && node.role == Role::Worker
-            && let Some(ext) = self.pick_family(&node.external_ips)
-        {
-            return Some(ext);
+        let nat = if public && node.role == Role::Worker {
+            self.pick_family(&node.external_ips)
+        } else {
+            None
+        };
+        LinkAddrs {
+            underlay,
+            endpoint: nat.or(underlay),
         }
-        self.underlay_addr(n, public)
     }
 
     /// The outer family of the link between `n` and `peer` ([`Net::outer_ipv6`] of their
     /// underlay addresses), also IPv6 when either end's endpoint address is: whichever header the
     /// packets carry, the overhead taken is never the smaller one.
     pub fn link_ipv6_outer(&self, n: NodeId, peer: NodeId, public: bool) -> bool {
-        self.outer_ipv6(
-            self.underlay_addr(n, public),
-            self.underlay_addr(peer, public),
-        ) || self.outer_ipv6(
-            self.endpoint_addr(n, public),
-            self.endpoint_addr(peer, public),
-        )
+        self.family_of(&self.addrs(n, public), &self.addrs(peer, public))
+    }
+
+    fn family_of(&self, a: &LinkAddrs, b: &LinkAddrs) -> bool {
+        self.outer_ipv6(a.underlay, b.underlay) || self.outer_ipv6(a.endpoint, b.endpoint)
     }
 
     /// The address that identifies node `n` on every link, whatever address a link uses: its
@@ -613,15 +626,16 @@ impl<'t> Net<'t> {
 
     fn make_link(&self, n: NodeId, peer: NodeId, kind: LinkKind) -> Link {
         let (protocol, protocol_source, public) = self.link_protocol(n, peer, kind);
+        let (local, remote) = (self.addrs(n, public), self.addrs(peer, public));
         Link {
             peer,
             kind,
             protocol,
             protocol_source,
             public,
-            local_addr: self.endpoint_addr(n, public),
-            peer_addr: self.endpoint_addr(peer, public),
-            ipv6_outer: self.link_ipv6_outer(n, peer, public),
+            local_addr: local.endpoint,
+            peer_addr: remote.endpoint,
+            ipv6_outer: self.family_of(&local, &remote),
         }
     }
 
