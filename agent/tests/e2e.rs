@@ -35,9 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use kernel::{Snapshot, netlink_sample_until, sample_until};
-use lab::{Caps, Lab, NODES, Want, node_def, ping};
-
-const CONVERGE: Duration = Duration::from_secs(30);
+use lab::{Caps, Lab, NODES, Want, first_line_with, node_def, ping, ping_ok};
 
 macro_rules! require_root {
     ($name:expr) => {
@@ -63,13 +61,13 @@ fn lowered_assignment() -> Caps {
 
 /// A lab with every agent running and converged on `caps`.
 fn start(caps: Caps) -> (Lab, BTreeMap<String, Want>) {
-    let mut lab = Lab::new();
+    let mut lab = Lab::hub();
     let (wants, published) = lab.write_manifests(caps);
     println!("g1 forwarding-mtus annotation: {published:?}");
     for d in &NODES {
         lab.spawn_agent(d.name);
     }
-    let took = lab.wait_converged(&wants, CONVERGE);
+    let took = lab.wait_converged(&wants);
     println!("all four agents converged in {took:?}");
     (lab, wants)
 }
@@ -102,21 +100,14 @@ fn reach_all(lab: &Lab) {
             if s.name == d.name {
                 continue;
             }
-            let mut last = (None, String::new());
-            for _ in 0..5 {
-                last = ping(&lab.pods[s.name], &d.pod_ip(), 56);
-                if last.0 == Some(0) {
-                    break;
-                }
-            }
+            let (code, out) = ping_ok(&lab.pods[s.name], None, &d.pod.ip(), 56);
             assert_eq!(
-                last.0,
+                code,
                 Some(0),
-                "pod {} -> pod {} ({}): {}",
+                "pod {} -> pod {} ({}): {out}",
                 s.name,
                 d.name,
-                d.pod_ip(),
-                last.1
+                d.pod.ip(),
             );
         }
     }
@@ -131,8 +122,8 @@ fn df_checks(lab: &Lab, wants: &BTreeMap<String, Want>, pairs: &[(&str, &str)]) 
     for (s, d) in pairs {
         let (src, dst) = (node_def(s), node_def(d));
         let (dest, route) =
-            route_mtu(&wants[*s], &dst.pod_ip()).expect("a route to the destination pod");
-        let (_, back) = route_mtu(&wants[*d], &src.pod_ip()).expect("a route back");
+            route_mtu(&wants[*s], &dst.pod.ip()).expect("a route to the destination pod");
+        let (_, back) = route_mtu(&wants[*d], &src.pod.ip()).expect("a route back");
         // What a DF ping can show: the route MTU on `src`, unless the source pod's own MTU
         // (the fabric), the destination's pod side or the way back is lower; then that is the
         // limit (and the pod's own kernel, or a later hop, answers).
@@ -150,7 +141,7 @@ fn df_checks(lab: &Lab, wants: &BTreeMap<String, Want>, pairs: &[(&str, &str)]) 
         let pod = &lab.pods[*s];
         // Forget path MTUs learned by earlier pings (caps changed since).
         pod.sh("ip route flush cache");
-        let (code, out) = ping(pod, &dst.pod_ip(), r - 28);
+        let (code, out) = ping(pod, &dst.pod.ip(), r - 28);
         println!(
             "  {s}->{d} via {dest} (route MTU {route}; limit {r} = {bound}): ping -M do -s {} -> exit {code:?}",
             r - 28
@@ -161,17 +152,13 @@ fn df_checks(lab: &Lab, wants: &BTreeMap<String, Want>, pairs: &[(&str, &str)]) 
             "{s}->{d}: payload {} must pass:\n{out}",
             r - 28
         );
-        let (code, out) = ping(pod, &dst.pod_ip(), r - 27);
+        let (code, out) = ping(pod, &dst.pod.ip(), r - 27);
         let lower = out.to_lowercase();
         let text = ERR_TEXT.iter().find(|t| lower.contains(*t));
-        let line = out
-            .lines()
-            .find(|l| ERR_TEXT.iter().any(|t| l.to_lowercase().contains(t)))
-            .unwrap_or("");
         println!(
             "  {s}->{d}: ping -M do -s {} -> exit {code:?}: {}",
             r - 27,
-            line.trim()
+            first_line_with(&out, &ERR_TEXT)
         );
         assert!(
             code.is_some_and(|c| c != 0),
@@ -286,7 +273,7 @@ fn transition(
             .collect();
         std::thread::sleep(Duration::from_millis(200));
         let (wants, published) = lab.write_manifests(to);
-        let took = lab.wait_converged(&wants, CONVERGE);
+        let took = lab.wait_converged(&wants);
         std::thread::sleep(Duration::from_millis(300));
         stop.store(true, Ordering::SeqCst);
         println!(
@@ -447,7 +434,7 @@ fn killed_agents_converge_to_the_same_state() {
     require_root!("killed_agents_converge_to_the_same_state");
     let (mut lab, base) = start(Caps::default());
     let low = lab.write_manifests(lowered_site_a()).0;
-    lab.wait_converged(&low, CONVERGE);
+    lab.wait_converged(&low);
     let mut wants = low;
     let direct = base["a1"].direct.clone();
     assert_eq!(direct, wants["a1"].direct);
@@ -515,8 +502,8 @@ fn killed_agents_converge_to_the_same_state() {
         assert!(v.is_empty(), "start round {round}: {v:?}");
     }
     lab.spawn_agent("a1");
-    let took = lab.wait_nodes(&wants, &["a1"], CONVERGE);
-    lab.wait_converged(&wants, CONVERGE);
+    let took = lab.wait_nodes(&wants, &["a1"]);
+    lab.wait_converged(&wants);
     println!(
         "  restarted a1: converged in {took:?} (polled every 100 ms); kills after start: {tally:?}"
     );
@@ -555,13 +542,13 @@ fn killed_agents_converge_to_the_same_state() {
         );
         assert!(v.is_empty(), "round {round} ({node}): {v:?}");
         lab.spawn_agent(node);
-        let took = lab.wait_nodes(&wants, &[node], CONVERGE);
-        lab.wait_converged(&wants, CONVERGE);
+        let took = lab.wait_nodes(&wants, &[node]);
+        lab.wait_converged(&wants);
         println!("  round {round}: restarted {node} converged in {took:?} (polled every 100 ms)");
     }
     println!("  {caught} of {rounds} change-time kills landed mid-apply");
     // Every agent's final state is what resolve computes; packets still flow.
-    let check = lab.wait_converged(&wants, CONVERGE);
+    let check = lab.wait_converged(&wants);
     println!("  final state equals resolve (checked in {check:?})");
     reach_all(&lab);
     df_checks(&lab, &wants, &DF_PAIRS);

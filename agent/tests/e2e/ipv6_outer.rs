@@ -9,20 +9,16 @@
 //! namespace (10.160.N.2). Inner packets are IPv4, outer IPv6. v6a's agent is told its underlay
 //! (`--underlay-mtu 1400`, as its annotation says); v6b's detects it towards fd00:10::1.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::kernel::{Snapshot, fix_encap_dst};
-use crate::lab::{self, Agent, Ns, Want};
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-const CONVERGE: Duration = Duration::from_secs(30);
+use crate::kernel::{link_mac, neighbour_mac, route_mtu, rx_packets, table_route};
+use crate::lab::{
+    self, Lab, Ns, PodNet, UNDERLAY_BRIDGE, bridge_port, first_line_with, ping_ok, ping_with,
+    plan_link, plan_of, plan_route,
+};
 
 /// Underlay MTU of both nodes (veths and annotations).
 const UNDERLAY: u32 = 1400;
@@ -39,32 +35,19 @@ const IPV4_COLUMN: u32 = UNDERLAY - VXLAN_IPV4;
 struct V6Node {
     name: &'static str,
     addr: &'static str,
-    /// Pod CIDR (a /24): the node's bridge holds `.1`, its pod `.2`.
-    pod_net: &'static str,
-}
-
-impl V6Node {
-    fn pod_gw(&self) -> String {
-        format!("{}.1", self.pod_net)
-    }
-    fn pod_ip(&self) -> String {
-        format!("{}.2", self.pod_net)
-    }
-    fn pod_cidr(&self) -> String {
-        format!("{}.0/24", self.pod_net)
-    }
+    pod: PodNet,
 }
 
 const NODES: [V6Node; 2] = [
     V6Node {
         name: "v6a",
         addr: "fd00:10::1",
-        pod_net: "10.160.1",
+        pod: PodNet("10.160.1"),
     },
     V6Node {
         name: "v6b",
         addr: "fd00:10::2",
-        pod_net: "10.160.2",
+        pod: PodNet("10.160.2"),
     },
 ];
 
@@ -80,7 +63,7 @@ fn manifests_yaml() -> String {
         y += &format!(
             "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{net.unbounded-cloud.io/site: S6}}\n  annotations:\n    mtu.unbounded-cloud.io/underlay-mtu: \"{UNDERLAY}\"\nspec:\n  podCIDRs: [{pods}]\nstatus:\n  addresses:\n    - type: InternalIP\n      address: \"{addr}\"\n",
             name = n.name,
-            pods = n.pod_cidr(),
+            pods = n.pod.cidr(),
             addr = n.addr,
         );
     }
@@ -119,189 +102,49 @@ fn ipv6_can_run(test: &str) -> bool {
     true
 }
 
-/// The lab: the underlay bridge, the two nodes, one pod per node, and their agents.
-struct V6Lab {
-    dir: PathBuf,
-    manifests: PathBuf,
-    _underlay: Ns,
-    nodes: BTreeMap<&'static str, Ns>,
-    pods: BTreeMap<&'static str, Ns>,
-    agents: BTreeMap<&'static str, Agent>,
-}
-
-impl V6Lab {
-    fn new() -> V6Lab {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("umtu-e2e-v6-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let underlay = Ns::new("ul6");
-        underlay.sh("ip link add br0 type bridge && ip link set br0 up");
-        let mut nodes = BTreeMap::new();
-        let mut pods = BTreeMap::new();
-        for d in &NODES {
-            let node = Ns::new(d.name);
-            let pod = Ns::new(&format!("pod{}", d.name));
-            underlay.sh(&format!(
-                "ip link add u-{name} mtu {UNDERLAY} type veth peer name eth0 netns {ns} \
-                 mtu {UNDERLAY} && ip link set u-{name} master br0 && ip link set u-{name} up",
-                name = d.name,
-                ns = node.name
-            ));
-            node.sh(&format!(
-                "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
-                 net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.all.send_redirects=0 && \
-                 ip addr add {addr}/64 dev eth0 nodad && ip link set eth0 up && \
-                 ip link add cni0 type bridge && ip addr add {gw}/24 dev cni0 && ip link set cni0 up && \
-                 ip link add veth0 type veth peer name eth0 netns {pod} && \
-                 ip link set veth0 master cni0 && ip link set veth0 up",
-                addr = d.addr,
-                gw = d.pod_gw(),
-                pod = pod.name
-            ));
-            pod.sh(&format!(
-                "ip link set eth0 up && ip addr add {ip}/24 dev eth0 && ip route add default via {gw}",
-                ip = d.pod_ip(),
-                gw = d.pod_gw()
-            ));
-            nodes.insert(d.name, node);
-            pods.insert(d.name, pod);
-        }
-        let manifests = dir.join("cluster.yaml");
-        std::fs::write(&manifests, manifests_yaml()).expect("write manifests");
-        V6Lab {
-            dir,
-            manifests,
-            _underlay: underlay,
-            nodes,
-            pods,
-            agents: BTreeMap::new(),
-        }
-    }
-
-    /// v6a is given its underlay; v6b detects it from its kernel (towards fd00:10::1).
-    fn spawn_agent(&mut self, name: &'static str) {
-        let underlay = UNDERLAY.to_string();
-        let args: &[&str] = if name == "v6a" {
+/// The lab: the underlay bridge, the two nodes, one pod per node. v6a's agent is given its
+/// underlay; v6b's detects it from its kernel (towards fd00:10::1).
+fn v6_lab() -> Lab {
+    let mut lab = Lab::new("v6", UNDERLAY_BRIDGE);
+    let underlay = UNDERLAY.to_string();
+    for d in &NODES {
+        let args: &[&str] = if d.name == "v6a" {
             &["--underlay-mtu", &underlay]
         } else {
             &["--detect-underlay"]
         };
-        let child = lab::spawn_node_agent_with(
-            name,
-            &self.manifests,
-            &self.nodes[name],
-            &self.pods[name],
-            &self.dir,
+        lab.add_node(
+            d.name,
+            d.pod,
+            |infra, node| bridge_port(infra, d.name, node, UNDERLAY),
+            &format!(
+                "ip addr add {}/64 dev eth0 nodad && ip link set eth0 up",
+                d.addr
+            ),
             args,
         );
-        self.agents.insert(name, Agent { child });
     }
-
-    fn kill_agent(&mut self, name: &str) {
-        if let Some(mut a) = self.agents.remove(name) {
-            a.stop();
-        }
-    }
-
-    fn agent_log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.join(format!("agent-{name}.log"))).unwrap_or_default()
-    }
-
-    /// Waits until every node's kernel equals what `resolve` computed.
-    fn wait_converged(&self, wants: &BTreeMap<String, Want>) -> Duration {
-        let start = Instant::now();
-        loop {
-            let mut diffs = Vec::new();
-            for d in &NODES {
-                let snap = Snapshot::read(&self.nodes[d.name], &self.pods[d.name]);
-                for m in snap.diff(&wants[d.name]) {
-                    diffs.push(format!("{}: {m}", d.name));
-                }
-            }
-            if diffs.is_empty() {
-                return start.elapsed();
-            }
-            if start.elapsed() > CONVERGE {
-                let logs: Vec<String> = NODES
-                    .iter()
-                    .map(|d| format!("--- agent {} ---\n{}", d.name, self.agent_log(d.name)))
-                    .collect();
-                panic!(
-                    "not converged after {CONVERGE:?}:\n{}\n{}",
-                    diffs.join("\n"),
-                    logs.join("\n")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// The agent's `/status` document (its HTTP address from the log line naming it).
-    fn status(&self, name: &str) -> Value {
-        let log = self.agent_log(name);
-        let addr = log
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("bound="))
-            .unwrap_or_else(|| panic!("no `bound=` address in {name}'s log:\n{log}"));
-        let mut s = std::net::TcpStream::connect(addr).expect("connect to the agent");
-        s.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        s.write_all(b"GET /status HTTP/1.0\r\nhost: x\r\nconnection: close\r\n\r\n")
-            .expect("request");
-        let mut out = String::new();
-        s.read_to_string(&mut out).expect("response");
-        let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("/status: {e}:\n{out}"))
-    }
+    lab.replace_manifests(&manifests_yaml());
+    lab
 }
 
-impl Drop for V6Lab {
-    fn drop(&mut self) {
-        let names: Vec<&str> = self.agents.keys().copied().collect();
-        for n in names {
-            self.kill_agent(n);
-        }
-        if std::env::var_os("E2E_KEEP").is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// `ping -M do -s SIZE -c 1 -W WAIT [-I SRC] DST` in `ns`: exit code and combined output.
-fn ping(ns: &Ns, src: Option<&str>, dst: &str, size: u32, wait: u32) -> (Option<i32>, String) {
-    let from = src.map(|s| format!("-I {s} ")).unwrap_or_default();
-    let o = ns.try_sh(&format!(
-        "ping -M do -s {size} -c 1 -W {wait} {from}{dst} 2>&1"
-    ));
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-    )
-}
-
-/// Up to five tries (the underlay's first neighbour discovery can cost the first packet).
-fn ping_ok(ns: &Ns, src: Option<&str>, dst: &str, size: u32) -> (Option<i32>, String) {
-    let mut last = (None, String::new());
-    for _ in 0..5 {
-        last = ping(ns, src, dst, size, 2);
-        if last.0 == Some(0) {
-            break;
-        }
-    }
-    last
-}
-
-fn first_line_with<'a>(out: &'a str, words: &[&str]) -> &'a str {
-    out.lines()
-        .find(|l| words.iter().any(|w| l.to_lowercase().contains(w)))
-        .unwrap_or("")
-        .trim()
-}
-
-fn rx_packets(ns: &Ns, dev: &str) -> u64 {
-    let v: Value =
-        serde_json::from_str(&ns.ip(&["-j", "-s", "link", "show", dev])).expect("ip -j -s link");
-    v[0]["stats64"]["rx"]["packets"].as_u64().unwrap_or(0)
+/// The `/status` document of node `name`'s agent (its HTTP address from the log line naming
+/// it).
+fn status(lab: &Lab, name: &str) -> Value {
+    let log = lab.agent_log(name);
+    let addr = log
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("bound="))
+        .unwrap_or_else(|| panic!("no `bound=` address in {name}'s log:\n{log}"));
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the agent");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    s.write_all(b"GET /status HTTP/1.0\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .expect("request");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("response");
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("/status: {e}:\n{out}"))
 }
 
 /// IPv6 packets the node could not fragment (`Ip6FragFails` of /proc/net/snmp6): an outer
@@ -314,42 +157,8 @@ fn ip6_frag_fails(ns: &Ns) -> u64 {
         .expect("Ip6FragFails in /proc/net/snmp6")
 }
 
-/// `ip -j` of one route of table 100 in `family` (`-4`/`-6`), the encapsulation's `dst` renamed
-/// `encap_dst`.
-fn table_route(ns: &Ns, family: &str, dst: &str) -> Option<Value> {
-    let out = ns.ip(&[family, "-j", "-d", "route", "show", "table", "100", dst]);
-    let v: Value = serde_json::from_str(&fix_encap_dst(&out)).expect("ip -j route");
-    v.as_array()?.first().cloned()
-}
-
-fn route_mtu(r: &Value) -> Option<u64> {
-    r["metrics"]
-        .as_array()?
-        .iter()
-        .find_map(|m| m.get("mtu"))
-        .and_then(Value::as_u64)
-}
-
-fn link_mac(ns: &Ns, dev: &str) -> String {
-    let v: Value = serde_json::from_str(&ns.ip(&["-j", "link", "show", dev])).expect("ip -j link");
-    v[0]["address"].as_str().unwrap_or_default().to_string()
-}
-
-fn neighbour_mac(ns: &Ns, dev: &str, addr: &str) -> String {
-    let v: Value = serde_json::from_str(&ns.ip(&["-j", "neigh", "show", "dev", dev, addr]))
-        .expect("ip -j neigh");
-    v[0]["lladdr"].as_str().unwrap_or_default().to_string()
-}
-
 fn identity_mac(addr: &str) -> String {
     dataplane_linux::types::format_mac(&dataplane_linux::tunnel_mac(addr.parse().expect("address")))
-}
-
-fn plan_of<'a>(json: &'a Value, name: &str) -> &'a Value {
-    json["nodes"]
-        .as_array()
-        .and_then(|ns| ns.iter().find(|n| n["name"] == name))
-        .unwrap_or_else(|| panic!("{name} not in resolve"))
 }
 
 #[test]
@@ -358,21 +167,15 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
     if !lab::can_run(name) || !ipv6_can_run(name) {
         return;
     }
-    let mut lab = V6Lab::new();
+    let mut lab = v6_lab();
 
     // (1) resolve: the link and the NodePod route of each node get 1400 − 70.
     let (wants, json) = lab::resolve(&lab.manifests);
     for (me, peer) in [("v6a", "v6b"), ("v6b", "v6a")] {
         let plan = plan_of(&json, me);
-        let link = plan["links"]
-            .as_array()
-            .and_then(|ls| ls.iter().find(|l| l["peer"] == peer))
-            .unwrap_or_else(|| panic!("{me}: no link to {peer}: {}", plan["links"]));
-        let cidr = node(peer).pod_cidr();
-        let route = plan["routes"]
-            .as_array()
-            .and_then(|rs| rs.iter().find(|r| r["destination"] == cidr.as_str()))
-            .unwrap_or_else(|| panic!("{me}: no route {cidr}: {}", plan["routes"]));
+        let link = plan_link(plan, peer);
+        let cidr = node(peer).pod.cidr();
+        let route = plan_route(plan, &cidr);
         println!(
             "resolve {me}: link to {peer} {} {} mtu {} ({}); route {cidr} {} mtu {}; vxlan0 {:?}; fabric {}",
             link["kind"],
@@ -406,7 +209,7 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
     let (na, nb) = (node("v6a"), node("v6b"));
 
     // v6b detected its underlay towards fd00:10::1 (eth0, 1400) and planned with it.
-    let st = lab.status("v6b");
+    let st = status(&lab, "v6b");
     println!(
         "  v6b /status: underlayMTU {} (detected), its plan's link to v6a {}",
         st["underlayMTU"], st["plan"]["links"][0]["mtu"]
@@ -424,13 +227,13 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
             ns.ip(&["-d", "route", "show", "table", "100"]),
             ns.ip(&["-6", "route", "show", "table", "100"])
         );
-        let r = table_route(ns, "-4", &p.pod_cidr()).expect("the NodePod route");
+        let r = table_route(ns, "-4", &p.pod.cidr()).expect("the NodePod route");
         assert_eq!(r["encap"], "ip6", "{r}");
         assert_eq!(r["encap_dst"], p.addr, "{r}");
         assert_eq!(route_mtu(&r), Some(u64::from(MTU)), "{r}");
-        assert_eq!(r["gateway"], p.pod_gw(), "{r}");
+        assert_eq!(r["gateway"], p.pod.gw(), "{r}");
         assert_eq!(r["dev"], "vxlan0", "{r}");
-        let text = ns.ip(&["-d", "route", "show", "table", "100", &p.pod_cidr()]);
+        let text = ns.ip(&["-d", "route", "show", "table", "100", &p.pod.cidr()]);
         assert!(
             text.contains(&format!("encap ip6 id 1 src :: dst {}", p.addr))
                 && text.contains(" csum ")
@@ -447,8 +250,8 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
     // Tunnel MACs hashed from the IPv6 identity addresses, held by the peer.
     let (mac_a, mac_b) = (link_mac(a, "vxlan0"), link_mac(b, "vxlan0"));
     let (held_by_b, held_by_a) = (
-        neighbour_mac(b, "vxlan0", &na.pod_gw()),
-        neighbour_mac(a, "vxlan0", &nb.pod_gw()),
+        neighbour_mac(b, "vxlan0", &na.pod.gw()),
+        neighbour_mac(a, "vxlan0", &nb.pod.gw()),
     );
     println!(
         "  tunnel MACs: v6a vxlan0 {mac_a} (held by v6b {held_by_b}), v6b vxlan0 {mac_b} (held by v6a {held_by_a})"
@@ -462,16 +265,16 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
     for (src, dst) in [("v6a", "v6b"), ("v6b", "v6a")] {
         let (pod, peer, to) = (&lab.pods[src], &lab.nodes[dst], node(dst));
         let rx = rx_packets(peer, "vxlan0");
-        let (code, out) = ping_ok(pod, None, &to.pod_ip(), MTU - 28);
+        let (code, out) = ping_ok(pod, None, &to.pod.ip(), MTU - 28);
         let rx_after = rx_packets(peer, "vxlan0");
         println!(
             "  pod {src} ping -M do -s {} {} -> exit {code:?} ({dst} vxlan0 rx packets {rx} -> {rx_after})",
             MTU - 28,
-            to.pod_ip()
+            to.pod.ip()
         );
         assert_eq!(code, Some(0), "payload {} must pass:\n{out}", MTU - 28);
         assert!(rx_after > rx, "the request crossed the tunnel");
-        let (code, out) = ping(pod, None, &to.pod_ip(), MTU - 27, 2);
+        let (code, out) = ping_with(pod, None, &to.pod.ip(), MTU - 27, 2);
         println!(
             "  pod {src} ping -M do -s {} -> exit {code:?}: {}",
             MTU - 27,
@@ -486,21 +289,21 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
     // The node itself, sourced at its pod gateway: its own route refuses one byte more.
     a.sh("ip route flush cache");
     let rx = rx_packets(b, "vxlan0");
-    let (code, out) = ping_ok(a, Some(&na.pod_gw()), &nb.pod_ip(), MTU - 28);
+    let (code, out) = ping_ok(a, Some(&na.pod.gw()), &nb.pod.ip(), MTU - 28);
     let rx_after = rx_packets(b, "vxlan0");
     println!(
         "  v6a ping -M do -s {} -I {} {} -> exit {code:?} (v6b vxlan0 rx packets {rx} -> {rx_after})",
         MTU - 28,
-        na.pod_gw(),
-        nb.pod_ip()
+        na.pod.gw(),
+        nb.pod.ip()
     );
     assert_eq!(code, Some(0), "{out}");
     assert!(rx_after > rx, "the request crossed the tunnel");
-    let (code, out) = ping(a, Some(&na.pod_gw()), &nb.pod_ip(), MTU - 27, 2);
+    let (code, out) = ping_with(a, Some(&na.pod.gw()), &nb.pod.ip(), MTU - 27, 2);
     println!(
         "  v6a ping -M do -s {} -I {} -> exit {code:?}: {}",
         MTU - 27,
-        na.pod_gw(),
+        na.pod.gw(),
         first_line_with(&out, &["message too long", "frag"])
     );
     assert!(code.is_some_and(|c| c != 0), "{out}");
@@ -523,24 +326,24 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
          ip route replace {cidr} table 100 proto 250 encap ip6 id 1 dst {dst} csum \
          via {gw} dev vxlan0 onlink mtu {IPV4_COLUMN} && \
          ip link set cni0 mtu {IPV4_COLUMN} && ip link set veth0 mtu {IPV4_COLUMN}",
-        cidr = nb.pod_cidr(),
+        cidr = nb.pod.cidr(),
         dst = nb.addr,
-        gw = nb.pod_gw()
+        gw = nb.pod.gw()
     ));
     pa.sh(&format!("ip link set eth0 mtu {IPV4_COLUMN}"));
     println!(
         "  v6a agent stopped, IPv4-column values written: {}",
-        a.ip(&["route", "show", "table", "100", &nb.pod_cidr()])
+        a.ip(&["route", "show", "table", "100", &nb.pod.cidr()])
             .trim()
     );
     let (rx, fails) = (rx_packets(b, "vxlan0"), ip6_frag_fails(a));
     let tries = 3;
     for i in 0..tries {
-        let (code, out) = ping(pa, None, &nb.pod_ip(), IPV4_COLUMN - 28, 1);
+        let (code, out) = ping_with(pa, None, &nb.pod.ip(), IPV4_COLUMN - 28, 1);
         println!(
             "  pod v6a ping -M do -s {} {} (try {i}) -> exit {code:?}: {}",
             IPV4_COLUMN - 28,
-            nb.pod_ip(),
+            nb.pod.ip(),
             first_line_with(&out, &["transmitted"])
         );
         assert_eq!(code, Some(1), "no reply, no error:\n{out}");
@@ -559,14 +362,14 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
         "v6a dropped the oversized outer packets"
     );
     // The same path carries packets that fit (the loss is the size, not the path).
-    let (code, out) = ping_ok(pa, None, &nb.pod_ip(), MTU - 28);
+    let (code, out) = ping_ok(pa, None, &nb.pod.ip(), MTU - 28);
     assert_eq!(code, Some(0), "{out}");
 
     // The restarted agent puts back the IPv6-column values, and with them the DF limit.
     lab.spawn_agent("v6a");
     let took = lab.wait_converged(&wants);
     let pa = &lab.pods["v6a"];
-    let (code, out) = ping(pa, None, &nb.pod_ip(), IPV4_COLUMN - 28, 2);
+    let (code, out) = ping_with(pa, None, &nb.pod.ip(), IPV4_COLUMN - 28, 2);
     println!(
         "  v6a agent restarted, converged in {took:?}: pod ping -M do -s {} -> exit {code:?}: {}",
         IPV4_COLUMN - 28,
@@ -576,6 +379,6 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
         code.is_some_and(|c| c != 0) && out.contains(&format!("mtu={MTU}")),
         "{out}"
     );
-    let (code, out) = ping_ok(pa, None, &nb.pod_ip(), MTU - 28);
+    let (code, out) = ping_ok(pa, None, &nb.pod.ip(), MTU - 28);
     assert_eq!(code, Some(0), "{out}");
 }

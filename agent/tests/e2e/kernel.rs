@@ -128,6 +128,40 @@ pub fn routes(node: &Ns) -> Vec<RouteInfo> {
     out
 }
 
+/// `ip -j` of one route of table 100 in `family` (`-4`/`-6`), the encapsulation's `dst` renamed
+/// `encap_dst`.
+pub fn table_route(ns: &Ns, family: &str, dst: &str) -> Option<Value> {
+    let out = ns.ip(&[family, "-j", "-d", "route", "show", "table", "100", dst]);
+    let v: Value = serde_json::from_str(&fix_encap_dst(&out)).expect("ip -j route");
+    v.as_array()?.first().cloned()
+}
+
+/// The MTU metric of a route read by [`table_route`].
+pub fn route_mtu(r: &Value) -> Option<u64> {
+    r["metrics"]
+        .as_array()?
+        .iter()
+        .find_map(|m| m.get("mtu"))
+        .and_then(Value::as_u64)
+}
+
+pub fn link_mac(ns: &Ns, dev: &str) -> String {
+    let v: Value = serde_json::from_str(&ns.ip(&["-j", "link", "show", dev])).expect("ip -j link");
+    v[0]["address"].as_str().unwrap_or_default().to_string()
+}
+
+pub fn neighbour_mac(ns: &Ns, dev: &str, addr: &str) -> String {
+    let v: Value = serde_json::from_str(&ns.ip(&["-j", "neigh", "show", "dev", dev, addr]))
+        .expect("ip -j neigh");
+    v[0]["lladdr"].as_str().unwrap_or_default().to_string()
+}
+
+pub fn rx_packets(ns: &Ns, dev: &str) -> u64 {
+    let v: Value =
+        serde_json::from_str(&ns.ip(&["-j", "-s", "link", "show", dev])).expect("ip -j -s link");
+    v[0]["stats64"]["rx"]["packets"].as_u64().unwrap_or(0)
+}
+
 pub fn pod_mtu(pod: &Ns) -> Option<u32> {
     let v: Value = serde_json::from_str(&pod.ip(&["-j", "link", "show", "eth0"])).ok()?;
     v.as_array()?.first().map(|l| num(&l["mtu"]))

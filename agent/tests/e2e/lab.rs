@@ -1,6 +1,8 @@
-//! The lab: an underlay bridge in its own namespace, node namespaces with a veth into it, a pod
-//! namespace on each node's `cni0`, the manifests describing them (with the gateway's published
-//! forwarding MTUs computed by `resolve`), and one agent process per node.
+//! What the labs share: network namespaces; a [`Lab`] of nodes, each plugged into the lab's
+//! connecting namespace and holding a pod namespace on its `cni0`, with one agent process per
+//! node, waiting until the kernels equal what `resolve` computes; pings. And the hub lab
+//! ([`Lab::hub`]): an underlay bridge, four nodes, and the manifests describing them (with the
+//! gateway's published forwarding MTUs computed by `resolve`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
@@ -133,27 +135,34 @@ impl Drop for Ns {
     }
 }
 
-/// One node of the lab.
+/// How long an agent may take to bring its node to what `resolve` computes.
+pub const CONVERGE: Duration = Duration::from_secs(30);
+
+/// A node's pod CIDR, a /24 given by its first three octets: the node's bridge holds `.1`, its
+/// pod `.2`.
+#[derive(Clone, Copy, Debug)]
+pub struct PodNet(pub &'static str);
+
+impl PodNet {
+    pub fn gw(&self) -> String {
+        format!("{}.1", self.0)
+    }
+    pub fn ip(&self) -> String {
+        format!("{}.2", self.0)
+    }
+    pub fn cidr(&self) -> String {
+        format!("{}.0/24", self.0)
+    }
+}
+
+/// One node of the hub lab.
 pub struct NodeDef {
     pub name: &'static str,
     pub site: &'static str,
     pub gateway: bool,
     pub addr: &'static str,
     pub underlay: u32,
-    /// Pod CIDR (a /24): the node's bridge holds `.1`, its pod `.2`.
-    pub pod_net: &'static str,
-}
-
-impl NodeDef {
-    pub fn pod_gw(&self) -> String {
-        format!("{}.1", self.pod_net)
-    }
-    pub fn pod_ip(&self) -> String {
-        format!("{}.2", self.pod_net)
-    }
-    pub fn pod_cidr(&self) -> String {
-        format!("{}.0/24", self.pod_net)
-    }
+    pub pod: PodNet,
 }
 
 /// Workers a1 and a2 in Site A (a same-Site VXLAN mesh pair), worker b1 in Site B behind an
@@ -165,7 +174,7 @@ pub const NODES: [NodeDef; 4] = [
         gateway: false,
         addr: "10.1.0.1",
         underlay: 1500,
-        pod_net: "10.101.1",
+        pod: PodNet("10.101.1"),
     },
     NodeDef {
         name: "a2",
@@ -173,7 +182,7 @@ pub const NODES: [NodeDef; 4] = [
         gateway: false,
         addr: "10.1.0.2",
         underlay: 1500,
-        pod_net: "10.101.2",
+        pod: PodNet("10.101.2"),
     },
     NodeDef {
         name: "b1",
@@ -181,7 +190,7 @@ pub const NODES: [NodeDef; 4] = [
         gateway: false,
         addr: "10.2.0.1",
         underlay: 1400,
-        pod_net: "10.102.1",
+        pod: PodNet("10.102.1"),
     },
     NodeDef {
         name: "g1",
@@ -189,7 +198,7 @@ pub const NODES: [NodeDef; 4] = [
         gateway: true,
         addr: "10.5.0.1",
         underlay: 1500,
-        pod_net: "10.105.1",
+        pod: PodNet("10.105.1"),
     },
 ];
 
@@ -197,7 +206,7 @@ pub fn node_def(name: &str) -> &'static NodeDef {
     NODES.iter().find(|n| n.name == name).expect("node")
 }
 
-/// Caps written into the manifests.
+/// Caps written into the hub lab's manifests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Caps {
     /// `tunnelMTU` of Site A.
@@ -238,7 +247,7 @@ pub fn manifests_unpublished(caps: Caps) -> String {
             "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {}\n{labels}  annotations:\n    mtu.unbounded-cloud.io/underlay-mtu: \"{}\"\nspec:\n  podCIDRs: [{}]\nstatus:\n  addresses:\n    - type: InternalIP\n      address: {}\n",
             n.name,
             n.underlay,
-            n.pod_cidr(),
+            n.pod.cidr(),
             n.addr
         );
     }
@@ -299,70 +308,120 @@ pub fn resolve(path: &std::path::Path) -> (BTreeMap<String, Want>, serde_json::V
     (wants, v)
 }
 
-/// The whole lab.
+/// A lab: a temporary directory for the manifests and the agents' logs, the namespace that
+/// connects the nodes (an underlay bridge or a router), one namespace per node and per pod, and
+/// the agents started in them.
 pub struct Lab {
     pub dir: PathBuf,
     pub manifests: PathBuf,
-    /// The underlay namespace (bridge `br0`), kept for the lab's lifetime.
-    pub _underlay: Ns,
+    /// The namespace connecting the nodes, kept for the lab's lifetime.
+    pub infra: Ns,
     pub nodes: BTreeMap<&'static str, Ns>,
     pub pods: BTreeMap<&'static str, Ns>,
     pub agents: BTreeMap<&'static str, Agent>,
+    /// Each node's underlay arguments for its agent (`--underlay-mtu N` or `--detect-underlay`).
+    underlay_args: BTreeMap<&'static str, Vec<String>>,
+}
+
+/// Shell commands that make `br0`, the underlay bridge, in a lab's connecting namespace.
+pub const UNDERLAY_BRIDGE: &str = "ip link add br0 type bridge && ip link set br0 up";
+
+/// Plugs `node` into the bridge `br0` of `infra` with a veth of `mtu` bytes: `u-NAME` on the
+/// bridge, `eth0` in the node (not yet up).
+pub fn bridge_port(infra: &Ns, name: &str, node: &Ns, mtu: u32) {
+    infra.sh(&format!(
+        "ip link add u-{name} mtu {mtu} type veth peer name eth0 netns {ns} mtu {mtu} && \
+         ip link set u-{name} master br0 && ip link set u-{name} up",
+        ns = node.name
+    ));
 }
 
 impl Lab {
-    pub fn new() -> Lab {
+    /// A lab without nodes: its directory (named by `tag`) and its connecting namespace, set up
+    /// by the shell commands `infra_setup`.
+    pub fn new(tag: &str, infra_setup: &str) -> Lab {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("umtu-e2e-{}-{n}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("umtu-e2e-{tag}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let underlay = Ns::new("ul");
-        underlay.sh("ip link add br0 type bridge && ip link set br0 up");
-        let mut nodes = BTreeMap::new();
-        let mut pods = BTreeMap::new();
-        for d in &NODES {
-            let node = Ns::new(d.name);
-            let pod = Ns::new(&format!("pod{}", d.name));
-            let u = d.underlay;
-            underlay.sh(&format!(
-                "ip link add u-{name} mtu {u} type veth peer name eth0 netns {ns} mtu {u} && \
-                 ip link set u-{name} master br0 && ip link set u-{name} up",
-                name = d.name,
-                ns = node.name
-            ));
-            node.sh(&format!(
-                "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
-                 net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.all.send_redirects=0 && \
-                 ip addr add {addr}/8 dev eth0 && ip link set eth0 up && \
-                 ip link add cni0 type bridge && ip addr add {gw}/24 dev cni0 && ip link set cni0 up && \
-                 ip link add veth0 type veth peer name eth0 netns {pod} && \
-                 ip link set veth0 master cni0 && ip link set veth0 up",
-                addr = d.addr,
-                gw = d.pod_gw(),
-                pod = pod.name
-            ));
-            pod.sh(&format!(
-                "ip link set eth0 up && ip addr add {ip}/24 dev eth0 && ip route add default via {gw}",
-                ip = d.pod_ip(),
-                gw = d.pod_gw()
-            ));
-            nodes.insert(d.name, node);
-            pods.insert(d.name, pod);
-        }
+        let infra = Ns::new(tag);
+        infra.sh(infra_setup);
         let manifests = dir.join("cluster.yaml");
         Lab {
             dir,
             manifests,
-            _underlay: underlay,
-            nodes,
-            pods,
+            infra,
+            nodes: BTreeMap::new(),
+            pods: BTreeMap::new(),
             agents: BTreeMap::new(),
+            underlay_args: BTreeMap::new(),
         }
     }
 
-    /// Writes the manifests for `caps`: resolves them once without published values, writes the
-    /// gateway's `published` values as its GatewayPoolNode annotation (what its agent would
-    /// publish), and replaces the agents' file atomically. Returns what `resolve` computes from
-    /// the final file, and the published values written.
+    /// The hub lab: [`NODES`] on the underlay bridge, each at its own underlay MTU (veth and
+    /// `--underlay-mtu`), in 10.0.0.0/8. Its manifests come from [`Lab::write_manifests`].
+    pub fn hub() -> Lab {
+        let mut lab = Lab::new("hub", UNDERLAY_BRIDGE);
+        for d in &NODES {
+            lab.add_node(
+                d.name,
+                d.pod,
+                |infra, node| bridge_port(infra, d.name, node, d.underlay),
+                &format!("ip addr add {}/8 dev eth0 && ip link set eth0 up", d.addr),
+                &["--underlay-mtu", &d.underlay.to_string()],
+            );
+        }
+        lab
+    }
+
+    /// Adds node `name`: its namespace, given its `eth0` by `plug(infra, node)`; IPv4
+    /// forwarding on, reverse-path filtering and redirects off (a gateway forwards out of the
+    /// tunnel device it received on); `eth0` addressed and brought up by the shell commands
+    /// `eth0`; the pod bridge `cni0` holding `pod.gw()`/24 with one pod namespace behind it
+    /// (`pod.ip()`/24, default route via the bridge). Its agent will run with `underlay_args`.
+    pub fn add_node(
+        &mut self,
+        name: &'static str,
+        pod: PodNet,
+        plug: impl FnOnce(&Ns, &Ns),
+        eth0: &str,
+        underlay_args: &[&str],
+    ) {
+        let node = Ns::new(name);
+        let pod_ns = Ns::new(&format!("pod{name}"));
+        plug(&self.infra, &node);
+        node.sh(&format!(
+            "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+             net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.all.send_redirects=0 \
+             net.ipv4.conf.default.send_redirects=0 && \
+             {eth0} && \
+             ip link add cni0 type bridge && ip addr add {gw}/24 dev cni0 && ip link set cni0 up && \
+             ip link add veth0 type veth peer name eth0 netns {pod_ns} && \
+             ip link set veth0 master cni0 && ip link set veth0 up",
+            gw = pod.gw(),
+            pod_ns = pod_ns.name
+        ));
+        pod_ns.sh(&format!(
+            "ip link set eth0 up && ip addr add {ip}/24 dev eth0 && ip route add default via {gw}",
+            ip = pod.ip(),
+            gw = pod.gw()
+        ));
+        self.nodes.insert(name, node);
+        self.pods.insert(name, pod_ns);
+        self.underlay_args
+            .insert(name, underlay_args.iter().map(|a| a.to_string()).collect());
+    }
+
+    /// Replaces the agents' manifests file atomically (a temporary file renamed over it).
+    pub fn replace_manifests(&self, yaml: &str) {
+        let tmp = self.dir.join("cluster.yaml.tmp");
+        std::fs::write(&tmp, yaml).expect("write");
+        std::fs::rename(&tmp, &self.manifests).expect("rename");
+    }
+
+    /// Writes the hub lab's manifests for `caps`: resolves them once without published values,
+    /// writes the gateway's `published` values as its GatewayPoolNode annotation (what its
+    /// agent would publish), and replaces the agents' file atomically. Returns what `resolve`
+    /// computes from the final file, and the published values written.
     pub fn write_manifests(&self, caps: Caps) -> (BTreeMap<String, Want>, BTreeMap<String, u32>) {
         let bare = manifests_unpublished(caps);
         let pre = self.dir.join("unpublished.yaml");
@@ -370,25 +429,26 @@ impl Lab {
         let (pre_wants, _) = resolve(&pre);
         let published = pre_wants["g1"].published.clone();
         let json = serde_json::to_string(&published).expect("json");
-        let full = format!(
+        self.replace_manifests(&format!(
             "{bare}---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: GatewayPoolNode\nmetadata:\n  name: g1\n  annotations:\n    mtu.unbounded-cloud.io/forwarding-mtus: '{json}'\nspec:\n  nodeName: g1\n  gatewayPool: hub\n  site: G\n"
-        );
-        let tmp = self.dir.join("cluster.yaml.tmp");
-        std::fs::write(&tmp, &full).expect("write");
-        std::fs::rename(&tmp, &self.manifests).expect("rename");
+        ));
         let (wants, _) = resolve(&self.manifests);
         (wants, published)
     }
 
+    /// Starts the agent of node `name` with its underlay arguments.
     pub fn spawn_agent(&mut self, name: &'static str) {
-        let d = node_def(name);
+        let args: Vec<&str> = self.underlay_args[name]
+            .iter()
+            .map(String::as_str)
+            .collect();
         let child = spawn_node_agent(
             name,
             &self.manifests,
             &self.nodes[name],
             &self.pods[name],
-            d.underlay,
             &self.dir,
+            &args,
         );
         self.agents.insert(name, Agent { child });
     }
@@ -404,18 +464,15 @@ impl Lab {
         std::fs::read_to_string(self.dir.join(format!("agent-{name}.log"))).unwrap_or_default()
     }
 
-    /// Waits until every node's kernel equals `wants` (or panics after `timeout`).
-    pub fn wait_converged(&self, wants: &BTreeMap<String, Want>, timeout: Duration) -> Duration {
-        self.wait_nodes(wants, &NODES.map(|d| d.name), timeout)
+    /// Waits until every node's kernel equals `wants` (or panics after [`CONVERGE`]).
+    pub fn wait_converged(&self, wants: &BTreeMap<String, Want>) -> Duration {
+        let names: Vec<&str> = self.nodes.keys().copied().collect();
+        self.wait_nodes(wants, &names)
     }
 
-    /// Waits until the kernels of `names` equal `wants` (or panics after `timeout`).
-    pub fn wait_nodes(
-        &self,
-        wants: &BTreeMap<String, Want>,
-        names: &[&str],
-        timeout: Duration,
-    ) -> Duration {
+    /// Waits until the kernels of `names` equal `wants` (or panics after [`CONVERGE`], with the
+    /// differences and the end of every agent's log).
+    pub fn wait_nodes(&self, wants: &BTreeMap<String, Want>, names: &[&str]) -> Duration {
         let start = Instant::now();
         loop {
             let mut diffs = Vec::new();
@@ -428,19 +485,14 @@ impl Lab {
             if diffs.is_empty() {
                 return start.elapsed();
             }
-            if start.elapsed() > timeout {
-                let logs: Vec<String> = NODES
-                    .iter()
-                    .map(|d| {
-                        format!(
-                            "--- agent {} ---\n{}",
-                            d.name,
-                            tail(&self.agent_log(d.name), 20)
-                        )
-                    })
+            if start.elapsed() > CONVERGE {
+                let logs: Vec<String> = self
+                    .nodes
+                    .keys()
+                    .map(|n| format!("--- agent {n} ---\n{}", tail(&self.agent_log(n), 40)))
                     .collect();
                 panic!(
-                    "not converged after {timeout:?}:\n{}\n{}",
+                    "not converged after {CONVERGE:?}:\n{}\n{}",
                     diffs.join("\n"),
                     logs.join("\n")
                 );
@@ -479,38 +531,83 @@ impl Agent {
     }
 }
 
-/// `ping -M do -s SIZE -c 1 -W 2 DST` from a pod: exit code and combined output.
-pub fn ping(pod: &Ns, dst: &str, size: u32) -> (Option<i32>, String) {
-    let o = pod.try_sh(&format!("ping -M do -s {size} -c 1 -W 2 {dst} 2>&1"));
+/// `ping -M do -s SIZE -c 1 -W WAIT [-I SRC] DST` in `ns`: exit code and combined output.
+pub fn ping_with(
+    ns: &Ns,
+    src: Option<&str>,
+    dst: &str,
+    size: u32,
+    wait: u32,
+) -> (Option<i32>, String) {
+    let from = src.map(|s| format!("-I {s} ")).unwrap_or_default();
+    let o = ns.try_sh(&format!(
+        "ping -M do -s {size} -c 1 -W {wait} {from}{dst} 2>&1"
+    ));
     (
         o.status.code(),
         String::from_utf8_lossy(&o.stdout).into_owned(),
     )
 }
 
-/// Starts `unbounded-mtu agent --manifests` for node `name` inside its namespace (`--netns`),
-/// with the pod bridge `cni0` and the pod's `eth0`, logging to `<dir>/agent-<name>.log`.
-pub fn spawn_node_agent(
-    name: &str,
-    manifests: &std::path::Path,
-    node: &Ns,
-    pod: &Ns,
-    underlay: u32,
-    dir: &std::path::Path,
-) -> std::process::Child {
-    spawn_node_agent_with(
-        name,
-        manifests,
-        node,
-        pod,
-        dir,
-        &["--underlay-mtu", &underlay.to_string()],
-    )
+/// `ping -M do -s SIZE -c 1 -W 2 DST` from a pod: exit code and combined output.
+pub fn ping(pod: &Ns, dst: &str, size: u32) -> (Option<i32>, String) {
+    ping_with(pod, None, dst, size, 2)
 }
 
-/// [`spawn_node_agent`] with `underlay_args` (e.g. `--underlay-mtu N`, or `--detect-underlay`)
-/// in place of its `--underlay-mtu`.
-pub fn spawn_node_agent_with(
+/// [`ping_with`] (waiting 2 s) up to five times until one passes (the underlay's first ARP or
+/// neighbour discovery can cost the first packet); the last try's result.
+pub fn ping_ok(ns: &Ns, src: Option<&str>, dst: &str, size: u32) -> (Option<i32>, String) {
+    let mut last = (None, String::new());
+    for _ in 0..5 {
+        last = ping_with(ns, src, dst, size, 2);
+        if last.0 == Some(0) {
+            break;
+        }
+    }
+    last
+}
+
+/// The first line of `out` containing any of `words` (lower case), trimmed; empty if none.
+pub fn first_line_with<'a>(out: &'a str, words: &[&str]) -> &'a str {
+    out.lines()
+        .find(|l| words.iter().any(|w| l.to_lowercase().contains(w)))
+        .unwrap_or("")
+        .trim()
+}
+
+/// Node `name`'s plan in `resolve -o json` output.
+pub fn plan_of<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["nodes"]
+        .as_array()
+        .and_then(|ns| ns.iter().find(|n| n["name"] == name))
+        .unwrap_or_else(|| panic!("{name} not in resolve"))
+}
+
+/// The link to `peer` in a plan from [`plan_of`].
+pub fn plan_link<'a>(plan: &'a serde_json::Value, peer: &str) -> &'a serde_json::Value {
+    plan["links"]
+        .as_array()
+        .and_then(|ls| ls.iter().find(|l| l["peer"] == peer))
+        .unwrap_or_else(|| panic!("{}: no link to {peer}: {}", plan["name"], plan["links"]))
+}
+
+/// The route to `destination` in a plan from [`plan_of`].
+pub fn plan_route<'a>(plan: &'a serde_json::Value, destination: &str) -> &'a serde_json::Value {
+    plan["routes"]
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["destination"] == destination))
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: no route {destination}: {}",
+                plan["name"], plan["routes"]
+            )
+        })
+}
+
+/// Starts `unbounded-mtu agent --manifests` for node `name` inside its namespace (`--netns`),
+/// with `underlay_args` (`--underlay-mtu N` or `--detect-underlay`), the pod bridge `cni0` and
+/// the pod's `eth0`, logging to `<dir>/agent-<name>.log`.
+pub fn spawn_node_agent(
     name: &str,
     manifests: &std::path::Path,
     node: &Ns,

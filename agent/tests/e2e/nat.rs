@@ -16,19 +16,13 @@
 //! hg1 is reached at 10.10.0.1 by hw1 and at 198.51.100.1 by n1: both must derive its one tunnel
 //! MAC from its identity address, or n1's frames to hg1 would be dropped as addressed elsewhere.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use crate::kernel::{Snapshot, fix_encap_dst};
-use crate::lab::{self, Agent, Ns, Want};
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-const CONVERGE: Duration = Duration::from_secs(30);
+use crate::kernel::{link_mac, neighbour_mac, route_mtu, rx_packets, table_route};
+use crate::lab::{
+    self, CONVERGE, Lab, Ns, PodNet, first_line_with, ping_ok, ping_with, plan_link, plan_of,
+    plan_route,
+};
 
 /// One node of the NAT lab.
 struct NatNode {
@@ -41,17 +35,7 @@ struct NatNode {
     internal_len: u8,
     /// Default gateway on the node's wire.
     default_via: &'static str,
-    /// Pod CIDR (a /24): the node's bridge holds `.1`, its pod `.2`.
-    pod_net: &'static str,
-}
-
-impl NatNode {
-    fn pod_gw(&self) -> String {
-        format!("{}.1", self.pod_net)
-    }
-    fn pod_ip(&self) -> String {
-        format!("{}.2", self.pod_net)
-    }
+    pod: PodNet,
 }
 
 const NODES: [NatNode; 3] = [
@@ -63,7 +47,7 @@ const NODES: [NatNode; 3] = [
         external: Some("198.51.100.1/24"),
         internal_len: 16,
         default_via: "198.51.100.254",
-        pod_net: "10.110.1",
+        pod: PodNet("10.110.1"),
     },
     NatNode {
         name: "hw1",
@@ -73,7 +57,7 @@ const NODES: [NatNode; 3] = [
         external: None,
         internal_len: 16,
         default_via: "10.10.255.254",
-        pod_net: "10.110.11",
+        pod: PodNet("10.110.11"),
     },
     NatNode {
         name: "n1",
@@ -83,7 +67,7 @@ const NODES: [NatNode; 3] = [
         external: Some("203.0.113.4/24"),
         internal_len: 22,
         default_via: "203.0.113.254",
-        pod_net: "10.120.4",
+        pod: PodNet("10.120.4"),
     },
 ];
 
@@ -122,224 +106,60 @@ fn manifests_yaml() -> String {
             })
             .unwrap_or_default();
         y += &format!(
-            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{net.unbounded-cloud.io/site: {site}{pool}}}\n  annotations:\n    mtu.unbounded-cloud.io/underlay-mtu: \"1500\"\nspec:\n  podCIDRs: [{pods}.0/24]\nstatus:\n  addresses:\n    - type: InternalIP\n      address: {internal}\n{external}",
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{net.unbounded-cloud.io/site: {site}{pool}}}\n  annotations:\n    mtu.unbounded-cloud.io/underlay-mtu: \"1500\"\nspec:\n  podCIDRs: [{pods}]\nstatus:\n  addresses:\n    - type: InternalIP\n      address: {internal}\n{external}",
             name = n.name,
             site = n.site,
-            pods = n.pod_net,
+            pods = n.pod.cidr(),
             internal = n.internal,
         );
     }
     y
 }
 
-/// The lab: the router, the three nodes, one pod per node, and their agents.
-struct NatLab {
-    dir: PathBuf,
-    manifests: PathBuf,
-    _router: Ns,
-    nodes: BTreeMap<&'static str, Ns>,
-    pods: BTreeMap<&'static str, Ns>,
-    agents: BTreeMap<&'static str, Agent>,
-}
-
-impl NatLab {
-    fn new() -> NatLab {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("umtu-e2e-nat-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let rt = Ns::new("rt");
-        rt.sh(
-            "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
-             net.ipv4.conf.default.rp_filter=0 && \
-             ip link add brh type bridge && ip link set brh up && \
-             ip addr add 10.10.255.254/16 dev brh && ip addr add 198.51.100.254/24 dev brh",
-        );
-        let mut nodes = BTreeMap::new();
-        let mut pods = BTreeMap::new();
-        for d in &NODES {
-            let node = Ns::new(d.name);
-            let pod = Ns::new(&format!("pod{}", d.name));
+/// The lab: the router, the three nodes, one pod per node; agents at an underlay of 1500.
+fn nat_lab() -> Lab {
+    let mut lab = Lab::new(
+        "nat",
+        "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+         net.ipv4.conf.default.rp_filter=0 && \
+         ip link add brh type bridge && ip link set brh up && \
+         ip addr add 10.10.255.254/16 dev brh && ip addr add 198.51.100.254/24 dev brh",
+    );
+    for d in &NODES {
+        // Site H's nodes share the bridge `brh`; n1 has a routed link of its own.
+        let plug = |rt: &Ns, node: &Ns| {
             let port = format!("r-{}", d.name);
-            if d.site == "H" {
-                rt.sh(&format!(
-                    "ip link add {port} type veth peer name eth0 netns {ns} && \
-                     ip link set {port} master brh && ip link set {port} up",
-                    ns = node.name
-                ));
+            let upstream = if d.site == "H" {
+                format!("ip link set {port} master brh")
             } else {
-                rt.sh(&format!(
-                    "ip link add {port} type veth peer name eth0 netns {ns} && \
-                     ip addr add 203.0.113.254/24 dev {port} && ip link set {port} up",
-                    ns = node.name
-                ));
-            }
-            let external = d
-                .external
-                .map(|e| format!("ip addr add {e} dev eth0 && "))
-                .unwrap_or_default();
-            node.sh(&format!(
-                "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
-                 net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.all.send_redirects=0 \
-                 net.ipv4.conf.default.send_redirects=0 && \
-                 ip addr add {internal}/{len} dev eth0 && {external}ip link set eth0 up && \
-                 ip route add default via {via} dev eth0 && \
-                 ip link add cni0 type bridge && ip addr add {gw}/24 dev cni0 && ip link set cni0 up && \
-                 ip link add veth0 type veth peer name eth0 netns {pod} && \
-                 ip link set veth0 master cni0 && ip link set veth0 up",
-                internal = d.internal,
-                len = d.internal_len,
-                via = d.default_via,
-                gw = d.pod_gw(),
-                pod = pod.name
+                format!("ip addr add 203.0.113.254/24 dev {port}")
+            };
+            rt.sh(&format!(
+                "ip link add {port} type veth peer name eth0 netns {ns} && \
+                 {upstream} && ip link set {port} up",
+                ns = node.name
             ));
-            pod.sh(&format!(
-                "ip link set eth0 up && ip addr add {ip}/24 dev eth0 && ip route add default via {gw}",
-                ip = d.pod_ip(),
-                gw = d.pod_gw()
-            ));
-            nodes.insert(d.name, node);
-            pods.insert(d.name, pod);
-        }
-        // Between the Sites only public addresses pass: n1's private subnet from anywhere, and
-        // Site H's from n1's side, are refused (an ICMP unreachable from the router).
-        rt.sh("ip rule add priority 10 to 10.20.0.0/22 unreachable && \
-             ip rule add priority 11 iif r-n1 to 10.10.0.0/16 unreachable");
-        let manifests = dir.join("cluster.yaml");
-        std::fs::write(&manifests, manifests_yaml()).expect("write manifests");
-        NatLab {
-            dir,
-            manifests,
-            _router: rt,
-            nodes,
-            pods,
-            agents: BTreeMap::new(),
-        }
-    }
-
-    fn spawn_agent(&mut self, name: &'static str) {
-        let child = lab::spawn_node_agent(
-            name,
-            &self.manifests,
-            &self.nodes[name],
-            &self.pods[name],
-            1500,
-            &self.dir,
+        };
+        let external = d
+            .external
+            .map(|e| format!("ip addr add {e} dev eth0 && "))
+            .unwrap_or_default();
+        let eth0 = format!(
+            "ip addr add {internal}/{len} dev eth0 && {external}ip link set eth0 up && \
+             ip route add default via {via} dev eth0",
+            internal = d.internal,
+            len = d.internal_len,
+            via = d.default_via,
         );
-        self.agents.insert(name, Agent { child });
+        lab.add_node(d.name, d.pod, plug, &eth0, &["--underlay-mtu", "1500"]);
     }
-
-    fn kill_agent(&mut self, name: &str) {
-        if let Some(mut a) = self.agents.remove(name) {
-            a.stop();
-        }
-    }
-
-    fn agent_log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.join(format!("agent-{name}.log"))).unwrap_or_default()
-    }
-
-    /// Waits until every node's kernel equals what `resolve` computed.
-    fn wait_converged(&self, wants: &BTreeMap<String, Want>) -> Duration {
-        let start = Instant::now();
-        loop {
-            let mut diffs = Vec::new();
-            for d in &NODES {
-                let snap = Snapshot::read(&self.nodes[d.name], &self.pods[d.name]);
-                for m in snap.diff(&wants[d.name]) {
-                    diffs.push(format!("{}: {m}", d.name));
-                }
-            }
-            if diffs.is_empty() {
-                return start.elapsed();
-            }
-            if start.elapsed() > CONVERGE {
-                let logs: Vec<String> = NODES
-                    .iter()
-                    .map(|d| format!("--- agent {} ---\n{}", d.name, self.agent_log(d.name)))
-                    .collect();
-                panic!(
-                    "not converged after {CONVERGE:?}:\n{}\n{}",
-                    diffs.join("\n"),
-                    logs.join("\n")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for NatLab {
-    fn drop(&mut self) {
-        let names: Vec<&str> = self.agents.keys().copied().collect();
-        for n in names {
-            self.kill_agent(n);
-        }
-        if std::env::var_os("E2E_KEEP").is_none() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// `ping -M do -s SIZE -c 1 -W 2 -I SRC DST` on a node: exit code and combined output.
-fn ping_from(ns: &Ns, src: &str, dst: &str, size: u32) -> (Option<i32>, String) {
-    let o = ns.try_sh(&format!(
-        "ping -M do -s {size} -c 1 -W 2 -I {src} {dst} 2>&1"
-    ));
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-    )
-}
-
-/// Up to five tries (the underlay's first ARP can cost the first packet).
-fn ping_ok(ns: &Ns, src: &str, dst: &str, size: u32) -> (Option<i32>, String) {
-    let mut last = (None, String::new());
-    for _ in 0..5 {
-        last = ping_from(ns, src, dst, size);
-        if last.0 == Some(0) {
-            break;
-        }
-    }
-    last
-}
-
-fn first_line_with<'a>(out: &'a str, words: &[&str]) -> &'a str {
-    out.lines()
-        .find(|l| words.iter().any(|w| l.to_lowercase().contains(w)))
-        .unwrap_or("")
-        .trim()
-}
-
-/// `ip -j` of one route of table 100 (the encapsulation's `dst` renamed `encap_dst`).
-fn table_route(ns: &Ns, dst: &str) -> Option<Value> {
-    let out = ns.ip(&["-j", "-d", "route", "show", "table", "100", dst]);
-    let v: Value = serde_json::from_str(&fix_encap_dst(&out)).expect("ip -j route");
-    v.as_array()?.first().cloned()
-}
-
-fn route_mtu(r: &Value) -> Option<u64> {
-    r["metrics"]
-        .as_array()?
-        .iter()
-        .find_map(|m| m.get("mtu"))
-        .and_then(Value::as_u64)
-}
-
-fn link_mac(ns: &Ns, dev: &str) -> String {
-    let v: Value = serde_json::from_str(&ns.ip(&["-j", "link", "show", dev])).expect("ip -j link");
-    v[0]["address"].as_str().unwrap_or_default().to_string()
-}
-
-fn neighbour_mac(ns: &Ns, dev: &str, addr: &str) -> String {
-    let v: Value = serde_json::from_str(&ns.ip(&["-j", "neigh", "show", "dev", dev, addr]))
-        .expect("ip -j neigh");
-    v[0]["lladdr"].as_str().unwrap_or_default().to_string()
-}
-
-fn rx_packets(ns: &Ns, dev: &str) -> u64 {
-    let v: Value =
-        serde_json::from_str(&ns.ip(&["-j", "-s", "link", "show", dev])).expect("ip -j -s link");
-    v[0]["stats64"]["rx"]["packets"].as_u64().unwrap_or(0)
+    // Between the Sites only public addresses pass: n1's private subnet from anywhere, and
+    // Site H's from n1's side, are refused (an ICMP unreachable from the router).
+    lab.infra
+        .sh("ip rule add priority 10 to 10.20.0.0/22 unreachable && \
+         ip rule add priority 11 iif r-n1 to 10.10.0.0/16 unreachable");
+    lab.replace_manifests(&manifests_yaml());
+    lab
 }
 
 #[test]
@@ -348,26 +168,18 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
     if !lab::can_run(name) {
         return;
     }
-    let mut lab = NatLab::new();
+    let mut lab = nat_lab();
     let hg1 = &lab.nodes["hg1"];
-    let gw_src = node("hg1").pod_gw();
+    let gw_src = node("hg1").pod.gw();
 
     // The plan: a NodeAddress host route to n1's InternalIP, at the link MTU.
     let (wants, json) = lab::resolve(&lab.manifests);
-    let plan = json["nodes"]
-        .as_array()
-        .and_then(|ns| ns.iter().find(|n| n["name"] == "hg1"))
-        .expect("hg1 in resolve");
-    let link_mtu = plan["links"]
-        .as_array()
-        .and_then(|ls| ls.iter().find(|l| l["peer"] == "n1"))
-        .and_then(|l| l["mtu"].as_u64())
-        .expect("hg1's link to n1");
+    let plan = plan_of(&json, "hg1");
+    let link_mtu = plan_link(plan, "n1")["mtu"]
+        .as_u64()
+        .expect("the MTU of hg1's link to n1");
     let host = format!("{N1_INTERNAL}/32");
-    let route = plan["routes"]
-        .as_array()
-        .and_then(|rs| rs.iter().find(|r| r["destination"] == host.as_str()))
-        .unwrap_or_else(|| panic!("no route {host} in hg1's plan: {}", plan["routes"]));
+    let route = plan_route(plan, &host);
     println!(
         "resolve: hg1 route {host} type {} kind {} via {} mtu {}; link hg1-n1 mtu {link_mtu}",
         route["type"], route["kind"], route["via"], route["mtu"]
@@ -389,7 +201,7 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
 
     // Without the agents' routes the underlay cannot route the InternalIP (only the external
     // address passes the router).
-    let (code, out) = ping_ok(hg1, "198.51.100.1", N1_EXTERNAL, 56);
+    let (code, out) = ping_ok(hg1, Some("198.51.100.1"), N1_EXTERNAL, 56);
     println!(
         "  before the agents: hg1 ping -I 198.51.100.1 {N1_EXTERNAL} (n1's ExternalIP) -> exit {code:?}"
     );
@@ -410,7 +222,7 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
         text.contains("Unreachable"),
         "the router refuses it:\n{text}"
     );
-    let (code, out) = ping_from(hg1, &gw_src, N1_INTERNAL, 56);
+    let (code, out) = ping_with(hg1, Some(&gw_src), N1_INTERNAL, 56, 2);
     println!("  before the agents: hg1 ping -I {gw_src} {N1_INTERNAL} -> exit {code:?}");
     assert_ne!(code, Some(0), "{out}");
 
@@ -429,12 +241,12 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
         "  hg1 table 100:\n{}",
         hg1.ip(&["route", "show", "table", "100"])
     );
-    let r = table_route(hg1, &host).expect("hg1 holds the NodeAddress route");
+    let r = table_route(hg1, "-4", &host).expect("hg1 holds the NodeAddress route");
     assert_eq!(route_mtu(&r), Some(u64::from(mtu)), "{r}");
     assert_eq!(r["dev"], "vxlan0", "{r}");
     assert_eq!(r["encap_dst"], N1_EXTERNAL, "{r}");
-    assert_eq!(r["gateway"], node("n1").pod_gw(), "{r}");
-    let endpoint = table_route(hg1, &format!("{N1_EXTERNAL}/32"))
+    assert_eq!(r["gateway"], node("n1").pod.gw(), "{r}");
+    let endpoint = table_route(hg1, "-4", &format!("{N1_EXTERNAL}/32"))
         .expect("an endpoint route to n1's ExternalIP");
     assert_eq!(endpoint["dev"], "eth0", "{endpoint}");
     assert!(endpoint.get("encap").is_none(), "{endpoint}");
@@ -442,9 +254,9 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
     // One MAC per node, whichever address its peers reach it at.
     let hg1_mac = link_mac(hg1, "vxlan0");
     let n1_mac = link_mac(n1, "vxlan0");
-    let at_n1 = neighbour_mac(n1, "vxlan0", &node("hg1").pod_gw());
-    let at_hw1 = neighbour_mac(hw1, "vxlan0", &node("hg1").pod_gw());
-    let at_hg1 = neighbour_mac(hg1, "vxlan0", &node("n1").pod_gw());
+    let at_n1 = neighbour_mac(n1, "vxlan0", &node("hg1").pod.gw());
+    let at_hw1 = neighbour_mac(hw1, "vxlan0", &node("hg1").pod.gw());
+    let at_hg1 = neighbour_mac(hg1, "vxlan0", &node("n1").pod.gw());
     println!(
         "  tunnel MACs: hg1 vxlan0 {hg1_mac} (held by n1 {at_n1}, by hw1 {at_hw1}); \
          n1 vxlan0 {n1_mac} (held by hg1 {at_hg1})"
@@ -461,7 +273,7 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
     // Packets: n1's InternalIP at the route MTU crosses the tunnel (n1's vxlan0 receives it).
     hg1.sh("ip route flush cache");
     let rx = rx_packets(n1, "vxlan0");
-    let (code, out) = ping_ok(hg1, &gw_src, N1_INTERNAL, mtu - 28);
+    let (code, out) = ping_ok(hg1, Some(&gw_src), N1_INTERNAL, mtu - 28);
     let rx_after = rx_packets(n1, "vxlan0");
     println!(
         "  hg1 ping -M do -s {} -I {gw_src} {N1_INTERNAL} -> exit {code:?} \
@@ -470,7 +282,7 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
     );
     assert_eq!(code, Some(0), "payload {} must pass:\n{out}", mtu - 28);
     assert!(rx_after > rx, "the request crossed the tunnel");
-    let (code, out) = ping_from(hg1, &gw_src, N1_INTERNAL, mtu - 27);
+    let (code, out) = ping_with(hg1, Some(&gw_src), N1_INTERNAL, mtu - 27, 2);
     let line = first_line_with(&out, &["message too long", "frag"]);
     println!(
         "  hg1 ping -M do -s {} -I {gw_src} {N1_INTERNAL} -> exit {code:?}: {line}",
@@ -489,8 +301,8 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
 
     // A same-Site worker reaches n1's InternalIP through the gateway, which forwards it by its
     // NodeAddress route (hw1's own route is the learned node CIDR of Site N).
-    let hw1_src = node("hw1").pod_gw();
-    let (code, out) = ping_ok(hw1, &hw1_src, N1_INTERNAL, mtu - 28);
+    let hw1_src = node("hw1").pod.gw();
+    let (code, out) = ping_ok(hw1, Some(&hw1_src), N1_INTERNAL, mtu - 28);
     println!(
         "  hw1 ping -M do -s {} -I {hw1_src} {N1_INTERNAL} (through hg1) -> exit {code:?}",
         mtu - 28
@@ -501,7 +313,7 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
     lab.kill_agent("hg1");
     let hg1 = &lab.nodes["hg1"];
     hg1.sh("ip rule del priority 100 lookup 100");
-    let (code, out) = ping_from(hg1, &gw_src, N1_INTERNAL, 56);
+    let (code, out) = ping_with(hg1, Some(&gw_src), N1_INTERNAL, 56, 2);
     println!(
         "  hg1 agent stopped, its policy rule removed: ping -I {gw_src} {N1_INTERNAL} -> exit {code:?}"
     );
@@ -521,7 +333,7 @@ fn gateway_reaches_a_natd_workers_internal_ip_through_its_node_address_route() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (code, out) = ping_ok(hg1, &gw_src, N1_INTERNAL, mtu - 28);
+    let (code, out) = ping_ok(hg1, Some(&gw_src), N1_INTERNAL, mtu - 28);
     println!(
         "  hg1 agent restarted ({:?}): ping -M do -s {} -> exit {code:?}",
         start.elapsed(),
