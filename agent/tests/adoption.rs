@@ -12,7 +12,10 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{End, Mock, Reply, event, node, site, status};
+use support::{
+    End, Mock, NODE, NODES, OWN, POD, POOLS, Reply, SITE_LABEL, SITES, event, node, own_node as n1,
+    site, status,
+};
 use unbounded_mtu::agent::Exit;
 use unbounded_mtu::agent::adopt::{AdoptError, Attempt, try_adopt};
 use unbounded_mtu::agent::startup::{self, Adoption};
@@ -20,25 +23,7 @@ use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::{Backoff, api_status};
 
 const BIN: &str = env!("CARGO_BIN_EXE_unbounded-mtu");
-const NODES: &str = "/api/v1/nodes";
-const NODE: &str = "/api/v1/nodes/n1";
-const POD: &str = "/api/v1/namespaces/ns/pods/agent-x";
-const SITES: &str = "/apis/net.unbounded-cloud.io/v1alpha1/sites";
-const POOLS: &str = "/apis/net.unbounded-cloud.io/v1alpha1/gatewaypools";
-const SITE_LABEL: &str = "net.unbounded-cloud.io/site";
-const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
 const ACK: &str = "mtu.unbounded-cloud.io/adopted-assignment";
-const OWN: &str = "metadata.name=n1";
-
-fn n1(rv: &str, pool_label: &str) -> Value {
-    node(
-        "n1",
-        "u1",
-        rv,
-        json!({SITE_LABEL: "a", POOL_LABEL: pool_label}),
-        "10.0.0.5",
-    )
-}
 
 fn pool(name: &str, spec: Value, status_nodes: Value) -> Value {
     json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPool",
@@ -90,19 +75,7 @@ fn not_found(name: &str) -> Reply {
 fn serve(mock: &Mock, own: &Value, objects: &[Value]) {
     mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
     support::serve_collections(mock, objects);
-    mock.on(
-        "PATCH",
-        POD,
-        vec![Reply::Json(
-            200,
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent-x"}}),
-        )],
-    );
-}
-
-async fn status_doc(addr: std::net::SocketAddr) -> Value {
-    let body = support::http_get(addr, "/status").await;
-    serde_json::from_str(body.split("\r\n\r\n").nth(1).expect("body")).expect("json")
+    mock.on("PATCH", POD, vec![support::pod_patched("agent-x")]);
 }
 
 /// Runs the agent (dry run, own Pod `ns/agent-x`) with its HTTP server on a free port.
@@ -115,22 +88,9 @@ async fn start_agent(
     tokio::sync::oneshot::Sender<()>,
 ) {
     let status = Arc::new(Status::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let http = listener.local_addr().expect("addr");
-    tokio::spawn(unbounded_mtu::agent::status::serve(
-        listener,
-        status.clone(),
-    ));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (client, st) = (mock.client(), status.clone());
-    let run = tokio::spawn(async move {
-        unbounded_mtu::agent::run::run(client, &support::agent_args(&["--dry-run"]), st, async {
-            let _ = stop_rx.await;
-        })
-        .await
-    });
+    let http = support::serve_status(status.clone()).await;
+    let args = support::agent_args(&["--dry-run"]);
+    let (run, stop_tx) = support::spawn_agent(mock, args, status.clone(), None);
     (run, http, status, stop_tx)
 }
 
@@ -193,7 +153,7 @@ async fn a_label_naming_a_missing_pool_is_never_acknowledged_and_its_change_is_e
     // timeouts below before the events arrive.
     tokio::time::resume();
 
-    let doc = status_doc(http).await;
+    let doc = support::status_document(http).await;
     assert_eq!(doc["adoptedAssignment"], Value::Null, "{doc}");
     assert_eq!(doc["ready"], false);
     assert_eq!(doc["brokenAssignment"]["poolLabel"], "missing", "{doc}");
@@ -371,7 +331,7 @@ async fn label_true_with_the_pool_status_listing_the_node_adopts_that_pool() {
         1
     );
     assert_eq!(adoption.iter().filter(|r| r.path == POOLS).count(), 1);
-    let doc = status_doc(http).await;
+    let doc = support::status_document(http).await;
     assert_eq!(doc["adoptedAssignment"], "u1/a/PH", "{doc}");
     assert_eq!(doc["brokenAssignment"], Value::Null);
     assert!(
@@ -386,9 +346,7 @@ async fn label_true_with_the_pool_status_listing_the_node_adopts_that_pool() {
 /// A label naming an existing pool decides after one GET of that pool: no LIST.
 #[tokio::test]
 async fn a_label_naming_an_existing_pool_is_adopted_after_one_get_of_it() {
-    let mock = Mock::start().await;
-    mock.on("GET", NODE, vec![Reply::Json(200, n1("100", "p1"))]);
-    mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
+    let mock = support::adoption_mock(n1("100", "p1")).await;
     mock.on(
         "GET",
         &pool_path("p1"),
@@ -423,9 +381,7 @@ async fn a_label_naming_an_existing_pool_is_adopted_after_one_get_of_it() {
 /// LIST; the API status is kept.
 #[tokio::test]
 async fn a_failed_get_of_the_named_pool_is_an_error_not_a_missing_pool() {
-    let mock = Mock::start().await;
-    mock.on("GET", NODE, vec![Reply::Json(200, n1("100", "p1"))]);
-    mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
+    let mock = support::adoption_mock(n1("100", "p1")).await;
     mock.on(
         "GET",
         &pool_path("p1"),
@@ -443,16 +399,14 @@ async fn a_failed_get_of_the_named_pool_is_an_error_not_a_missing_pool() {
 /// Without a label nothing is broken: no pool takes the node, so it is a worker.
 #[tokio::test]
 async fn without_a_label_and_no_pool_taking_the_node_it_is_a_worker() {
-    let mock = Mock::start().await;
-    mock.on(
-        "GET",
-        NODE,
-        vec![Reply::Json(
-            200,
-            node("n1", "u1", "100", json!({SITE_LABEL: "a"}), "10.0.0.5"),
-        )],
-    );
-    mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
+    let mock = support::adoption_mock(node(
+        "n1",
+        "u1",
+        "100",
+        json!({SITE_LABEL: "a"}),
+        "10.0.0.5",
+    ))
+    .await;
     mock.collection(POOLS, pools_without_n1(), "8");
     let a = try_adopt(&mock.client(), "n1").await.expect("adopt");
     assert!(

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{End, Mock, Reply, event, node, site};
+use support::{
+    End, Mock, NODE, NODES, OWN, POD, POOL_LABEL, Reply, SITE_LABEL, event, node, own_node, site,
+};
 use tokio::sync::mpsc;
 use topology_core::decode::Kind;
 use unbounded_mtu::agent::status::Status;
@@ -17,10 +19,6 @@ use unbounded_mtu::k8s::store::{Change, ReflectOptions, Store, reflect};
 use unbounded_mtu::k8s::{Backoff, ResourceKind};
 
 const BIN: &str = env!("CARGO_BIN_EXE_unbounded-mtu");
-const NODES: &str = "/api/v1/nodes";
-const NODE: &str = "/api/v1/nodes/n1";
-const SITE_LABEL: &str = "net.unbounded-cloud.io/site";
-const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -333,79 +331,23 @@ fn agent_mock(mock: &Mock, own: Value) {
     support::serve_collections(mock, &[site("a", "10.0.0.0/16"), own, n2, slice]);
 }
 
-fn agent_args(extra: &[&str]) -> unbounded_mtu::agent::AgentArgs {
-    use clap::Parser;
-    let mut argv = vec!["unbounded-mtu", "agent", "--node-name", "n1", "--dry-run"];
-    argv.extend_from_slice(extra);
-    match unbounded_mtu::cli::Cli::try_parse_from(argv)
-        .expect("args")
-        .command
-    {
-        unbounded_mtu::cli::Command::Agent(a) => a,
-        other => panic!("{other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn first_reconcile_acknowledges_then_closes_the_startup_watch() {
     let mock = Mock::start().await;
-    let mut own = node(
-        "n1",
-        "u1",
-        "100",
-        json!({SITE_LABEL: "a", POOL_LABEL: ""}),
-        "10.0.0.5",
-    );
-    own["spec"] =
-        json!({"taints": [{"key": "net.unbounded-cloud.io/gateway-node", "effect": "NoSchedule"}]});
-    agent_mock(&mock, own);
-    let pod = "/api/v1/namespaces/ns/pods/agent-x";
-    mock.on(
-        "PATCH",
-        pod,
-        vec![Reply::Json(
-            200,
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent-x"}}),
-        )],
-    );
-    mock.on(
-        "PATCH",
-        NODE,
-        vec![Reply::Json(
-            200,
-            node("n1", "u1", "101", json!({}), "10.0.0.5"),
-        )],
-    );
-    mock.on_watch_selected(
-        NODES,
-        "metadata.name=n1",
-        vec![Reply::Watch(vec![], End::Hold)],
-    );
-    let args = agent_args(&["--pod-name", "agent-x", "--pod-namespace", "ns"]);
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let client = mock.client();
+    agent_mock(&mock, support::with_gateway_taint(own_node("100", "")));
+    mock.on("PATCH", POD, vec![support::pod_patched("agent-x")]);
+    mock.on("PATCH", NODE, vec![support::node_patched()]);
+    support::hold_startup_watch(&mock);
+    let args = support::agent_args(&["--dry-run"]);
     let status = Arc::new(Status::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let http = listener.local_addr().expect("addr");
-    tokio::spawn(unbounded_mtu::agent::status::serve(
-        listener,
-        status.clone(),
-    ));
+    let http = support::serve_status(status.clone()).await;
     assert!(
         support::http_get(http, "/readyz")
             .await
             .starts_with("HTTP/1.1 503")
     );
-    let st = status.clone();
-    let run = tokio::spawn(async move {
-        unbounded_mtu::agent::run::run(client, &args, st, async {
-            let _ = stop_rx.await;
-        })
-        .await
-    });
-    let sel = Some("metadata.name=n1");
+    let (run, stop_tx) = support::spawn_agent(&mock, args, status, None);
+    let sel = Some(OWN);
     assert!(
         support::until(|| mock.requests_to("PATCH", NODE).len() == 1, 5000).await,
         "{:#?}",
@@ -417,7 +359,7 @@ async fn first_reconcile_acknowledges_then_closes_the_startup_watch() {
     let reqs = mock.requests();
     let ack_at = reqs
         .iter()
-        .position(|r| r.method == "PATCH" && r.path == pod)
+        .position(|r| r.method == "PATCH" && r.path == POD)
         .expect("ack");
     let ack: Value = serde_json::from_str(&reqs[ack_at].body).expect("json");
     assert_eq!(
@@ -449,9 +391,7 @@ async fn first_reconcile_acknowledges_then_closes_the_startup_watch() {
     );
     let ready = support::http_get(http, "/readyz").await;
     assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
-    let body = support::http_get(http, "/status").await;
-    let doc: Value =
-        serde_json::from_str(body.split("\r\n\r\n").nth(1).expect("body")).expect("json");
+    let doc = support::status_document(http).await;
     assert_eq!(doc["adoptedAssignment"], "u1/a/-");
     assert!(
         !doc["activeWatches"].to_string().contains("startup"),
@@ -497,12 +437,8 @@ async fn agent_binary_exit_codes() {
     ];
     for (ev, code) in cases {
         let mock = Mock::start().await;
-        agent_mock(&mock, node("n1", "u1", "100", labels.clone(), "10.0.0.5"));
-        mock.on_watch_selected(
-            NODES,
-            "metadata.name=n1",
-            vec![Reply::Watch(vec![ev], End::Hold)],
-        );
+        agent_mock(&mock, own_node("100", ""));
+        mock.on_watch_selected(NODES, OWN, vec![Reply::Watch(vec![ev], End::Hold)]);
         let dir = tmpdir("bin");
         let kc = mock.kubeconfig(&dir);
         let out = run_bin(
@@ -534,20 +470,9 @@ async fn agent_binary_once_prints_the_plan_and_acknowledges() {
         &mock,
         node("n1", "u1", "100", json!({SITE_LABEL: "a"}), "10.0.0.5"),
     );
-    mock.on_watch_selected(
-        NODES,
-        "metadata.name=n1",
-        vec![Reply::Watch(vec![], End::Hold)],
-    );
+    support::hold_startup_watch(&mock);
     let pods = "/api/v1/namespaces/ns/pods/p";
-    mock.on(
-        "PATCH",
-        pods,
-        vec![Reply::Json(
-            200,
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),
-        )],
-    );
+    mock.on("PATCH", pods, vec![support::pod_patched("p")]);
     let dir = tmpdir("once");
     let kc = mock.kubeconfig(&dir);
     let out = run_bin(
@@ -610,21 +535,8 @@ async fn agent_binary_once_prints_the_plan_and_acknowledges() {
 #[tokio::test]
 async fn heavy_kinds_are_watched_only_while_an_assignment_lists_the_site() {
     let mock = Mock::start().await;
-    agent_mock(
-        &mock,
-        node(
-            "n1",
-            "u1",
-            "100",
-            json!({SITE_LABEL: "a", POOL_LABEL: ""}),
-            "10.0.0.5",
-        ),
-    );
-    mock.on_watch_selected(
-        NODES,
-        "metadata.name=n1",
-        vec![Reply::Watch(vec![], End::Hold)],
-    );
+    agent_mock(&mock, own_node("100", ""));
+    support::hold_startup_watch(&mock);
     let assignments = ResourceKind::of(Kind::SiteGatewayPoolAssignment).path();
     let ch = mock.live_channel();
     mock.replace_watch(&assignments, vec![Reply::Live(ch)]);
@@ -636,16 +548,10 @@ async fn heavy_kinds_are_watched_only_while_an_assignment_lists_the_site() {
     .into_iter()
     .map(|k| ResourceKind::of(k).path())
     .collect();
-    let args = agent_args(&[]);
+    // No own Pod: nothing to acknowledge.
+    let args = support::parse_agent_args(&["--node-name", "n1", "--dry-run"]);
     let status = Arc::new(Status::default());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (client, st) = (mock.client(), status.clone());
-    let run = tokio::spawn(async move {
-        unbounded_mtu::agent::run::run(client, &args, st, async {
-            let _ = stop_rx.await;
-        })
-        .await
-    });
+    let (run, stop_tx) = support::spawn_agent(&mock, args, status.clone(), None);
     assert!(
         support::until(|| status.ready(), 5000).await,
         "first reconcile"
@@ -726,21 +632,8 @@ async fn list_pages_follow_continue_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_binary_exits_0_on_sigterm() {
     let mock = Mock::start().await;
-    agent_mock(
-        &mock,
-        node(
-            "n1",
-            "u1",
-            "100",
-            json!({SITE_LABEL: "a", POOL_LABEL: ""}),
-            "10.0.0.5",
-        ),
-    );
-    mock.on_watch_selected(
-        NODES,
-        "metadata.name=n1",
-        vec![Reply::Watch(vec![], End::Hold)],
-    );
+    agent_mock(&mock, own_node("100", ""));
+    support::hold_startup_watch(&mock);
     let dir = tmpdir("term");
     let kc = mock.kubeconfig(&dir);
     let mut child = tokio::process::Command::new(BIN)
@@ -760,11 +653,7 @@ async fn agent_binary_exits_0_on_sigterm() {
         .spawn()
         .expect("spawn");
     assert!(
-        support::until(
-            || mock.open_watches_on(NODES, Some("metadata.name=n1")) == 1,
-            10_000
-        )
-        .await,
+        support::until(|| mock.open_watches_on(NODES, Some(OWN)) == 1, 10_000).await,
         "the agent started"
     );
     let pid = child.id().expect("pid").to_string();

@@ -8,24 +8,17 @@
 
 mod support;
 
-use anyhow::anyhow;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::{ApiRequest, End, Mock, Recorded, Reply, node, site};
-use topology_core::decode::Decoded;
+use support::{
+    ApiRequest, FailFirst, GPN, Mock, NODE, NODES, POOLS, Recorded, Reply, own_node, site,
+};
 use unbounded_mtu::agent::AgentArgs;
 use unbounded_mtu::agent::publish::{Applied, Applier};
 use unbounded_mtu::agent::status::{EVENT_CONTROLLER, Status};
 
-const NODES: &str = "/api/v1/nodes";
-const NODE: &str = "/api/v1/nodes/n1";
-const GPN: &str = "/apis/net.unbounded-cloud.io/v1alpha1/gatewaypoolnodes/gpn-n1";
-const POOLS: &str = "/apis/net.unbounded-cloud.io/v1alpha1/gatewaypools";
-const SITE_LABEL: &str = "net.unbounded-cloud.io/site";
-const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
 const POD_NAME: &str = "agent-x";
 const POD_UID: &str = "0b5e4b2e-pod-uid";
 
@@ -56,10 +49,7 @@ fn events_path(ns: &str) -> String {
 /// The agent's arguments as the DaemonSet gives them (its own Pod by the downward API), not a
 /// dry run: the dataplane is the fake the scenario passes.
 fn args(ns: &str) -> AgentArgs {
-    use clap::Parser;
-    let argv = [
-        "unbounded-mtu",
-        "agent",
+    support::parse_agent_args(&[
         "--node-name",
         "n1",
         "--pod-name",
@@ -68,61 +58,21 @@ fn args(ns: &str) -> AgentArgs {
         ns,
         "--pod-uid",
         POD_UID,
-    ];
-    match unbounded_mtu::cli::Cli::try_parse_from(argv)
-        .expect("args")
-        .command
-    {
-        unbounded_mtu::cli::Command::Agent(a) => a,
-        other => panic!("{other:?}"),
-    }
+    ])
 }
 
-/// A dataplane that fails its first `fail` calls, then returns `ok`.
-struct Fake {
-    calls: AtomicUsize,
-    fail: usize,
-    ok: Applied,
-}
-
-impl Applier for Fake {
-    fn apply(&self, _: &AgentArgs, _: &Decoded) -> anyhow::Result<Applied> {
-        let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        if n < self.fail {
-            Err(anyhow!("dataplane: injected failure {n}"))
-        } else {
-            Ok(self.ok.clone())
-        }
-    }
-}
-
-/// Answers to the writes the agent makes: its Pod, its Node, its GatewayPoolNode, Events.
-fn accept_writes(mock: &Mock, ns: &str) {
-    mock.on(
-        "PATCH",
-        &pod_path(ns),
-        vec![Reply::Json(
-            200,
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": POD_NAME}}),
-        )],
-    );
-    mock.on(
-        "PATCH",
-        NODE,
-        vec![Reply::Json(
-            200,
-            node("n1", "u1", "101", json!({}), "10.0.0.5"),
-        )],
-    );
-    mock.on(
-        "PATCH",
-        GPN,
-        vec![Reply::Json(
-            200,
-            json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPoolNode",
-                "metadata": {"name": "gpn-n1"}}),
-        )],
-    );
+/// What every scenario's agent reads and writes: its own Node `own` (by GET, and listed with
+/// Site `a` and `objects`), the startup watch (held), and the answers to its writes (its Pod,
+/// its Node, its GatewayPoolNode, Events).
+fn serve_agent(mock: &Mock, ns: &str, own: Value, objects: &[Value]) {
+    mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
+    support::hold_startup_watch(mock);
+    let mut listed = vec![site("a", "10.0.0.0/16"), own];
+    listed.extend_from_slice(objects);
+    support::serve_collections(mock, &listed);
+    mock.on("PATCH", &pod_path(ns), vec![support::pod_patched(POD_NAME)]);
+    mock.on("PATCH", NODE, vec![support::node_patched()]);
+    mock.on("PATCH", GPN, vec![support::gpn_patched()]);
     let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
         "metadata": {"name": "e", "namespace": ns}});
     mock.on(
@@ -137,15 +87,6 @@ fn accept_writes(mock: &Mock, ns: &str) {
     );
 }
 
-/// The own-Node startup watch, held open.
-fn startup_watch(mock: &Mock) {
-    mock.on_watch_selected(
-        NODES,
-        "metadata.name=n1",
-        vec![Reply::Watch(vec![], End::Hold)],
-    );
-}
-
 /// Runs the agent against `mock` until `done` holds (at most 30 s), then stops it and waits for
 /// it to end (its last Events included); returns the recorded requests.
 async fn drive(
@@ -154,21 +95,8 @@ async fn drive(
     applier: Arc<dyn Applier>,
     done: impl Fn(&Mock) -> bool,
 ) -> Vec<Recorded> {
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let client = mock.client();
-    let a = args(ns);
-    let run = tokio::spawn(async move {
-        unbounded_mtu::agent::run::run_with(
-            client,
-            &a,
-            Arc::new(Status::default()),
-            async {
-                let _ = stop_rx.await;
-            },
-            applier,
-        )
-        .await
-    });
+    let (run, stop_tx) =
+        support::spawn_agent(mock, args(ns), Arc::new(Status::default()), Some(applier));
     let mut reached = false;
     for _ in 0..3000 {
         if done(mock) {
@@ -206,34 +134,23 @@ fn event_patches(mock: &Mock, ns: &str) -> Vec<Recorded> {
 /// its underlay MTU on its Node and its forwarding MTUs on its GatewayPoolNode.
 async fn gateway_with_failing_applies(ns: &str) -> (Mock, Vec<Recorded>) {
     let mock = Mock::start().await;
-    let own = node(
-        "n1",
-        "u1",
-        "100",
-        json!({SITE_LABEL: "a", POOL_LABEL: "P"}),
-        "10.0.0.5",
-    );
     let pool = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPool",
         "metadata": {"name": "P", "resourceVersion": "1"}, "spec": {"type": "Internal"}});
-    mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
     mock.on(
         "GET",
         &format!("{POOLS}/P"),
         vec![Reply::Json(200, pool.clone())],
     );
-    startup_watch(&mock);
-    accept_writes(&mock, ns);
-    support::serve_collections(&mock, &[site("a", "10.0.0.0/16"), own, pool]);
-    let fake = Arc::new(Fake {
-        calls: AtomicUsize::new(0),
-        fail: 2,
-        ok: Applied {
+    serve_agent(&mock, ns, own_node("100", "P"), &[pool]);
+    let fake = FailFirst::new(
+        2,
+        Applied {
             underlay: Some(1450),
             forwarding: Some([("10.9.0.0/16".to_string(), 1400)].into()),
             gateway_pool_node: Some("gpn-n1".into()),
             ..Default::default()
         },
-    });
+    );
     let recorded = drive(&mock, ns, fake, |m| {
         has(m, "PATCH", GPN) && has(m, "PATCH", &pod_path(ns))
     })
@@ -245,24 +162,13 @@ async fn gateway_with_failing_applies(ns: &str) -> (Mock, Vec<Recorded>) {
 /// read (GET) and removed (PATCH).
 async fn worker_with_gateway_taint(ns: &str) -> (Mock, Vec<Recorded>) {
     let mock = Mock::start().await;
-    let mut own = node(
-        "n1",
-        "u1",
-        "100",
-        json!({SITE_LABEL: "a", POOL_LABEL: ""}),
-        "10.0.0.5",
+    serve_agent(
+        &mock,
+        ns,
+        support::with_gateway_taint(own_node("100", "")),
+        &[],
     );
-    own["spec"] =
-        json!({"taints": [{"key": "net.unbounded-cloud.io/gateway-node", "effect": "NoSchedule"}]});
-    mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
-    startup_watch(&mock);
-    accept_writes(&mock, ns);
-    support::serve_collections(&mock, &[site("a", "10.0.0.0/16"), own]);
-    let fake = Arc::new(Fake {
-        calls: AtomicUsize::new(0),
-        fail: 0,
-        ok: Applied::default(),
-    });
+    let fake = FailFirst::new(0, Applied::default());
     let recorded = drive(&mock, ns, fake, |m| {
         m.requests_to("PATCH", NODE)
             .iter()
@@ -277,14 +183,6 @@ async fn worker_with_gateway_taint(ns: &str) -> (Mock, Vec<Recorded>) {
 /// reported twice.
 async fn broken_assignment(ns: &str) -> (Mock, Vec<Recorded>) {
     let mock = Mock::start().await;
-    let own = node(
-        "n1",
-        "u1",
-        "100",
-        json!({SITE_LABEL: "a", POOL_LABEL: "missing"}),
-        "10.0.0.5",
-    );
-    mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
     mock.on(
         "GET",
         &format!("{POOLS}/missing"),
@@ -293,14 +191,8 @@ async fn broken_assignment(ns: &str) -> (Mock, Vec<Recorded>) {
             support::status(404, "NotFound", "gatewaypools \"missing\" not found"),
         )],
     );
-    startup_watch(&mock);
-    accept_writes(&mock, ns);
-    support::serve_collections(&mock, &[site("a", "10.0.0.0/16"), own]);
-    let fake = Arc::new(Fake {
-        calls: AtomicUsize::new(0),
-        fail: 0,
-        ok: Applied::default(),
-    });
+    serve_agent(&mock, ns, own_node("100", "missing"), &[]);
+    let fake = FailFirst::new(0, Applied::default());
     let recorded = drive(&mock, ns, fake, |m| !event_patches(m, ns).is_empty()).await;
     (mock, recorded)
 }

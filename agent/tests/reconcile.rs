@@ -10,83 +10,34 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use support::{Mock, Reply, node, site};
+use support::{FailFirst, GPN, Mock, NODE, POD, Reply, node_patched, own_node, site};
 use topology_core::decode::{Decoded, Kind};
 use unbounded_mtu::agent::AgentArgs;
 use unbounded_mtu::agent::publish::{Applied, Applier};
 use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::ResourceKind;
 
-const NODE: &str = "/api/v1/nodes/n1";
-const POD: &str = "/api/v1/namespaces/ns/pods/agent-x";
-const GPN: &str = "/apis/net.unbounded-cloud.io/v1alpha1/gatewaypoolnodes/gpn-n1";
-const SITE_LABEL: &str = "net.unbounded-cloud.io/site";
-const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
-
-/// A dataplane that fails its first `fail` calls, then returns `ok`.
-struct Fake {
-    calls: AtomicUsize,
-    fail: usize,
-    ok: Applied,
-}
-
-impl Applier for Fake {
-    fn apply(&self, _: &AgentArgs, _: &Decoded) -> anyhow::Result<Applied> {
-        let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        if n < self.fail {
-            Err(anyhow!("dataplane: injected failure {n}"))
-        } else {
-            Ok(self.ok.clone())
-        }
-    }
-}
-
-fn serve(mock: &Mock, objects: &[Value]) {
-    support::serve_collections(mock, objects);
-}
-
+/// Starts the agent (own Pod `ns/agent-x`, not a dry run) with `fake` as its dataplane; dropping
+/// the returned sender stops it.
 fn start(mock: &Mock, fake: Arc<dyn Applier>) -> tokio::sync::oneshot::Sender<()> {
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let client = mock.client();
     let args = support::agent_args(&[]);
-    tokio::spawn(async move {
-        unbounded_mtu::agent::run::run_with(
-            client,
-            &args,
-            Arc::new(Status::default()),
-            async {
-                let _ = stop_rx.await;
-            },
-            fake,
-        )
-        .await
-    });
-    stop_tx
+    support::spawn_agent(mock, args, Arc::new(Status::default()), Some(fake)).1
 }
 
-fn worker_cluster(mock: &Mock) {
-    let own = node(
-        "n1",
-        "u1",
-        "100",
-        json!({SITE_LABEL: "a", POOL_LABEL: ""}),
-        "10.0.0.5",
-    );
+/// The own Node `own` (by GET, and listed with Site `a` and `objects`), the startup watch (held)
+/// and the answer to the acknowledgment.
+fn serve_agent(mock: &Mock, own: Value, objects: &[Value]) {
     mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
-    mock.on_watch_selected(
-        "/api/v1/nodes",
-        "metadata.name=n1",
-        vec![Reply::Watch(vec![], support::End::Hold)],
-    );
-    mock.on(
-        "PATCH",
-        POD,
-        vec![Reply::Json(
-            200,
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent-x"}}),
-        )],
-    );
-    serve(mock, &[site("a", "10.0.0.0/16"), own]);
+    support::hold_startup_watch(mock);
+    mock.on("PATCH", POD, vec![support::pod_patched("agent-x")]);
+    let mut listed = vec![site("a", "10.0.0.0/16"), own];
+    listed.extend_from_slice(objects);
+    support::serve_collections(mock, &listed);
+}
+
+/// A worker of Site `a` whose Node PATCHes (publications) succeed.
+fn worker_cluster(mock: &Mock) {
+    serve_agent(mock, own_node("100", ""), &[]);
 }
 
 async fn wait(mut f: impl FnMut() -> bool) -> bool {
@@ -103,22 +54,14 @@ async fn wait(mut f: impl FnMut() -> bool) -> bool {
 async fn a_failed_dataplane_step_is_redone_and_acknowledged_only_after_success() {
     let mock = Mock::start().await;
     worker_cluster(&mock);
-    mock.on(
-        "PATCH",
-        NODE,
-        vec![Reply::Json(
-            200,
-            node("n1", "u1", "101", json!({}), "10.0.0.5"),
-        )],
-    );
-    let fake = Arc::new(Fake {
-        calls: AtomicUsize::new(0),
-        fail: 2,
-        ok: Applied {
+    mock.on("PATCH", NODE, vec![node_patched()]);
+    let fake = FailFirst::new(
+        2,
+        Applied {
             underlay: Some(1450),
             ..Default::default()
         },
-    });
+    );
     let _stop = start(&mock, fake.clone());
     assert!(
         wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
@@ -149,17 +92,16 @@ async fn a_failed_publication_is_redone_with_the_dataplane() {
         NODE,
         vec![
             Reply::Json(500, json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500, "reason": "InternalError", "message": "injected"})),
-            Reply::Json(200, node("n1", "u1", "101", json!({}), "10.0.0.5")),
+            node_patched(),
         ],
     );
-    let fake = Arc::new(Fake {
-        calls: AtomicUsize::new(0),
-        fail: 0,
-        ok: Applied {
+    let fake = FailFirst::new(
+        0,
+        Applied {
             underlay: Some(1450),
             ..Default::default()
         },
-    });
+    );
     let _stop = start(&mock, fake.clone());
     assert!(
         wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
@@ -174,41 +116,19 @@ async fn a_failed_publication_is_redone_with_the_dataplane() {
 #[tokio::test]
 async fn a_gateway_publishes_forwarding_mtus_only_after_a_successful_apply() {
     let mock = Mock::start().await;
-    let own = node(
-        "n1",
-        "u1",
-        "100",
-        json!({SITE_LABEL: "a", POOL_LABEL: "P"}),
-        "10.0.0.5",
-    );
-    mock.on("GET", NODE, vec![Reply::Json(200, own.clone())]);
-    mock.on_watch_selected(
-        "/api/v1/nodes",
-        "metadata.name=n1",
-        vec![Reply::Watch(vec![], support::End::Hold)],
-    );
-    mock.on(
-        "PATCH",
-        POD,
-        vec![Reply::Json(
-            200,
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent-x"}}),
-        )],
-    );
-    mock.on("PATCH", GPN, vec![Reply::Json(200, json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPoolNode", "metadata": {"name": "gpn-n1"}}))]);
+    mock.on("PATCH", GPN, vec![support::gpn_patched()]);
     let pool = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPool",
         "metadata": {"name": "P", "resourceVersion": "1"}, "spec": {"type": "Internal"}});
-    serve(&mock, &[site("a", "10.0.0.0/16"), own, pool]);
+    serve_agent(&mock, own_node("100", "P"), &[pool]);
     let forwarding: BTreeMap<String, u32> = [("10.9.0.0/16".to_string(), 1400)].into();
-    let fake = Arc::new(Fake {
-        calls: AtomicUsize::new(0),
-        fail: 1,
-        ok: Applied {
+    let fake = FailFirst::new(
+        1,
+        Applied {
             forwarding: Some(forwarding),
             gateway_pool_node: Some("gpn-n1".into()),
             ..Default::default()
         },
-    });
+    );
     let _stop = start(&mock, fake.clone());
     assert!(
         wait(|| !mock.requests_to("PATCH", GPN).is_empty()).await,
@@ -248,14 +168,7 @@ impl Applier for Switch {
 async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_applied() {
     let mock = Mock::start().await;
     worker_cluster(&mock);
-    mock.on(
-        "PATCH",
-        NODE,
-        vec![Reply::Json(
-            200,
-            node("n1", "u1", "101", json!({}), "10.0.0.5"),
-        )],
-    );
+    mock.on("PATCH", NODE, vec![node_patched()]);
     let assignments = ResourceKind::of(Kind::SiteGatewayPoolAssignment).path();
     let ch = mock.live_channel();
     mock.replace_watch(&assignments, vec![Reply::Live(ch)]);
@@ -338,14 +251,7 @@ impl Applier for Recorder {
 async fn watch_timeouts_lie_in_600_1200_and_startup_events_are_not_lost() {
     let mock = Mock::start().await;
     worker_cluster(&mock);
-    mock.on(
-        "PATCH",
-        NODE,
-        vec![Reply::Json(
-            200,
-            node("n1", "u1", "101", json!({}), "10.0.0.5"),
-        )],
-    );
+    mock.on("PATCH", NODE, vec![node_patched()]);
     // Sites arrive on a live watch: one event is sent at once, while the agent is starting.
     let sites = ResourceKind::of(Kind::Site).path();
     let ch = mock.live_channel();
@@ -387,14 +293,7 @@ async fn watch_timeouts_lie_in_600_1200_and_startup_events_are_not_lost() {
 async fn requests_of_a_worker_without_assignments() {
     let mock = Mock::start().await;
     worker_cluster(&mock);
-    mock.on(
-        "PATCH",
-        NODE,
-        vec![Reply::Json(
-            200,
-            node("n1", "u1", "101", json!({}), "10.0.0.5"),
-        )],
-    );
+    mock.on("PATCH", NODE, vec![node_patched()]);
     let rec = Arc::new(Recorder {
         seen: Default::default(),
     });

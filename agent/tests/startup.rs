@@ -6,7 +6,10 @@ mod support;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{End, Mock, Reply, error_event, event, node, site, status};
+use support::{
+    End, Mock, NODE, NODES, POOL_LABEL, POOLS, Reply, SITE_LABEL, SITES, error_event, event, node,
+    site, status,
+};
 use tokio::sync::watch;
 use unbounded_mtu::agent::adopt::{ACK_ANNOTATION, try_adopt};
 use unbounded_mtu::agent::node_watch::{Verdict, WatchEnd, watch_own_node};
@@ -14,13 +17,6 @@ use unbounded_mtu::agent::startup::{self, Adoption};
 use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::agent::taint::{RetryPolicy, TaintOutcome, remove_gateway_taint};
 use unbounded_mtu::k8s::{Backoff, api_status};
-
-const NODES: &str = "/api/v1/nodes";
-const NODE: &str = "/api/v1/nodes/n1";
-const SITES: &str = "/apis/net.unbounded-cloud.io/v1alpha1/sites";
-const POOLS: &str = "/apis/net.unbounded-cloud.io/v1alpha1/gatewaypools";
-const SITE_LABEL: &str = "net.unbounded-cloud.io/site";
-const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
 
 fn n1(uid: &str, rv: &str, labels: Value) -> Value {
     node("n1", uid, rv, labels, "10.0.0.5")
@@ -42,9 +38,7 @@ fn watches(mock: &Mock) -> Vec<support::Recorded> {
 
 /// Adoption with a labelled Site and no pool label lists pools once; returns the mock.
 async fn adopted_mock(labels: Value) -> (Mock, unbounded_mtu::agent::adopt::Adopted) {
-    let mock = Mock::start().await;
-    mock.on("GET", NODE, vec![Reply::Json(200, n1("u1", "100", labels))]);
-    mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
+    let mock = support::adoption_mock(n1("u1", "100", labels)).await;
     mock.collection(POOLS, vec![], "8");
     let a = try_adopt(&mock.client(), "n1")
         .await
@@ -231,13 +225,7 @@ async fn cancelling_closes_the_watch() {
 
 #[tokio::test]
 async fn an_empty_pool_label_means_worker_without_gateway_pool_request() {
-    let mock = Mock::start().await;
-    mock.on(
-        "GET",
-        NODE,
-        vec![Reply::Json(200, n1("u1", "100", json!({POOL_LABEL: ""})))],
-    );
-    mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
+    let mock = support::adoption_mock(n1("u1", "100", json!({POOL_LABEL: ""}))).await;
     let a = try_adopt(&mock.client(), "n1")
         .await
         .expect("adopt")
@@ -255,14 +243,12 @@ async fn an_empty_pool_label_means_worker_without_gateway_pool_request() {
 
 #[tokio::test]
 async fn without_pool_label_exactly_one_gateway_pool_list() {
-    let mock = Mock::start().await;
     let mut n = n1("u1", "100", json!({"gw": "yes"}));
     n["status"]["addresses"]
         .as_array_mut()
         .expect("addresses")
         .push(json!({"type": "ExternalIP", "address": "1.2.3.4"}));
-    mock.on("GET", NODE, vec![Reply::Json(200, n)]);
-    mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
+    let mock = support::adoption_mock(n).await;
     let pool = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPool",
                       "metadata": {"name": "p1"}, "spec": {"nodeSelector": {"gw": "yes"}}});
     mock.collection(POOLS, vec![pool], "8");

@@ -19,11 +19,16 @@ use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use topology_core::decode::Decoded;
+use unbounded_mtu::agent::publish::{Applied, Applier};
+use unbounded_mtu::agent::status::Status;
+use unbounded_mtu::agent::{AgentArgs, Exit};
 
 /// How a watch stream ends after its scripted events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -514,21 +519,12 @@ pub async fn until(mut f: impl FnMut() -> bool, n: usize) -> bool {
     f()
 }
 
-/// `unbounded-mtu agent --node-name n1 --pod-name agent-x --pod-namespace ns` plus `extra`, as
-/// the agent's parsed arguments.
-pub fn agent_args(extra: &[&str]) -> unbounded_mtu::agent::AgentArgs {
+/// `unbounded-mtu agent ARGS...`, as the agent's parsed arguments.
+pub fn parse_agent_args(args: &[&str]) -> AgentArgs {
     use clap::Parser;
-    let mut argv = vec![
-        "unbounded-mtu",
-        "agent",
-        "--node-name",
-        "n1",
-        "--pod-name",
-        "agent-x",
-        "--pod-namespace",
-        "ns",
-    ];
-    argv.extend_from_slice(extra);
+    let argv = ["unbounded-mtu", "agent"]
+        .into_iter()
+        .chain(args.iter().copied());
     match unbounded_mtu::cli::Cli::try_parse_from(argv)
         .expect("args")
         .command
@@ -536,6 +532,21 @@ pub fn agent_args(extra: &[&str]) -> unbounded_mtu::agent::AgentArgs {
         unbounded_mtu::cli::Command::Agent(a) => a,
         other => panic!("{other:?}"),
     }
+}
+
+/// `unbounded-mtu agent --node-name n1 --pod-name agent-x --pod-namespace ns` plus `extra`, as
+/// the agent's parsed arguments.
+pub fn agent_args(extra: &[&str]) -> AgentArgs {
+    let mut args = vec![
+        "--node-name",
+        "n1",
+        "--pod-name",
+        "agent-x",
+        "--pod-namespace",
+        "ns",
+    ];
+    args.extend_from_slice(extra);
+    parse_agent_args(&args)
 }
 
 /// One plain HTTP/1.1 GET against the agent's server; the whole response, headers included.
@@ -548,6 +559,144 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).await.expect("read");
     out
+}
+
+/// The own Node of [`agent_args`], its collection, and the field selector of its startup watch.
+pub const NODE: &str = "/api/v1/nodes/n1";
+pub const NODES: &str = "/api/v1/nodes";
+pub const OWN: &str = "metadata.name=n1";
+/// The own Pod of [`agent_args`], which the acknowledgment patches.
+pub const POD: &str = "/api/v1/namespaces/ns/pods/agent-x";
+pub const SITES: &str = "/apis/net.unbounded-cloud.io/v1alpha1/sites";
+pub const POOLS: &str = "/apis/net.unbounded-cloud.io/v1alpha1/gatewaypools";
+/// The GatewayPoolNode a gateway n1 publishes its forwarding MTUs on.
+pub const GPN: &str = "/apis/net.unbounded-cloud.io/v1alpha1/gatewaypoolnodes/gpn-n1";
+pub const SITE_LABEL: &str = "net.unbounded-cloud.io/site";
+pub const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
+
+/// The own Node n1 (uid `u1`, InternalIP 10.0.0.5) in Site `a` at resource version `rv`, with
+/// the gateway-pool label `pool_label`.
+pub fn own_node(rv: &str, pool_label: &str) -> Value {
+    node(
+        "n1",
+        "u1",
+        rv,
+        json!({SITE_LABEL: "a", POOL_LABEL: pool_label}),
+        "10.0.0.5",
+    )
+}
+
+/// `node` carrying the gateway taint (which the agent of a worker removes).
+pub fn with_gateway_taint(mut node: Value) -> Value {
+    node["spec"] =
+        json!({"taints": [{"key": "net.unbounded-cloud.io/gateway-node", "effect": "NoSchedule"}]});
+    node
+}
+
+/// The reply to a PATCH of the agent's own Pod `name` (its acknowledgment).
+pub fn pod_patched(name: &str) -> Reply {
+    Reply::Json(
+        200,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}}),
+    )
+}
+
+/// The reply to a PATCH of the own Node (a publication or the taint removal).
+pub fn node_patched() -> Reply {
+    Reply::Json(200, node("n1", "u1", "101", json!({}), "10.0.0.5"))
+}
+
+/// The reply to a PATCH of the own GatewayPoolNode `gpn-n1` (the forwarding MTUs).
+pub fn gpn_patched() -> Reply {
+    Reply::Json(
+        200,
+        json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPoolNode",
+            "metadata": {"name": "gpn-n1"}}),
+    )
+}
+
+/// A server with what adoption reads first: the own Node `own` by GET and Site `a`
+/// (10.0.0.0/16) in the Sites' LIST.
+pub async fn adoption_mock(own: Value) -> Mock {
+    let mock = Mock::start().await;
+    mock.on("GET", NODE, vec![Reply::Json(200, own)]);
+    mock.collection(SITES, vec![site("a", "10.0.0.0/16")], "7");
+    mock
+}
+
+/// The own-Node startup watch, held open without events.
+pub fn hold_startup_watch(mock: &Mock) {
+    mock.on_watch_selected(NODES, OWN, vec![Reply::Watch(vec![], End::Hold)]);
+}
+
+/// A dataplane that fails its first `fail` calls, then returns `ok`; `calls` counts them.
+pub struct FailFirst {
+    pub calls: AtomicUsize,
+    pub fail: usize,
+    pub ok: Applied,
+}
+
+impl FailFirst {
+    pub fn new(fail: usize, ok: Applied) -> Arc<FailFirst> {
+        Arc::new(FailFirst {
+            calls: AtomicUsize::new(0),
+            fail,
+            ok,
+        })
+    }
+}
+
+impl Applier for FailFirst {
+    fn apply(&self, _: &AgentArgs, _: &Decoded) -> anyhow::Result<Applied> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if n < self.fail {
+            Err(anyhow::anyhow!("dataplane: injected failure {n}"))
+        } else {
+            Ok(self.ok.clone())
+        }
+    }
+}
+
+/// Starts the agent in API mode against `mock` on this runtime, reporting to `status`: through
+/// `run_with` with `applier`, or through `run` (the real dataplane) without one. Sending on (or
+/// dropping) the returned sender stops it.
+pub fn spawn_agent(
+    mock: &Mock,
+    args: AgentArgs,
+    status: Arc<Status>,
+    applier: Option<Arc<dyn Applier>>,
+) -> (
+    tokio::task::JoinHandle<anyhow::Result<Exit>>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let client = mock.client();
+    let stopped = async move {
+        let _ = stop_rx.await;
+    };
+    let task = tokio::spawn(async move {
+        match applier {
+            Some(applier) => {
+                unbounded_mtu::agent::run::run_with(client, &args, status, stopped, applier).await
+            }
+            None => unbounded_mtu::agent::run::run(client, &args, status, stopped).await,
+        }
+    });
+    (task, stop_tx)
+}
+
+/// Serves `status` (`/status`, `/readyz`, …) on a free port of 127.0.0.1; returns the address.
+pub async fn serve_status(status: Arc<Status>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(unbounded_mtu::agent::status::serve(listener, status));
+    addr
+}
+
+/// The `/status` document served at `addr`.
+pub async fn status_document(addr: SocketAddr) -> Value {
+    let body = http_get(addr, "/status").await;
+    serde_json::from_str(body.split("\r\n\r\n").nth(1).expect("body")).expect("json")
 }
 
 /// Serves every kind the agent lists and watches: each collection holds the `objects` of its kind
