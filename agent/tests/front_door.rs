@@ -220,30 +220,21 @@ fn what_if_validates_its_question() {
 
 #[test]
 fn explain_refuses_a_peer_that_is_not_linked() {
-    refused(
-        &[
-            "explain",
-            "-f",
-            "examples/04-transit-chain",
-            "--node",
-            "wa",
-            "--peer",
-            "gc",
-        ],
-        &["--peer gc", "no link", "its peers: ga"],
-    );
-    refused(
-        &[
-            "explain",
-            "-f",
-            "examples/04-transit-chain",
-            "--node",
-            "wa",
-            "--destination",
-            "192.0.2.1",
-        ],
-        &["has no route to 192.0.2.1"],
-    );
+    // What is asked of node wa, and what the refusal says.
+    for (question, want) in [
+        (
+            ["--peer", "gc"],
+            &["--peer gc", "no link", "its peers: ga"][..],
+        ),
+        (
+            ["--destination", "192.0.2.1"],
+            &["has no route to 192.0.2.1"][..],
+        ),
+    ] {
+        let mut args = vec!["explain", "-f", "examples/04-transit-chain", "--node", "wa"];
+        args.extend(question);
+        refused(&args, want);
+    }
 }
 
 #[test]
@@ -256,12 +247,15 @@ fn errors_name_what_exists_once() {
         &["explain", "-f", "examples/04-transit-chain", "--node", "gx"],
         &["node gx does not exist", "did you mean"],
     );
-    let (code, _, err) = run(&["resolve", "-f", "no/such/file.yaml"]);
-    assert_eq!(code, 2);
-    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
-    let (code, _, err) = run(&["resolve", "--kubeconfig", "/no/such/kubeconfig"]);
-    assert_eq!(code, 2);
-    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    // A missing file's cause, printed once.
+    for missing in [
+        ["-f", "no/such/file.yaml"],
+        ["--kubeconfig", "/no/such/kubeconfig"],
+    ] {
+        let (code, _, err) = run(&["resolve", missing[0], missing[1]]);
+        assert_eq!(code, 2, "{missing:?}: {err}");
+        assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    }
     refused(
         &["resolve"],
         &["give -f PATH, --kubeconfig or --in-cluster"],

@@ -24,6 +24,14 @@ fn ok(args: &[&str]) -> String {
     out
 }
 
+/// `explain -f examples/EXAMPLE --node NODE REST...`: its standard output (exit 0).
+fn explain(example: &str, node: &str, rest: &[&str]) -> String {
+    let file = format!("examples/{example}");
+    let mut args = vec!["explain", "-f", &file, "--node", node];
+    args.extend_from_slice(rest);
+    ok(&args)
+}
+
 const EXAMPLES: [&str; 7] = [
     "01-single-site",
     "02-mesh-peering-cap",
@@ -74,17 +82,11 @@ fn resolve_json() {
 /// `NodeAddress` host route over the delivery link, explained by that link.
 #[test]
 fn explain_node_address() {
-    let out = ok(&[
-        "explain",
-        "-f",
-        "examples/07-nat-and-unmanaged-cni",
-        "--node",
+    let out = explain(
+        "07-nat-and-unmanaged-cni",
         "edge-1",
-        "--destination",
-        "192.168.12.11",
-        "-o",
-        "json",
-    ]);
+        &["--destination", "192.168.12.11", "-o", "json"],
+    );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let values = v["values"].as_array().unwrap();
     assert_eq!(values.len(), 1, "{out}");
@@ -94,67 +96,36 @@ fn explain_node_address() {
     );
     assert_eq!(values[0]["value"], 1320);
     assert_eq!(values[0]["bound"]["term"], "auto");
-    let out = ok(&[
-        "explain",
-        "-f",
-        "examples/07-nat-and-unmanaged-cni",
-        "--node",
+    let out = explain(
+        "07-nat-and-unmanaged-cni",
         "edge-1",
-        "--destination",
-        "192.168.12.10",
-        "-o",
-        "table",
-    ]);
+        &["--destination", "192.168.12.10", "-o", "table"],
+    );
     insta::assert_snapshot!("explain-node-address", out);
 }
 
 #[test]
 fn explain_text() {
-    let out = ok(&[
-        "explain",
-        "-f",
-        "examples/04-transit-chain",
-        "--node",
-        "wa",
-        "-o",
-        "table",
-    ]);
-    insta::assert_snapshot!("explain-transit-wa", out);
-    let out = ok(&[
-        "explain",
-        "-f",
-        "examples/06-routed-local-published",
-        "--node",
-        "wa",
-        "--destination",
-        "10.103.200.7",
-        "-o",
-        "table",
-    ]);
-    insta::assert_snapshot!("explain-routed-destination", out);
-    let out = ok(&[
-        "explain",
-        "-f",
-        "examples/03-hub-and-spoke",
-        "--node",
-        "a1",
-        "--peer",
-        "h1",
-        "-o",
-        "table",
-    ]);
-    insta::assert_snapshot!("explain-hub-peer", out);
-    let out = ok(&[
-        "explain",
-        "-f",
-        "examples/03-hub-and-spoke",
-        "--node",
-        "a1",
-        "--peer",
-        "h1",
-        "-o",
-        "json",
-    ]);
+    for (snapshot, example, node, question) in [
+        ("explain-transit-wa", "04-transit-chain", "wa", &[][..]),
+        (
+            "explain-routed-destination",
+            "06-routed-local-published",
+            "wa",
+            &["--destination", "10.103.200.7"][..],
+        ),
+        (
+            "explain-hub-peer",
+            "03-hub-and-spoke",
+            "a1",
+            &["--peer", "h1"][..],
+        ),
+    ] {
+        let mut rest = question.to_vec();
+        rest.extend(["-o", "table"]);
+        insta::assert_snapshot!(snapshot, explain(example, node, &rest));
+    }
+    let out = explain("03-hub-and-spoke", "a1", &["--peer", "h1", "-o", "json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     for val in v["values"].as_array().unwrap() {
         // The bound term's value is the value, and no term is below it.
@@ -167,35 +138,21 @@ fn explain_text() {
 
 #[test]
 fn explain_errors_exit_2() {
-    let (code, _, err) = run(&[
-        "explain",
-        "-f",
-        "examples/04-transit-chain",
-        "--node",
-        "nobody",
-    ]);
-    assert_eq!(code, 2);
-    assert!(err.contains("nobody"), "{err}");
-    let (code, _, err) = run(&[
-        "explain",
-        "-f",
-        "examples/04-transit-chain",
-        "--node",
-        "wa",
-        "--destination",
-        "192.0.2.1",
-    ]);
-    assert_eq!(code, 2, "{err}");
-    let (code, _, _) = run(&[
-        "explain",
-        "-f",
-        "examples/04-transit-chain",
-        "--node",
-        "wa",
-        "--destination",
-        "bogus",
-    ]);
-    assert_eq!(code, 2);
+    // An unknown node (named on standard error), a destination without a route, one that is
+    // no address.
+    for (question, named) in [
+        (&["--node", "nobody"][..], Some("nobody")),
+        (&["--node", "wa", "--destination", "192.0.2.1"][..], None),
+        (&["--node", "wa", "--destination", "bogus"][..], None),
+    ] {
+        let mut args = vec!["explain", "-f", "examples/04-transit-chain"];
+        args.extend(question);
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        if let Some(name) = named {
+            assert!(err.contains(name), "{err}");
+        }
+    }
 }
 
 #[test]
@@ -348,25 +305,39 @@ fn graph_connects_gateway_sites_and_names_what_binds() {
         assert!(l.contains(&format!("gateway {gw}")), "{l}");
     }
     // Each relationship edge: its cap, its lowest link and the term that binds that link.
-    let l = edge_line(&dot, "site:A", "pool:PA");
-    assert!(
-        l.contains("assignment a-pa")
-            && l.contains("lowest link 1410")
-            && l.contains("bound by Site/SA cap"),
-        "{l}"
-    );
-    let l = edge_line(&dot, "pool:PA", "pool:PB");
-    assert!(
-        l.contains("cap 1390")
-            && l.contains("lowest link 1390")
-            && l.contains("bound by GatewayPoolPeering/pa-pb cap"),
-        "{l}"
-    );
-    let l = edge_line(&dot, "pool:PB", "pool:PC");
-    assert!(
-        l.contains("lowest link 1420") && l.contains("bound by underlay of gb 1500 − WireGuard 80"),
-        "{l}"
-    );
+    for (a, b, want) in [
+        (
+            "site:A",
+            "pool:PA",
+            &[
+                "assignment a-pa",
+                "lowest link 1410",
+                "bound by Site/SA cap",
+            ][..],
+        ),
+        (
+            "pool:PA",
+            "pool:PB",
+            &[
+                "cap 1390",
+                "lowest link 1390",
+                "bound by GatewayPoolPeering/pa-pb cap",
+            ][..],
+        ),
+        (
+            "pool:PB",
+            "pool:PC",
+            &[
+                "lowest link 1420",
+                "bound by underlay of gb 1500 − WireGuard 80",
+            ][..],
+        ),
+    ] {
+        let l = edge_line(&dot, a, b);
+        for w in want {
+            assert!(l.contains(w), "{l} lacks {w:?}");
+        }
+    }
     // The end-to-end lowest route MTU between the Sites with workers, and its binding term.
     for pair in ["A → C", "C → A"] {
         assert!(
