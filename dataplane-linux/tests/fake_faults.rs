@@ -2,29 +2,17 @@
 //! fail every write in turn; the inequalities hold after every write, and the next reconcile
 //! converges (also when the desired state reverted meanwhile).
 
-use std::net::IpAddr;
+mod common;
+
 use std::path::PathBuf;
 
+use common::{ip, main_route, route, vx};
 use dataplane_linux::fake::OpKind;
-use dataplane_linux::model::{Hop, LinkKind, PodLink, Route};
+use dataplane_linux::model::{LinkKind, PodLink};
 use dataplane_linux::{
     Dataplane, DesiredState, Fabric, FakeKernel, HopProtocol, NextHop, Op, Phase, PodSpec,
-    RouteSpec, Settings, TunnelDevice, TunnelKind, WireguardMtu,
+    Settings, WireguardMtu,
 };
-
-fn ip(s: &str) -> IpAddr {
-    s.parse().unwrap()
-}
-
-fn vx(peer: &str, gw: &str) -> NextHop {
-    NextHop {
-        device: "vxlan0".into(),
-        protocol: HopProtocol::Tunnel(TunnelKind::Vxlan),
-        peer_underlay: ip(peer),
-        peer_identity: ip(peer),
-        pod_gateway: ip(gw),
-    }
-}
 
 fn wg(dev: &str) -> NextHop {
     NextHop {
@@ -33,14 +21,6 @@ fn wg(dev: &str) -> NextHop {
         peer_underlay: ip("0.0.0.0"),
         peer_identity: ip("0.0.0.0"),
         pod_gateway: ip("0.0.0.0"),
-    }
-}
-
-fn route(dst: &str, mtu: u32, hops: Vec<NextHop>) -> RouteSpec {
-    RouteSpec {
-        destination: dst.parse().unwrap(),
-        mtu,
-        next_hops: hops,
     }
 }
 
@@ -65,23 +45,17 @@ fn state(vxlan: u32, wgm: u32, r: [u32; 4], fabric: u32, extra: bool) -> Desired
         ));
     }
     DesiredState {
-        identity_addr: ip("192.168.0.1"),
-        devices: vec![TunnelDevice {
-            name: "vxlan0".into(),
-            kind: TunnelKind::Vxlan,
-            mtu: vxlan,
-        }],
         wireguard_mtus: vec![WireguardMtu {
             name: "wg51820".into(),
             mtu: wgm,
         }],
-        routes,
         fabric: Some(Fabric {
             bridge: "cni0".into(),
             mtu: fabric,
             cni_config: Some(PathBuf::from("/etc/cni/net.d/10-pods.conflist")),
             pods: vec![pod("a"), pod("b")],
         }),
+        ..common::vxlan_state("192.168.0.1", vxlan, routes)
     }
 }
 
@@ -120,32 +94,12 @@ fn node() -> FakeKernel {
     k.add_link("wg51820", LinkKind::Wireguard, 1420);
     k.add_link("veth-a", LinkKind::Veth, 1500);
     k.add_link("veth-b", LinkKind::Veth, 1500);
-    k.state.main_routes.push(Route {
-        table: 254,
-        destination: "0.0.0.0/0".parse().unwrap(),
-        protocol: 3,
-        mtu: None,
-        mtu_locked: false,
-        hops: vec![Hop {
-            device: "eth0".into(),
-            gateway: Some(ip("192.168.0.254")),
-            onlink: false,
-            encap: None,
-        }],
-    });
-    k.state.main_routes.push(Route {
-        table: 254,
-        destination: "192.168.0.0/24".parse().unwrap(),
-        protocol: 2,
-        mtu: None,
-        mtu_locked: false,
-        hops: vec![Hop {
-            device: "eth0".into(),
-            gateway: None,
-            onlink: false,
-            encap: None,
-        }],
-    });
+    k.state
+        .main_routes
+        .push(main_route("0.0.0.0/0", "eth0", Some("192.168.0.254")));
+    k.state
+        .main_routes
+        .push(main_route("192.168.0.0/24", "eth0", None));
     for n in ["a", "b"] {
         k.state.pod_links.push(PodLink {
             netns: PathBuf::from(format!("/run/netns/pod-{n}")),

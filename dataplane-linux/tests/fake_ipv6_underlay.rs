@@ -3,70 +3,26 @@
 //! checksum, endpoint host routes through the IPv6 underlay's own next hop, tunnel MACs hashed
 //! from IPv6 identity addresses, and underlay detection in the IPv6 `main` table.
 
-use std::net::IpAddr;
+mod common;
 
+use common::{device_mac, ip, main_route, neighbour_mac, route, vx};
 use dataplane_linux::model::{Encap, Family, Hop, LinkKind, Route, Rule};
 use dataplane_linux::{
-    Dataplane, DesiredState, FakeKernel, HopProtocol, NextHop, Op, Phase, RouteSpec, Settings,
-    TunnelDevice, TunnelKind, detect_underlay, plan, tunnel_mac,
+    Dataplane, DesiredState, FakeKernel, Op, Phase, Settings, TunnelKind, detect_underlay, plan,
+    tunnel_mac,
 };
-
-fn ip(s: &str) -> IpAddr {
-    s.parse().unwrap()
-}
-
-/// A VXLAN next hop to a peer reached (and identified) at `underlay`, pod gateway `gw`.
-fn vx(underlay: &str, gw: &str) -> NextHop {
-    NextHop {
-        device: "vxlan0".into(),
-        protocol: HopProtocol::Tunnel(TunnelKind::Vxlan),
-        peer_underlay: ip(underlay),
-        peer_identity: ip(underlay),
-        pod_gateway: ip(gw),
-    }
-}
-
-fn route(dst: &str, mtu: u32, hops: Vec<NextHop>) -> RouteSpec {
-    RouteSpec {
-        destination: dst.parse().unwrap(),
-        mtu,
-        next_hops: hops,
-    }
-}
 
 /// Node fd00:10::1: its same-segment peer fd00:10::2 (pods 10.160.2.0/24) and a peer behind the
 /// IPv6 router, fd00:20::5 (pods 10.170.5.0/24); links at 1400 − 70.
 fn desired() -> DesiredState {
-    DesiredState {
-        identity_addr: ip("fd00:10::1"),
-        devices: vec![TunnelDevice {
-            name: "vxlan0".into(),
-            kind: TunnelKind::Vxlan,
-            mtu: 1330,
-        }],
-        wireguard_mtus: vec![],
-        routes: vec![
+    common::vxlan_state(
+        "fd00:10::1",
+        1330,
+        vec![
             route("10.160.2.0/24", 1330, vec![vx("fd00:10::2", "10.160.2.1")]),
             route("10.170.5.0/24", 1330, vec![vx("fd00:20::5", "10.170.5.1")]),
         ],
-        fabric: None,
-    }
-}
-
-fn main_route(dst: &str, device: &str, gateway: Option<&str>) -> Route {
-    Route {
-        table: 254,
-        destination: dst.parse().unwrap(),
-        protocol: 2,
-        mtu: None,
-        mtu_locked: false,
-        hops: vec![Hop {
-            device: device.into(),
-            gateway: gateway.map(ip),
-            onlink: false,
-            encap: None,
-        }],
-    }
+    )
 }
 
 /// `eth0` (MTU 1400) holds fd00:10::1/64; the IPv6 default route goes via the router's
@@ -84,22 +40,12 @@ fn ipv6_only_node() -> FakeKernel {
 }
 
 fn held(dp: &Dataplane<FakeKernel>, dst: &str) -> Route {
-    dp.kernel()
-        .state
-        .routes
-        .iter()
-        .find(|r| r.destination == dst.parse().unwrap())
-        .cloned()
+    common::held(dp, dst)
         .unwrap_or_else(|| panic!("no route {dst} in {:?}", dp.kernel().state.routes))
 }
 
 fn converge(k: FakeKernel) -> Dataplane<FakeKernel> {
-    let mut dp = Dataplane::new(k, Settings::default());
-    dp.reconcile(&desired()).expect("reconcile");
-    let again = dp.reconcile(&desired()).expect("second reconcile");
-    assert!(again.writes.is_empty(), "not converged: {:?}", again.writes);
-    assert!(dp.kernel().violations().is_empty());
-    dp
+    common::converge(k, &desired()).0
 }
 
 #[test]
@@ -188,21 +134,10 @@ fn endpoint_routes_to_ipv6_underlay_addresses_take_the_underlays_own_next_hop() 
 #[test]
 fn tunnel_macs_hash_ipv6_identity_addresses() {
     let dp = converge(ipv6_only_node());
-    let own = dp
-        .kernel()
-        .state
-        .link("vxlan0")
-        .and_then(|l| l.mac)
-        .expect("vxlan0 MAC");
+    let own = device_mac(&dp);
     assert_eq!(own, tunnel_mac(ip("fd00:10::1")));
     assert_eq!(&own[..2], &[0x0a, 0x58]);
-    let peer = dp
-        .kernel()
-        .state
-        .neighbours
-        .iter()
-        .find(|n| n.address == ip("10.160.2.1"))
-        .map(|n| n.mac);
+    let peer = neighbour_mac(&dp, "10.160.2.1");
     assert_eq!(peer, Some(tunnel_mac(ip("fd00:10::2"))));
     assert_ne!(peer, Some(own));
 }

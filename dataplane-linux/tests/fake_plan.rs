@@ -2,104 +2,34 @@
 //! sides, a default route is refused before anything is written, and a next hop whose tunnel
 //! endpoint is the route's own destination is left out.
 
-use std::net::IpAddr;
+mod common;
 
+use common::{converge, device_mac, held, ip, main_route, neighbour_mac, route, vx_to};
 use dataplane_linux::model::{Encap, Hop, LinkKind, Neighbour, Route};
 use dataplane_linux::{
     Dataplane, DesiredState, Error, FakeKernel, HopProtocol, Kernel, NextHop, Op, Phase, RouteSpec,
-    Settings, TunnelDevice, TunnelKind, tunnel_mac,
+    Settings, TunnelKind, tunnel_mac,
 };
 
-fn ip(s: &str) -> IpAddr {
-    s.parse().unwrap()
+/// A route to `dst` at `mtu` through one VXLAN next hop: tunnel endpoint `underlay`, identity
+/// `identity`, pod gateway `gw`.
+fn via(dst: &str, mtu: u32, underlay: &str, identity: &str, gw: &str) -> RouteSpec {
+    route(dst, mtu, vec![vx_to(underlay, identity, gw)])
 }
 
-/// A VXLAN next hop: tunnel endpoint `underlay`, identity `identity`, pod gateway `gw`.
-fn vx(underlay: &str, identity: &str, gw: &str) -> NextHop {
-    NextHop {
-        device: "vxlan0".into(),
-        protocol: HopProtocol::Tunnel(TunnelKind::Vxlan),
-        peer_underlay: ip(underlay),
-        peer_identity: ip(identity),
-        pod_gateway: ip(gw),
-    }
-}
-
-fn route(dst: &str, mtu: u32, hops: Vec<NextHop>) -> RouteSpec {
-    RouteSpec {
-        destination: dst.parse().unwrap(),
-        mtu,
-        next_hops: hops,
-    }
-}
-
+/// The node with identity address `identity`: `vxlan0` at 1450 and `routes`.
 fn state(identity: &str, routes: Vec<RouteSpec>) -> DesiredState {
-    DesiredState {
-        identity_addr: ip(identity),
-        devices: vec![TunnelDevice {
-            name: "vxlan0".into(),
-            kind: TunnelKind::Vxlan,
-            mtu: 1450,
-        }],
-        wireguard_mtus: vec![],
-        routes,
-        fabric: None,
-    }
+    common::vxlan_state(identity, 1450, routes)
 }
 
 /// A node whose underlay is `eth0` with a default route via `gw`.
 fn node(gw: &str) -> FakeKernel {
     let mut k = FakeKernel::new();
     k.add_link("eth0", LinkKind::Other(String::new()), 1500);
-    k.state.main_routes.push(Route {
-        table: 254,
-        destination: "0.0.0.0/0".parse().unwrap(),
-        protocol: 3,
-        mtu: None,
-        mtu_locked: false,
-        hops: vec![Hop {
-            device: "eth0".into(),
-            gateway: Some(ip(gw)),
-            onlink: false,
-            encap: None,
-        }],
-    });
+    k.state
+        .main_routes
+        .push(main_route("0.0.0.0/0", "eth0", Some(gw)));
     k
-}
-
-fn converge(k: FakeKernel, desired: &DesiredState) -> (Dataplane<FakeKernel>, Vec<String>) {
-    let mut dp = Dataplane::new(k, Settings::default());
-    let first = dp.reconcile(desired).expect("reconcile");
-    let again = dp.reconcile(desired).expect("second reconcile");
-    assert!(again.writes.is_empty(), "not converged: {:?}", again.writes);
-    assert!(dp.kernel().violations().is_empty());
-    (dp, first.notes)
-}
-
-fn device_mac(dp: &Dataplane<FakeKernel>) -> [u8; 6] {
-    dp.kernel()
-        .state
-        .link("vxlan0")
-        .and_then(|l| l.mac)
-        .expect("vxlan0 with a MAC")
-}
-
-fn neighbour_mac(dp: &Dataplane<FakeKernel>, address: &str) -> Option<[u8; 6]> {
-    dp.kernel()
-        .state
-        .neighbours
-        .iter()
-        .find(|n| n.device == "vxlan0" && n.address == ip(address))
-        .map(|n| n.mac)
-}
-
-fn held(dp: &Dataplane<FakeKernel>, dst: &str) -> Option<Route> {
-    dp.kernel()
-        .state
-        .routes
-        .iter()
-        .find(|r| r.destination == dst.parse().unwrap())
-        .cloned()
 }
 
 /// Gateway hg1 (identity 10.10.0.1, ExternalIP 198.51.100.1) is reached at its InternalIP by the
@@ -108,40 +38,52 @@ fn held(dp: &Dataplane<FakeKernel>, dst: &str) -> Option<Route> {
 /// the encapsulation still goes to the address the link uses.
 #[test]
 fn a_peer_reached_at_another_address_gets_its_identity_mac() {
-    let hg1 = state(
-        "10.10.0.1",
-        vec![
-            route(
-                "10.110.11.0/24",
+    // Each node: its identity, its routes, its default gateway.
+    let [hg1k, hw1k, n1k] = [
+        (
+            "10.10.0.1",
+            vec![
+                via(
+                    "10.110.11.0/24",
+                    1450,
+                    "10.10.0.11",
+                    "10.10.0.11",
+                    "10.110.11.1",
+                ),
+                via(
+                    "10.120.4.0/24",
+                    1380,
+                    "203.0.113.4",
+                    "10.20.0.4",
+                    "10.120.4.1",
+                ),
+            ],
+            "198.51.100.254",
+        ),
+        (
+            "10.10.0.11",
+            vec![via(
+                "10.110.1.0/24",
                 1450,
-                vec![vx("10.10.0.11", "10.10.0.11", "10.110.11.1")],
-            ),
-            route(
-                "10.120.4.0/24",
+                "10.10.0.1",
+                "10.10.0.1",
+                "10.110.1.1",
+            )],
+            "10.10.255.254",
+        ),
+        (
+            "10.20.0.4",
+            vec![via(
+                "10.110.1.0/24",
                 1380,
-                vec![vx("203.0.113.4", "10.20.0.4", "10.120.4.1")],
-            ),
-        ],
-    );
-    let hw1 = state(
-        "10.10.0.11",
-        vec![route(
-            "10.110.1.0/24",
-            1450,
-            vec![vx("10.10.0.1", "10.10.0.1", "10.110.1.1")],
-        )],
-    );
-    let n1 = state(
-        "10.20.0.4",
-        vec![route(
-            "10.110.1.0/24",
-            1380,
-            vec![vx("198.51.100.1", "10.10.0.1", "10.110.1.1")],
-        )],
-    );
-    let (hg1k, _) = converge(node("198.51.100.254"), &hg1);
-    let (hw1k, _) = converge(node("10.10.255.254"), &hw1);
-    let (n1k, _) = converge(node("203.0.113.254"), &n1);
+                "198.51.100.1",
+                "10.10.0.1",
+                "10.110.1.1",
+            )],
+            "203.0.113.254",
+        ),
+    ]
+    .map(|(identity, routes, gw)| converge(node(gw), &state(identity, routes)).0);
 
     assert_eq!(device_mac(&hg1k), tunnel_mac(ip("10.10.0.1")));
     assert_eq!(device_mac(&n1k), tunnel_mac(ip("10.20.0.4")));
@@ -181,10 +123,12 @@ fn a_peer_reached_at_another_address_gets_its_identity_mac() {
 fn a_device_with_another_mac_is_readdressed() {
     let desired = state(
         "10.20.0.4",
-        vec![route(
+        vec![via(
             "10.110.1.0/24",
             1380,
-            vec![vx("198.51.100.1", "10.10.0.1", "10.110.1.1")],
+            "198.51.100.1",
+            "10.10.0.1",
+            "10.110.1.1",
         )],
     );
     let mut k = node("203.0.113.254");
@@ -250,18 +194,9 @@ fn a_default_route_is_refused_and_nothing_is_applied() {
     for dst in ["0.0.0.0/0", "::/0"] {
         let desired = state(
             "10.10.0.1",
-            vec![
-                route(
-                    "10.120.4.0/24",
-                    1380,
-                    vec![vx("203.0.113.4", "10.20.0.4", "10.120.4.1")],
-                ),
-                route(
-                    dst,
-                    1380,
-                    vec![vx("203.0.113.4", "10.20.0.4", "10.120.4.1")],
-                ),
-            ],
+            ["10.120.4.0/24", dst]
+                .map(|d| via(d, 1380, "203.0.113.4", "10.20.0.4", "10.120.4.1"))
+                .into(),
         );
         let mut dp = Dataplane::new(node("198.51.100.254"), Settings::default());
         let before = dp.kernel().state.clone();
@@ -288,7 +223,7 @@ fn a_default_route_is_refused_and_nothing_is_applied() {
 /// the underlay holds the destination instead. A held self-encapsulating route is replaced.
 #[test]
 fn a_hop_to_the_routes_own_endpoint_is_left_out() {
-    let n1 = vx("10.20.0.4", "10.20.0.4", "10.120.4.1");
+    let n1 = vx_to("10.20.0.4", "10.20.0.4", "10.120.4.1");
     let desired = state(
         "10.10.0.1",
         vec![
@@ -368,8 +303,8 @@ fn only_the_self_encapsulating_hop_of_several_is_left_out() {
             "10.20.0.4/32",
             1380,
             vec![
-                vx("10.20.0.4", "10.20.0.4", "10.120.4.1"),
-                vx("10.10.0.2", "10.10.0.2", "10.110.2.1"),
+                vx_to("10.20.0.4", "10.20.0.4", "10.120.4.1"),
+                vx_to("10.10.0.2", "10.10.0.2", "10.110.2.1"),
                 NextHop {
                     device: "wg0".into(),
                     protocol: HopProtocol::WireGuard,

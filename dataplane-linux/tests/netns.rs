@@ -4,37 +4,14 @@
 
 mod common;
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 
-use common::Ns;
+use common::{Ns, ip, route, vx, vx_to, vxlan_state};
 use dataplane_linux::model::{Op, ReadScope};
 use dataplane_linux::{
     DesiredState, ErrorKind, Fabric, HopProtocol, Kernel, NextHop, PodSpec, RouteSpec, Settings,
     TunnelDevice, TunnelKind, WireguardMtu,
 };
-
-fn ip(s: &str) -> IpAddr {
-    s.parse().unwrap()
-}
-
-fn vx(peer: &str, gw: &str) -> NextHop {
-    NextHop {
-        device: "vxlan0".into(),
-        protocol: HopProtocol::Tunnel(TunnelKind::Vxlan),
-        peer_underlay: ip(peer),
-        peer_identity: ip(peer),
-        pod_gateway: ip(gw),
-    }
-}
-
-fn route(dst: &str, mtu: u32, hops: Vec<NextHop>) -> RouteSpec {
-    RouteSpec {
-        destination: dst.parse().unwrap(),
-        mtu,
-        next_hops: hops,
-    }
-}
 
 /// A node namespace with an underlay `eth0` (192.168.0.1/24, MTU `mtu`) and a default route.
 fn node(tag: &str, mtu: u32) -> Ns {
@@ -48,15 +25,10 @@ fn node(tag: &str, mtu: u32) -> Ns {
 }
 
 fn desired(vxlan: u32, r: u32) -> DesiredState {
-    DesiredState {
-        identity_addr: ip("192.168.0.1"),
-        devices: vec![TunnelDevice {
-            name: "vxlan0".into(),
-            kind: TunnelKind::Vxlan,
-            mtu: vxlan,
-        }],
-        wireguard_mtus: vec![],
-        routes: vec![
+    vxlan_state(
+        "192.168.0.1",
+        vxlan,
+        vec![
             route("10.2.0.0/24", r, vec![vx("192.168.0.2", "10.2.0.1")]),
             route(
                 "10.3.0.0/24",
@@ -66,8 +38,7 @@ fn desired(vxlan: u32, r: u32) -> DesiredState {
             route("10.8.0.0/16", r - 20, vec![vx("172.16.0.9", "10.8.0.1")]),
             route("fd00:2::/64", r, vec![vx("192.168.0.2", "fd00:2::1")]),
         ],
-        fabric: None,
-    }
+    )
 }
 
 fn scope() -> ReadScope {
@@ -107,10 +78,7 @@ fn device_and_neighbour_macs_follow_identity_addresses() {
     d.routes.push(route(
         "10.7.0.0/24",
         1400,
-        vec![NextHop {
-            peer_identity: ip("10.20.0.4"),
-            ..vx("192.168.0.7", "10.7.0.1")
-        }],
+        vec![vx_to("192.168.0.7", "10.20.0.4", "10.7.0.1")],
     ));
     let first = d.clone();
     ns.dp(Settings::default(), move |dp| dp.reconcile(&first))
@@ -639,18 +607,6 @@ fn two_nodes_pods_ping_and_df_limits() {
     add_pod(&n1, &p1, "veth-p1", 1500);
     add_pod(&n2, &p2, "veth-p2", 1500);
     let node_state = |me: &str, peer: &str, peer_pods: &str, pod: &Ns, veth: &str| DesiredState {
-        identity_addr: ip(me),
-        devices: vec![TunnelDevice {
-            name: "vxlan0".into(),
-            kind: TunnelKind::Vxlan,
-            mtu: 1450,
-        }],
-        wireguard_mtus: vec![],
-        routes: vec![route(
-            &format!("{peer_pods}.0/24"),
-            1400,
-            vec![vx(peer, &format!("{peer_pods}.1"))],
-        )],
         fabric: Some(Fabric {
             bridge: "cni0".into(),
             mtu: 1450,
@@ -661,6 +617,15 @@ fn two_nodes_pods_ping_and_df_limits() {
                 host_veth: Some(veth.into()),
             }],
         }),
+        ..vxlan_state(
+            me,
+            1450,
+            vec![route(
+                &format!("{peer_pods}.0/24"),
+                1400,
+                vec![vx(peer, &format!("{peer_pods}.1"))],
+            )],
+        )
     };
     let s1 = node_state("192.168.0.1", "192.168.0.2", "10.2.0", &p1, "veth-p1");
     let s2 = node_state("192.168.0.2", "192.168.0.1", "10.1.0", &p2, "veth-p2");
@@ -796,15 +761,10 @@ fn ipv6_node(test: &str, tag: &str, mtu: u32) -> Option<Ns> {
 /// IPv4 pods over VXLAN towards IPv6 underlay addresses: one peer on the segment, an ECMP pair
 /// behind the router.
 fn ipv6_underlay_desired() -> DesiredState {
-    DesiredState {
-        identity_addr: ip("fd00:10::1"),
-        devices: vec![TunnelDevice {
-            name: "vxlan0".into(),
-            kind: TunnelKind::Vxlan,
-            mtu: 1330,
-        }],
-        wireguard_mtus: vec![],
-        routes: vec![
+    vxlan_state(
+        "fd00:10::1",
+        1330,
+        vec![
             route("10.160.2.0/24", 1330, vec![vx("fd00:10::2", "10.160.2.1")]),
             route(
                 "10.170.0.0/16",
@@ -815,8 +775,7 @@ fn ipv6_underlay_desired() -> DesiredState {
                 ],
             ),
         ],
-        fabric: None,
-    }
+    )
 }
 
 /// The kernel takes and returns the `csum` flag of `encap ip6` next hops (single and

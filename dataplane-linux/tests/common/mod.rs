@@ -1,12 +1,121 @@
-//! Helpers for the real-kernel tests: private network namespaces with a Drop guard.
+//! Helpers for the tests: builders of desired states and of the kernel's `main` routes, a
+//! converging reconcile on the in-memory kernel and what to read back from it, and, for the
+//! real-kernel tests, private network namespaces with a Drop guard.
 #![allow(dead_code)]
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use dataplane_linux::model::{Hop, Route};
 use dataplane_linux::netlink::in_netns;
-use dataplane_linux::{Dataplane, NetlinkKernel, Settings};
+use dataplane_linux::{
+    Dataplane, DesiredState, FakeKernel, HopProtocol, NetlinkKernel, NextHop, RouteSpec, Settings,
+    TunnelDevice, TunnelKind,
+};
+
+pub fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+/// A VXLAN next hop to a peer reached and identified at `peer`, pod gateway `gw`.
+pub fn vx(peer: &str, gw: &str) -> NextHop {
+    vx_to(peer, peer, gw)
+}
+
+/// A VXLAN next hop: tunnel endpoint `underlay`, identity `identity`, pod gateway `gw`.
+pub fn vx_to(underlay: &str, identity: &str, gw: &str) -> NextHop {
+    NextHop {
+        device: "vxlan0".into(),
+        protocol: HopProtocol::Tunnel(TunnelKind::Vxlan),
+        peer_underlay: ip(underlay),
+        peer_identity: ip(identity),
+        pod_gateway: ip(gw),
+    }
+}
+
+pub fn route(dst: &str, mtu: u32, hops: Vec<NextHop>) -> RouteSpec {
+    RouteSpec {
+        destination: dst.parse().unwrap(),
+        mtu,
+        next_hops: hops,
+    }
+}
+
+/// A desired state of the node with identity address `identity`: the VXLAN device `vxlan0` at
+/// `mtu` and `routes`; no WireGuard device, no fabric.
+pub fn vxlan_state(identity: &str, mtu: u32, routes: Vec<RouteSpec>) -> DesiredState {
+    DesiredState {
+        identity_addr: ip(identity),
+        devices: vec![TunnelDevice {
+            name: "vxlan0".into(),
+            kind: TunnelKind::Vxlan,
+            mtu,
+        }],
+        wireguard_mtus: vec![],
+        routes,
+        fabric: None,
+    }
+}
+
+/// A route of the `main` table over `device`: on-link as the kernel adds it for an address
+/// (protocol `kernel`), or via `gateway` as configured at boot (protocol `boot`).
+pub fn main_route(dst: &str, device: &str, gateway: Option<&str>) -> Route {
+    Route {
+        table: 254,
+        destination: dst.parse().unwrap(),
+        protocol: if gateway.is_some() { 3 } else { 2 },
+        mtu: None,
+        mtu_locked: false,
+        hops: vec![Hop {
+            device: device.into(),
+            gateway: gateway.map(ip),
+            onlink: false,
+            encap: None,
+        }],
+    }
+}
+
+/// Reconciles `desired` on the in-memory kernel `k`: a second reconcile writes nothing and the
+/// inequalities hold. Returns the dataplane and the first reconcile's notes.
+pub fn converge(k: FakeKernel, desired: &DesiredState) -> (Dataplane<FakeKernel>, Vec<String>) {
+    let mut dp = Dataplane::new(k, Settings::default());
+    let first = dp.reconcile(desired).expect("reconcile");
+    let again = dp.reconcile(desired).expect("second reconcile");
+    assert!(again.writes.is_empty(), "not converged: {:?}", again.writes);
+    assert!(dp.kernel().violations().is_empty());
+    (dp, first.notes)
+}
+
+/// The MAC of the in-memory kernel's `vxlan0`.
+pub fn device_mac(dp: &Dataplane<FakeKernel>) -> [u8; 6] {
+    dp.kernel()
+        .state
+        .link("vxlan0")
+        .and_then(|l| l.mac)
+        .expect("vxlan0 with a MAC")
+}
+
+/// The MAC of the neighbour `address` on `vxlan0`.
+pub fn neighbour_mac(dp: &Dataplane<FakeKernel>, address: &str) -> Option<[u8; 6]> {
+    dp.kernel()
+        .state
+        .neighbours
+        .iter()
+        .find(|n| n.device == "vxlan0" && n.address == ip(address))
+        .map(|n| n.mac)
+}
+
+/// The route to `dst` the in-memory kernel holds in the agent's table.
+pub fn held(dp: &Dataplane<FakeKernel>, dst: &str) -> Option<Route> {
+    dp.kernel()
+        .state
+        .routes
+        .iter()
+        .find(|r| r.destination == dst.parse().unwrap())
+        .cloned()
+}
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
