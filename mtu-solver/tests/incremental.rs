@@ -223,13 +223,7 @@ proptest! {
 /// resolve of the same objects.
 #[test]
 fn an_address_family_change_as_an_event_equals_a_full_resolve() {
-    const BASE: &str = r#"
-{apiVersion: net.unbounded-cloud.io/v1alpha1, kind: Site, metadata: {name: A}, spec: {nodeCidrs: [10.1.0.0/16, "fd00:1::/64"], podCidrAssignments: [{cidrBlocks: [10.101.0.0/16]}]}}
----
-{apiVersion: v1, kind: Node, metadata: {name: a3, annotations: {mtu.unbounded-cloud.io/underlay-mtu: "1400"}}, spec: {podCIDRs: [10.101.3.0/24]}, status: {addresses: [{type: InternalIP, address: "fd00:1::3"}, {type: InternalIP, address: 10.1.0.3}]}}
----
-{apiVersion: v1, kind: Node, metadata: {name: a4, annotations: {mtu.unbounded-cloud.io/underlay-mtu: "1400"}}, spec: {podCIDRs: [10.101.4.0/24]}, status: {addresses: [{type: InternalIP, address: 10.1.0.4}]}}
-"#;
+    const BASE: &str = include_str!("fixtures/address-family.yaml");
     let decode_all = |yaml: &str| decode([("family.yaml", yaml.as_bytes())]).objects;
     let base = decode_all(BASE);
     let v6_only = decode_all(&BASE.replace(r#", {type: InternalIP, address: 10.1.0.3}"#, ""));

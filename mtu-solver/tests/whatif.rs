@@ -513,13 +513,8 @@ fn input_of(yaml: &str) -> Input {
     }
 }
 
-const FAMILY_BASE: &str = r#"
-{apiVersion: net.unbounded-cloud.io/v1alpha1, kind: Site, metadata: {name: A}, spec: {nodeCidrs: [10.1.0.0/16, "fd00:1::/64"], podCidrAssignments: [{cidrBlocks: [10.101.0.0/16]}]}}
----
-{apiVersion: v1, kind: Node, metadata: {name: a3, annotations: {mtu.unbounded-cloud.io/underlay-mtu: "1400"}}, spec: {podCIDRs: [10.101.3.0/24]}, status: {addresses: [{type: InternalIP, address: "fd00:1::3"}, {type: InternalIP, address: 10.1.0.3}]}}
----
-{apiVersion: v1, kind: Node, metadata: {name: a4, annotations: {mtu.unbounded-cloud.io/underlay-mtu: "1400"}}, spec: {podCIDRs: [10.101.4.0/24]}, status: {addresses: [{type: InternalIP, address: 10.1.0.4}]}}
-"#;
+/// Site A with a3 (an IPv6 and an IPv4 InternalIP) and a4 (IPv4 only), on a 1400 underlay.
+const FAMILY_BASE: &str = include_str!("fixtures/address-family.yaml");
 
 /// `mtu.md` §1: removing a node's only IPv4 address moves its links to the IPv6 column (GENEVE
 /// 58 → 78 on a 1400 underlay: 1342 → 1322), and giving it back restores the IPv4 column; the
