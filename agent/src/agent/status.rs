@@ -620,7 +620,7 @@ mod tests {
         assert_eq!(respond(&s, "/nope").status(), 404);
         assert_eq!(d["brokenAssignment"], Value::Null);
         // A broken assignment is reported until an assignment is adopted.
-        s.set_broken_assignment(&BrokenAssignment {
+        let missing = BrokenAssignment {
             node_uid: "u".into(),
             node_name: "n1".into(),
             resource_version: "1".into(),
@@ -628,7 +628,8 @@ mod tests {
             site_label: None,
             pool_label: "missing".into(),
             sites: Vec::new(),
-        });
+        };
+        s.set_broken_assignment(&missing);
         let b = &s.document()["brokenAssignment"];
         assert_eq!(b["poolLabel"], "missing");
         assert_eq!(b["site"], "a");
@@ -640,15 +641,7 @@ mod tests {
         );
         s.clear_broken_assignment();
         assert_eq!(s.document()["brokenAssignment"], Value::Null);
-        s.set_broken_assignment(&BrokenAssignment {
-            node_uid: "u".into(),
-            node_name: "n1".into(),
-            resource_version: "1".into(),
-            site: "a".into(),
-            site_label: None,
-            pool_label: "missing".into(),
-            sites: Vec::new(),
-        });
+        s.set_broken_assignment(&missing);
         s.set_adopted("u/a/-");
         assert_eq!(s.document()["brokenAssignment"], Value::Null);
         // `--manifests` mode: the node, its underlay, what the dataplane carries, and the
