@@ -399,6 +399,39 @@ pub fn generate(spec: &ScaleSpec) -> String {
     out
 }
 
+/// Site `i` without caps: its node CIDR and its pod block.
+fn write_site(out: &mut String, names: &Names, i: usize) {
+    let _ = write!(
+        out,
+        "---\napiVersion: {API}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [{}], podCidrAssignments: [{{cidrBlocks: [{}]}}]}}\n",
+        names.site(i),
+        node_cidr(i),
+        pod_cidr(i, None)
+    );
+}
+
+/// The first node of Site `i` as a worker: no pool label, an InternalIP only.
+fn write_worker(out: &mut String, names: &Names, i: usize) {
+    let _ = write!(
+        out,
+        "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {}\n  labels: {{net.unbounded-cloud.io/site: {}}}\nspec: {{podCIDRs: [{}]}}\nstatus: {{addresses: [{{type: InternalIP, address: {}}}]}}\n",
+        names.node(i, 0),
+        names.site(i),
+        pod_cidr(i, Some(0)),
+        node_ip(i, 0)
+    );
+}
+
+/// External pool `j`, selecting the gateways labelled with its name.
+fn write_external_pool(out: &mut String, names: &Names, j: usize) {
+    let _ = write!(
+        out,
+        "---\napiVersion: {API}\nkind: GatewayPool\nmetadata: {{name: {}}}\nspec: {{type: External, nodeSelector: {{{GATEWAY_SELECTOR_KEY}: {}}}}}\n",
+        names.pool(j),
+        names.pool(j)
+    );
+}
+
 /// One mesh SitePeering of `n` Sites, one node per Site.
 pub fn mesh_peering(n: usize) -> String {
     let names = Names {
@@ -408,21 +441,8 @@ pub fn mesh_peering(n: usize) -> String {
     };
     let mut out = String::with_capacity(n * 600);
     for i in 0..n {
-        let _ = write!(
-            out,
-            "---\napiVersion: {API}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [{}], podCidrAssignments: [{{cidrBlocks: [{}]}}]}}\n",
-            names.site(i),
-            node_cidr(i),
-            pod_cidr(i, None)
-        );
-        let _ = write!(
-            out,
-            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {}\n  labels: {{net.unbounded-cloud.io/site: {}}}\nspec: {{podCIDRs: [{}]}}\nstatus: {{addresses: [{{type: InternalIP, address: {}}}]}}\n",
-            names.node(i, 0),
-            names.site(i),
-            pod_cidr(i, Some(0)),
-            node_ip(i, 0)
-        );
+        write_site(&mut out, &names, i);
+        write_worker(&mut out, &names, i);
     }
     let members: Vec<String> = (0..n).map(|i| names.site(i)).collect();
     let _ = write!(
@@ -447,12 +467,7 @@ pub fn pool_peering(n: usize) -> String {
         names.site(0)
     );
     for j in 0..n {
-        let _ = write!(
-            out,
-            "---\napiVersion: {API}\nkind: GatewayPool\nmetadata: {{name: {}}}\nspec: {{type: External, nodeSelector: {{{GATEWAY_SELECTOR_KEY}: {}}}}}\n",
-            names.pool(j),
-            names.pool(j)
-        );
+        write_external_pool(&mut out, &names, j);
         let pod = std::net::Ipv4Addr::from(0x0A80_0000u32 + ((j as u32 % 4096) << 8));
         let ip = std::net::Ipv4Addr::from(0x0A00_0000u32 + (j as u32 % 65_000) + 1);
         let _ = write!(
@@ -489,32 +504,14 @@ pub fn transit_chain(pools: usize, gateways_per_pool: usize) -> String {
     };
     let mut out = String::with_capacity(sites * 600 + pools * gateways_per_pool * 500);
     for i in 0..sites {
-        let _ = write!(
-            out,
-            "---\napiVersion: {API}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [{}], podCidrAssignments: [{{cidrBlocks: [{}]}}]}}\n",
-            names.site(i),
-            node_cidr(i),
-            pod_cidr(i, None)
-        );
+        write_site(&mut out, &names, i);
     }
     // The two workers at the ends of the chain.
     for i in [0, sites - 1] {
-        let _ = write!(
-            out,
-            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {}\n  labels: {{net.unbounded-cloud.io/site: {}}}\nspec: {{podCIDRs: [{}]}}\nstatus: {{addresses: [{{type: InternalIP, address: {}}}]}}\n",
-            names.node(i, 0),
-            names.site(i),
-            pod_cidr(i, Some(0)),
-            node_ip(i, 0)
-        );
+        write_worker(&mut out, &names, i);
     }
     for j in 0..pools {
-        let _ = write!(
-            out,
-            "---\napiVersion: {API}\nkind: GatewayPool\nmetadata: {{name: {}}}\nspec: {{type: External, nodeSelector: {{{GATEWAY_SELECTOR_KEY}: {}}}}}\n",
-            names.pool(j),
-            names.pool(j)
-        );
+        write_external_pool(&mut out, &names, j);
         let site = j + 1;
         for k in 0..gateways_per_pool {
             let _ = write!(
