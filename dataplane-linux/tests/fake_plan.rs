@@ -32,58 +32,67 @@ fn node(gw: &str) -> FakeKernel {
     k
 }
 
+/// Gateway hg1 (identity 10.10.0.1): the same-Site worker hw1 at its InternalIP, the NAT'd
+/// worker n1 (identity 10.20.0.4) at n1's ExternalIP 203.0.113.4.
+fn hg1() -> DesiredState {
+    state(
+        "10.10.0.1",
+        vec![
+            via(
+                "10.110.11.0/24",
+                1450,
+                "10.10.0.11",
+                "10.10.0.11",
+                "10.110.11.1",
+            ),
+            via(
+                "10.120.4.0/24",
+                1380,
+                "203.0.113.4",
+                "10.20.0.4",
+                "10.120.4.1",
+            ),
+        ],
+    )
+}
+
+/// Worker hw1 (identity 10.10.0.11): hg1 at its InternalIP.
+fn hw1() -> DesiredState {
+    state(
+        "10.10.0.11",
+        vec![via(
+            "10.110.1.0/24",
+            1450,
+            "10.10.0.1",
+            "10.10.0.1",
+            "10.110.1.1",
+        )],
+    )
+}
+
+/// The NAT'd worker n1 (identity 10.20.0.4): hg1 at its ExternalIP 198.51.100.1.
+fn n1() -> DesiredState {
+    state(
+        "10.20.0.4",
+        vec![via(
+            "10.110.1.0/24",
+            1380,
+            "198.51.100.1",
+            "10.10.0.1",
+            "10.110.1.1",
+        )],
+    )
+}
+
 /// Gateway hg1 (identity 10.10.0.1, ExternalIP 198.51.100.1) is reached at its InternalIP by the
 /// same-Site worker hw1 and at its ExternalIP by the NAT'd worker n1 (identity 10.20.0.4,
 /// reached at 203.0.113.4). Every node's device MAC equals the MAC each peer holds for it, and
 /// the encapsulation still goes to the address the link uses.
 #[test]
 fn a_peer_reached_at_another_address_gets_its_identity_mac() {
-    // Each node: its identity, its routes, its default gateway.
-    let [hg1k, hw1k, n1k] = [
-        (
-            "10.10.0.1",
-            vec![
-                via(
-                    "10.110.11.0/24",
-                    1450,
-                    "10.10.0.11",
-                    "10.10.0.11",
-                    "10.110.11.1",
-                ),
-                via(
-                    "10.120.4.0/24",
-                    1380,
-                    "203.0.113.4",
-                    "10.20.0.4",
-                    "10.120.4.1",
-                ),
-            ],
-            "198.51.100.254",
-        ),
-        (
-            "10.10.0.11",
-            vec![via(
-                "10.110.1.0/24",
-                1450,
-                "10.10.0.1",
-                "10.10.0.1",
-                "10.110.1.1",
-            )],
-            "10.10.255.254",
-        ),
-        (
-            "10.20.0.4",
-            vec![via(
-                "10.110.1.0/24",
-                1380,
-                "198.51.100.1",
-                "10.10.0.1",
-                "10.110.1.1",
-            )],
-            "203.0.113.254",
-        ),
-    ]
-    .map(|(identity, routes, gw)| converge(node(gw), &state(identity, routes)).0);
+    let (hg1k, _) = converge(node("198.51.100.254"), &hg1());
+    let (hw1k, _) = converge(node("10.10.255.254"), &hw1());
+    let (n1k, _) = converge(node("203.0.113.254"), &n1());
 
     assert_eq!(device_mac(&hg1k), tunnel_mac(ip("10.10.0.1")));
     assert_eq!(device_mac(&n1k), tunnel_mac(ip("10.20.0.4")));
@@ -121,16 +130,7 @@ fn a_peer_reached_at_another_address_gets_its_identity_mac() {
 /// phase 1, and only then is the plan converged.
 #[test]
 fn a_device_with_another_mac_is_readdressed() {
-    let desired = state(
-        "10.20.0.4",
-        vec![via(
-            "10.110.1.0/24",
-            1380,
-            "198.51.100.1",
-            "10.10.0.1",
-            "10.110.1.1",
-        )],
-    );
+    let desired = n1();
     let mut k = node("203.0.113.254");
     k.add_link("vxlan0", LinkKind::Tunnel(TunnelKind::Vxlan), 1450);
     if let Some(l) = k.state.links.iter_mut().find(|l| l.name == "vxlan0") {
