@@ -9,7 +9,6 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use support::{
@@ -22,7 +21,6 @@ use unbounded_mtu::agent::startup::{self, Adoption};
 use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::{Backoff, api_status};
 
-const BIN: &str = env!("CARGO_BIN_EXE_unbounded-mtu");
 const ACK: &str = "mtu.unbounded-cloud.io/adopted-assignment";
 
 fn pool(name: &str, spec: Value, status_nodes: Value) -> Value {
@@ -219,39 +217,13 @@ async fn the_binary_logs_a_broken_assignment_and_exits_3_when_its_label_changes(
     mock.on("GET", &pool_path("missing"), vec![not_found("missing")]);
     let ch = mock.live_channel();
     mock.on_watch_selected(NODES, OWN, vec![Reply::Live(ch)]);
-    let dir: PathBuf = std::env::temp_dir().join(format!(
-        "unbounded-mtu-adoption-{}-{}",
-        std::process::id(),
-        fastrand::u64(..)
-    ));
-    std::fs::create_dir_all(&dir).expect("tmpdir");
+    let dir = support::tmpdir("adoption");
     let kc = mock.kubeconfig(&dir);
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args([
-        "agent",
-        "--dry-run",
-        "--listen",
-        "127.0.0.1:0",
-        "--kubeconfig",
-    ])
-    .arg(&kc)
-    .env("NODE_NAME", "n1")
-    .env("POD_NAME", "agent-x")
-    .env("POD_NAMESPACE", "ns")
-    .env("RUST_LOG", "warn");
-    for k in [
-        "LISTEN_ADDRESS",
-        "KUBECONFIG",
-        "KUBECONFIG_PATH",
-        "MANIFESTS",
-        "ONCE",
-    ] {
-        cmd.env_remove(k);
-    }
-    let child = cmd
-        .stdout(std::process::Stdio::null())
+    let child = support::agent_command(&kc)
+        .env("POD_NAME", "agent-x")
+        .env("POD_NAMESPACE", "ns")
+        .env("RUST_LOG", "warn")
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("spawn");
     assert!(

@@ -24,16 +24,6 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "unbounded-mtu-{tag}-{}-{}",
-        std::process::id(),
-        fastrand::u64(..)
-    ));
-    std::fs::create_dir_all(&d).expect("tmpdir");
-    d
-}
-
 /// Location-free output: explanation and diagnostic sources name files and lines in one mode and
 /// the cluster in the other.
 fn normalize(v: &mut Value) {
@@ -62,17 +52,7 @@ fn normalize(v: &mut Value) {
 async fn run_bin(args: Vec<String>, env: &[(&str, &str)]) -> Output {
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(&args);
-    for k in [
-        "LISTEN_ADDRESS",
-        "NODE_NAME",
-        "POD_NAME",
-        "POD_NAMESPACE",
-        "KUBECONFIG",
-        "KUBECONFIG_PATH",
-        "MANIFESTS",
-        "DRY_RUN",
-        "ONCE",
-    ] {
+    for k in support::AGENT_ENV {
         cmd.env_remove(k);
     }
     for (k, v) in env {
@@ -114,7 +94,7 @@ async fn live_resolve_equals_resolve_on_files() {
         let objects = fixture(ex);
         let mock = Mock::start().await;
         support::serve_collections(&mock, &objects);
-        let dir = tmpdir("live");
+        let dir = support::tmpdir("live");
         let kc = mock.kubeconfig(&dir);
         let live = run_bin(
             vec![
@@ -169,7 +149,7 @@ async fn malformed_objects_are_diagnostics_in_both_modes() {
     );
     let mock = Mock::start().await;
     support::serve_collections(&mock, &objects);
-    let dir = tmpdir("malformed");
+    let dir = support::tmpdir("malformed");
     let file = dir.join("all.json");
     std::fs::write(
         &file,
@@ -439,7 +419,7 @@ async fn agent_binary_exit_codes() {
         let mock = Mock::start().await;
         agent_mock(&mock, own_node("100", ""));
         mock.on_watch_selected(NODES, OWN, vec![Reply::Watch(vec![ev], End::Hold)]);
-        let dir = tmpdir("bin");
+        let dir = support::tmpdir("bin");
         let kc = mock.kubeconfig(&dir);
         let out = run_bin(
             vec![
@@ -473,7 +453,7 @@ async fn agent_binary_once_prints_the_plan_and_acknowledges() {
     support::hold_startup_watch(&mock);
     let pods = "/api/v1/namespaces/ns/pods/p";
     mock.on("PATCH", pods, vec![support::pod_patched("p")]);
-    let dir = tmpdir("once");
+    let dir = support::tmpdir("once");
     let kc = mock.kubeconfig(&dir);
     let out = run_bin(
         vec![
@@ -634,24 +614,9 @@ async fn agent_binary_exits_0_on_sigterm() {
     let mock = Mock::start().await;
     agent_mock(&mock, own_node("100", ""));
     support::hold_startup_watch(&mock);
-    let dir = tmpdir("term");
+    let dir = support::tmpdir("term");
     let kc = mock.kubeconfig(&dir);
-    let mut child = tokio::process::Command::new(BIN)
-        .args([
-            "agent",
-            "--dry-run",
-            "--listen",
-            "127.0.0.1:0",
-            "--kubeconfig",
-        ])
-        .arg(&kc)
-        .env("NODE_NAME", "n1")
-        .env_remove("POD_NAME")
-        .env_remove("POD_NAMESPACE")
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
+    let mut child = support::agent_command(&kc).spawn().expect("spawn");
     assert!(
         support::until(|| mock.open_watches_on(NODES, Some(OWN)) == 1, 10_000).await,
         "the agent started"
@@ -814,7 +779,7 @@ async fn kubeconfig_defaults_to_the_environment_and_context_selects() {
     let objects = fixture("04-transit-chain");
     let mock = Mock::start().await;
     support::serve_collections(&mock, &objects);
-    let dir = tmpdir("context");
+    let dir = support::tmpdir("context");
     let kc = dir.join("config");
     std::fs::write(
         &kc,

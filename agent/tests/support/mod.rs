@@ -549,6 +549,52 @@ pub fn agent_args(extra: &[&str]) -> AgentArgs {
     parse_agent_args(&args)
 }
 
+/// A new directory under the system's temporary directory, named by `tag`, this process and a
+/// random number.
+pub fn tmpdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "unbounded-mtu-{tag}-{}-{}",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    std::fs::create_dir_all(&d).expect("tmpdir");
+    d
+}
+
+/// The agent's own settings in the environment, which a test's binary must not inherit.
+pub const AGENT_ENV: [&str; 9] = [
+    "LISTEN_ADDRESS",
+    "NODE_NAME",
+    "POD_NAME",
+    "POD_NAMESPACE",
+    "KUBECONFIG",
+    "KUBECONFIG_PATH",
+    "MANIFESTS",
+    "DRY_RUN",
+    "ONCE",
+];
+
+/// The binary as `agent --dry-run --listen 127.0.0.1:0 --kubeconfig KUBECONFIG` for node n1,
+/// none of [`AGENT_ENV`] inherited, standard output discarded, killed when dropped.
+pub fn agent_command(kubeconfig: &std::path::Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"));
+    cmd.args([
+        "agent",
+        "--dry-run",
+        "--listen",
+        "127.0.0.1:0",
+        "--kubeconfig",
+    ])
+    .arg(kubeconfig);
+    for k in AGENT_ENV {
+        cmd.env_remove(k);
+    }
+    cmd.env("NODE_NAME", "n1")
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
 /// One plain HTTP/1.1 GET against the agent's server; the whole response, headers included.
 pub async fn http_get(addr: SocketAddr, path: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
