@@ -21,8 +21,6 @@ use unbounded_mtu::agent::startup::{self, Adoption};
 use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::{Backoff, api_status};
 
-const ACK: &str = "mtu.unbounded-cloud.io/adopted-assignment";
-
 fn pool(name: &str, spec: Value, status_nodes: Value) -> Value {
     json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPool",
            "metadata": {"name": name, "resourceVersion": "5"}, "spec": spec,
@@ -283,12 +281,8 @@ async fn label_true_with_the_pool_status_listing_the_node_adopts_that_pool() {
         mock.requests()
     );
     let reqs = mock.requests();
-    let ack_at = reqs
-        .iter()
-        .position(|r| r.method == "PATCH" && r.path == POD)
-        .expect("ack");
-    let ack: Value = serde_json::from_str(&reqs[ack_at].body).expect("json");
-    assert_eq!(ack["metadata"]["annotations"][ACK], "u1/a/PH");
+    let (_, acknowledged) = support::acknowledgment(&reqs);
+    assert_eq!(acknowledged, "u1/a/PH");
     // Before the startup watch (adoption): one GET of "true", one LIST of pools.
     let watch_at = reqs
         .iter()

@@ -337,15 +337,8 @@ async fn first_reconcile_acknowledges_then_closes_the_startup_watch() {
     assert!(support::until(|| mock.open_watches_on(NODES, sel) == 0, 1000).await);
     assert_eq!(mock.open_watches_on(NODES, None), 1);
     let reqs = mock.requests();
-    let ack_at = reqs
-        .iter()
-        .position(|r| r.method == "PATCH" && r.path == POD)
-        .expect("ack");
-    let ack: Value = serde_json::from_str(&reqs[ack_at].body).expect("json");
-    assert_eq!(
-        ack["metadata"]["annotations"]["mtu.unbounded-cloud.io/adopted-assignment"],
-        "u1/a/-"
-    );
+    let (ack_at, acknowledged) = support::acknowledgment(&reqs);
+    assert_eq!(acknowledged, "u1/a/-");
     let own_watches: Vec<usize> = reqs
         .iter()
         .enumerate()

@@ -670,6 +670,20 @@ pub async fn adoption_mock(own: Value) -> Mock {
     mock
 }
 
+/// The first acknowledgment among `reqs` (a PATCH of the own Pod [`POD`]): its position and the
+/// assignment it writes in the `adopted-assignment` annotation.
+pub fn acknowledgment(reqs: &[Recorded]) -> (usize, Value) {
+    let at = reqs
+        .iter()
+        .position(|r| r.method == "PATCH" && r.path == POD)
+        .expect("ack");
+    let ack: Value = serde_json::from_str(&reqs[at].body).expect("json");
+    (
+        at,
+        ack["metadata"]["annotations"]["mtu.unbounded-cloud.io/adopted-assignment"].clone(),
+    )
+}
+
 /// The own-Node startup watch, held open without events.
 pub fn hold_startup_watch(mock: &Mock) {
     mock.on_watch_selected(NODES, OWN, vec![Reply::Watch(vec![], End::Hold)]);
