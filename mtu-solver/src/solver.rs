@@ -769,15 +769,13 @@ impl<'t> Solver<'t> {
         type EdgeOf = (LinkKind, SiteId, Option<PoolId>);
         let mut last_edge: Option<(EdgeOf, Option<ExplId>)> = None;
         let mut last_combo: Option<((ExplId, Option<ExplId>), ExplId)> = None;
-        // Direct routes over the links: (destination, type, peer).
-        let mut direct: Vec<(IpNet, RouteType, NodeId)> = Vec::with_capacity(links_raw.len());
+        // Direct routes over the links: (destination, type, index of the link). `Net::links` is
+        // sorted by peer (node IDs order like names), so the links keep their indexes.
+        let mut direct: Vec<(IpNet, RouteType, usize)> = Vec::with_capacity(links_raw.len());
         for link in links_raw {
-            direct.extend(
-                self.net
-                    .direct_routes(n, &link)
-                    .into_iter()
-                    .map(|(dest, ty)| (dest, ty, link.peer)),
-            );
+            let at = links.len();
+            self.net
+                .for_each_direct_route(n, &link, |dest, ty| direct.push((dest, ty, at)));
             let auto = self.auto_leaf(n, link.peer, link.protocol, link.ipv6_outer);
             let pn = topo.node(link.peer);
             let edge = (link.kind, pn.site, pn.pool());
@@ -816,8 +814,6 @@ impl<'t> Solver<'t> {
             });
         }
         self.scratch_combos = combos;
-        // Node IDs order like names.
-        links.sort_by_key(|l| l.peer);
         // Routes: direct routes over the links (peers' pod CIDRs, NAT'd workers' addresses). One
         // route per destination: the links that carry it are its equal-cost next hops, and a
         // destination carried as a pod CIDR by one link and as an address by another (which
@@ -833,11 +829,7 @@ impl<'t> Solver<'t> {
                 continue;
             };
             let (dest, ty) = (IpNetKey(*dest), *ty);
-            let mut idxs: SmallVec<[usize; 2]> = group
-                .iter()
-                .filter_map(|(_, _, peer)| links.binary_search_by_key(peer, |l| l.peer).ok())
-                .collect();
-            idxs.sort_unstable();
+            let mut idxs: SmallVec<[usize; 2]> = group.iter().map(|(_, _, i)| *i).collect();
             idxs.dedup();
             let v6 = matches!(dest.0, IpNet::V6(_));
             let kids: SmallVec<[ExplId; 4]> = idxs

@@ -540,19 +540,30 @@ impl<'t> Net<'t> {
     /// [`Net::carries_node_pods`] says otherwise) and, on a gateway's delivery link across public
     /// addresses, a host route to each InternalIP of the worker (`NodeAddress`).
     pub fn direct_routes(&self, n: NodeId, link: &Link) -> SmallVec<[(IpNet, RouteType); 4]> {
-        let peer = self.topo.node(link.peer);
         let mut out: SmallVec<[(IpNet, RouteType); 4]> = SmallVec::new();
+        self.for_each_direct_route(n, link, |dest, ty| out.push((dest, ty)));
+        out
+    }
+
+    /// [`Net::direct_routes`] without collecting them: `f` gets each destination and type (the
+    /// resolver calls this for every link of every node).
+    pub fn for_each_direct_route(
+        &self,
+        n: NodeId,
+        link: &Link,
+        mut f: impl FnMut(IpNet, RouteType),
+    ) {
+        let peer = self.topo.node(link.peer);
         if self.carries_node_pods(n, link.peer, link.kind) {
-            out.extend(peer.pod_cidrs.iter().map(|c| (*c, RouteType::NodePod)));
+            for c in &peer.pod_cidrs {
+                f(*c, RouteType::NodePod);
+            }
         }
         if link.kind == LinkKind::Delivery && link.public {
-            out.extend(
-                peer.internal_ips
-                    .iter()
-                    .map(|ip| (IpNet::from(*ip), RouteType::NodeAddress)),
-            );
+            for ip in &peer.internal_ips {
+                f(IpNet::from(*ip), RouteType::NodeAddress);
+            }
         }
-        out
     }
 
     fn pick_family(&self, addrs: &[IpAddr]) -> Option<IpAddr> {
