@@ -42,32 +42,9 @@ pub fn chain_text(e: &anyhow::Error) -> String {
     out
 }
 
-/// Exit 2: node `name` is not in the topology; the nearest names are offered.
-pub fn no_such_node(topo: &Topology, name: &str) -> anyhow::Error {
-    let near = nearest(name, topo.nodes.iter().map(|n| &*n.name));
-    usage(format!(
-        "node {name} does not exist (or belongs to no Site){}",
-        did_you_mean(&near)
-    ))
-}
-
 /// `1 value`, `2 values`.
 pub fn counted(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// `; did you mean a, b?` for a non-empty list of names.
-pub fn did_you_mean(names: &[&str]) -> String {
-    if names.is_empty() {
-        String::new()
-    } else {
-        format!("; did you mean {}?", names.join(", "))
-    }
-}
-
-/// Up to three names closest to `want` by edit distance (`topology_core::schema::nearest_all`).
-pub fn nearest<'a>(want: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    topology_core::schema::nearest_all(want, names, 3)
 }
 
 /// Exit 2 with a one-line reason.

@@ -118,12 +118,12 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded);
     let n = topo
-        .node_id(&args.node)
-        .ok_or_else(|| common::no_such_node(&topo, &args.node))?;
+        .find_node(&args.node)
+        .map_err(|e| usage(e.to_string()))?;
     let want = if let Some(p) = &args.peer {
         let id = topo
-            .node_id(p)
-            .ok_or_else(|| common::no_such_node(&topo, p))?;
+            .find_node(p)
+            .map_err(|e| usage(format!("--peer {p}: {e}")))?;
         Some(Want::Peer(id))
     } else if let Some(d) = &args.destination {
         if let Ok(net) = d.parse::<IpNet>() {

@@ -1,7 +1,7 @@
 //! `unbounded-mtu resolve`.
 
 use crate::cli::{ExplainLevel, Output, ResolveArgs};
-use crate::common::{self, table};
+use crate::common::{self, table, usage};
 use anyhow::Result;
 use mtu_solver::report::{self, Renderer};
 use mtu_solver::{NodePlan, Solver};
@@ -16,10 +16,7 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
     let topo = common::topology(&decoded);
     let mut selected: Vec<NodeId> = Vec::new();
     for name in &args.nodes {
-        match topo.node_id(name) {
-            Some(id) => selected.push(id),
-            None => return Err(common::no_such_node(&topo, name)),
-        }
+        selected.push(topo.find_node(name).map_err(|e| usage(e.to_string()))?);
     }
     if args.nodes.is_empty() {
         selected = (0..topo.nodes.len()).map(NodeId::from_idx).collect();

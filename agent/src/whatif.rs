@@ -9,7 +9,6 @@ use mtu_solver::whatif::{self, Input, Mutation};
 use serde::Serialize;
 use std::rc::Rc;
 use topology_core::decode::Kind;
-use topology_core::model::Topology;
 
 fn kind_name(spec: &str, flag: &str) -> Result<(Kind, String)> {
     let (k, n) = spec
@@ -144,88 +143,6 @@ pub fn mutations(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Resul
     Ok(order.into_iter().map(|((_, flag), m)| (flag, m)).collect())
 }
 
-/// Checks the question against the base input before answering it (exit 2, one line naming
-/// the flag): caps within 576..9000 (0 clears), objects and nodes that exist, demotions of
-/// gateways only, promotions into existing pools.
-fn validate(base: &Input, topo: &Topology, asked: &[Asked]) -> Result<()> {
-    let exists = |kind: Kind, name: &str| {
-        base.objects
-            .iter()
-            .any(|o| o.kind() == kind && o.name() == name)
-    };
-    let names_of = |kind: Kind| -> Vec<&str> {
-        base.objects
-            .iter()
-            .filter(|o| o.kind() == kind)
-            .map(|o| o.name())
-            .collect()
-    };
-    let missing = |flag: &str, kind: Kind, name: &str| {
-        usage(format!(
-            "{flag}: {kind} {name} does not exist{}",
-            common::did_you_mean(&common::nearest(name, names_of(kind)))
-        ))
-    };
-    let node = |flag: &str, name: &str| -> Result<topology_core::ids::NodeId> {
-        topo.node_id(name).ok_or_else(|| {
-            usage(format!(
-                "{flag}: node {name} does not exist (or belongs to no Site){}",
-                common::did_you_mean(&common::nearest(name, topo.nodes.iter().map(|n| &*n.name)))
-            ))
-        })
-    };
-    for (flag, m) in asked {
-        match m {
-            Mutation::SetCap { kind, name, mtu } => {
-                if *mtu != 0 && !(576..=9000).contains(mtu) {
-                    return Err(usage(format!(
-                        "{flag}: {mtu} is outside 576..9000 (0 clears the cap)"
-                    )));
-                }
-                if !exists(*kind, name) {
-                    return Err(missing(flag, *kind, name));
-                }
-            }
-            Mutation::ClearCap { kind, name } | Mutation::SetEnabled { kind, name, .. } => {
-                if !exists(*kind, name) {
-                    return Err(missing(flag, *kind, name));
-                }
-            }
-            Mutation::Member {
-                kind,
-                name,
-                member_kind,
-                member,
-                ..
-            } => {
-                if !exists(*kind, name) {
-                    return Err(missing(flag, *kind, name));
-                }
-                if !exists(*member_kind, member) {
-                    return Err(missing(flag, *member_kind, member));
-                }
-            }
-            Mutation::Demote { node: n } => {
-                let id = node(flag, n)?;
-                if !topo.node(id).is_gateway() {
-                    return Err(usage(format!("{flag}: node {n} is not a gateway")));
-                }
-            }
-            Mutation::Promote { node: n, pool } => {
-                node(flag, n)?;
-                if !exists(Kind::GatewayPool, pool) {
-                    return Err(missing(flag, Kind::GatewayPool, pool));
-                }
-            }
-            Mutation::Underlay { node: n, .. } => {
-                node(flag, n)?;
-            }
-            Mutation::AgentMtu(_) => {}
-        }
-    }
-    Ok(())
-}
-
 #[derive(Serialize)]
 struct ItemOut {
     #[serde(rename = "type")]
@@ -318,9 +235,13 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
         settings: common::settings(&args.common),
     };
     let base_topo = base.topology();
-    validate(&base, &base_topo, &asked)?;
+    // The question is checked by the library; the refusal names the flag that asked.
+    let muts: Vec<Mutation> = asked.iter().map(|(_, m)| m.clone()).collect();
+    if let Some((i, e)) = whatif::first_refused(&base, &base_topo, &muts) {
+        let flag = asked.get(i).map(|(f, _)| f.as_str()).unwrap_or("what-if");
+        return Err(usage(format!("{flag}: {e}")));
+    }
     let mut diags = base_topo.diagnostics.clone();
-    let muts: Vec<Mutation> = asked.into_iter().map(|(_, m)| m).collect();
     let full = args.explain == ExplainLevel::Full;
     let result = if !args.after.is_empty() {
         if !muts.is_empty() {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use topology_core::decode::{Kind, Member, POOL_LABEL_KEY, RawCap, RawObject, RawRelation};
 use topology_core::diag::Diagnostic;
 use topology_core::ids::{NodeId, SiteId};
-use topology_core::model::{ObjRef, Topology};
+use topology_core::model::{NoSuchName, ObjRef, Topology};
 use topology_core::mtu::{MAX_CAP, MIN_MTU, Mtu};
 use topology_core::net::{Dest, Learned, cut};
 
@@ -109,12 +109,94 @@ pub enum Mutation {
 /// Why a mutation cannot apply.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MutationError {
-    /// The object does not exist.
-    #[error("{0} does not exist")]
-    NoSuchObject(String),
+    /// The object or node does not exist.
+    #[error(transparent)]
+    NoSuchObject(#[from] NoSuchName),
     /// The mutation does not fit the object.
     #[error("{0}")]
     NotApplicable(String),
+    /// A `tunnelMTU` outside 576..9000 (0 clears the cap): asking what an invalid cap does is
+    /// not a what-if (it would fail closed to 576, `mtu.md` §7).
+    #[error("{mtu} is outside 576..9000 (0 clears the cap)")]
+    CapOutOfRange {
+        /// The value asked for.
+        mtu: i64,
+    },
+    /// Only a gateway can be demoted.
+    #[error("node {0} is not a gateway")]
+    NotAGateway(String),
+}
+
+/// [`MutationError::NoSuchObject`] for `name`, offering the closest of `candidates`.
+fn no_such<'a>(
+    what: impl Into<String>,
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> MutationError {
+    MutationError::NoSuchObject(NoSuchName::new(what, name, candidates))
+}
+
+fn names_of(objects: &[RawObject], kind: Kind) -> impl Iterator<Item = &str> {
+    objects
+        .iter()
+        .filter(move |o| o.kind() == kind)
+        .map(|o| o.name())
+}
+
+/// Checks a mutation against the base input before anything is applied: the objects and nodes
+/// it names exist (and the members it adds), caps are within 576..9000 (0 clears), only
+/// gateways are demoted. [`what_if`] and [`what_if_on`] check every mutation first.
+pub fn check(base: &Input, topo: &Topology, m: &Mutation) -> Result<(), MutationError> {
+    let object = |kind: Kind, name: &str| {
+        if base
+            .objects
+            .iter()
+            .any(|o| o.kind() == kind && o.name() == name)
+        {
+            Ok(())
+        } else {
+            Err(no_such(
+                kind.to_string(),
+                name,
+                names_of(&base.objects, kind),
+            ))
+        }
+    };
+    let node = |name: &str| topo.find_node(name).map_err(MutationError::from);
+    match m {
+        Mutation::SetCap { kind, name, mtu } => {
+            if *mtu != 0 && !(i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
+                return Err(MutationError::CapOutOfRange { mtu: *mtu });
+            }
+            object(*kind, name)
+        }
+        Mutation::ClearCap { kind, name } | Mutation::SetEnabled { kind, name, .. } => {
+            object(*kind, name)
+        }
+        Mutation::Member {
+            kind,
+            name,
+            member_kind,
+            member,
+            ..
+        } => {
+            object(*kind, name)?;
+            object(*member_kind, member)
+        }
+        Mutation::Demote { node: n } => {
+            if topo.node(node(n)?).is_gateway() {
+                Ok(())
+            } else {
+                Err(MutationError::NotAGateway(n.clone()))
+            }
+        }
+        Mutation::Promote { node: n, pool } => {
+            node(n)?;
+            object(Kind::GatewayPool, pool)
+        }
+        Mutation::Underlay { node: n, .. } => node(n).map(|_| ()),
+        Mutation::AgentMtu(_) => Ok(()),
+    }
 }
 
 fn find<'a>(objects: &'a mut [RawObject], kind: Kind, name: &str) -> Vec<&'a mut RawObject> {
@@ -176,7 +258,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
             };
             let found = find(&mut input.objects, *kind, name);
             if found.is_empty() {
-                return Err(MutationError::NoSuchObject(label(*kind, name)));
+                return Err(no_such(kind.to_string(), name, []));
             }
             for o in found {
                 let slot = cap_slot(o).ok_or_else(|| {
@@ -188,7 +270,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
         Mutation::ClearCap { kind, name } => {
             let found = find(&mut input.objects, *kind, name);
             if found.is_empty() {
-                return Err(MutationError::NoSuchObject(label(*kind, name)));
+                return Err(no_such(kind.to_string(), name, []));
             }
             for o in found {
                 let slot = cap_slot(o).ok_or_else(|| {
@@ -204,7 +286,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
         } => {
             let found = find(&mut input.objects, *kind, name);
             if found.is_empty() {
-                return Err(MutationError::NoSuchObject(label(*kind, name)));
+                return Err(no_such(kind.to_string(), name, []));
             }
             for o in found {
                 let r = relation(o).ok_or_else(|| {
@@ -225,7 +307,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
         } => {
             let found = find(&mut input.objects, *kind, name);
             if found.is_empty() {
-                return Err(MutationError::NoSuchObject(label(*kind, name)));
+                return Err(no_such(kind.to_string(), name, []));
             }
             for o in found {
                 let k = o.kind();
@@ -280,7 +362,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                 }
             }
             if !hit {
-                return Err(MutationError::NoSuchObject(format!("Node/{node}")));
+                return Err(no_such("node", node, []));
             }
         }
         Mutation::Promote { node, pool } => {
@@ -289,7 +371,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                 .iter()
                 .any(|o| o.kind() == Kind::GatewayPool && o.name() == pool)
             {
-                return Err(MutationError::NoSuchObject(format!("GatewayPool/{pool}")));
+                return Err(no_such(Kind::GatewayPool.to_string(), pool, []));
             }
             let mut hit = false;
             for o in input.objects.iter_mut() {
@@ -302,8 +384,8 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                 }
             }
             if !hit {
-                return Err(MutationError::NoSuchObject(format!(
-                    "Node/{node} (promotion needs a Node object)"
+                return Err(MutationError::NotApplicable(format!(
+                    "node {node} has no Node object to label (promotion needs one)"
                 )));
             }
         }
@@ -353,6 +435,7 @@ impl WhatIf {
 /// Runs a what-if: `mutations` applied in order to `base`.
 pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatIf, MutationError> {
     let tb = base.topology();
+    check_all(base, &tb, mutations)?;
     if let Some(caps) = cap_replacements(&tb, base, mutations) {
         let mut s = Solver::new(&tb, base.settings.clone());
         return Ok(per_value_shared(&mut s, &caps, full));
@@ -361,18 +444,39 @@ pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatI
     for m in mutations {
         apply(&mut after, m)?;
     }
-    for m in mutations {
-        if let Mutation::Underlay { node, .. } = m
-            && !base
-                .objects
-                .iter()
-                .any(|o| o.name() == node.as_str() && o.kind() == Kind::Node)
-            && base.topology().node_id(node).is_none()
-        {
-            return Err(MutationError::NoSuchObject(format!("Node/{node}")));
-        }
-    }
     Ok(diff(base, &after, full))
+}
+
+/// [`check`] of every mutation of a question, in order: a node an earlier mutation promoted
+/// may be demoted.
+pub fn check_all(
+    base: &Input,
+    topo: &Topology,
+    mutations: &[Mutation],
+) -> Result<(), MutationError> {
+    match first_refused(base, topo, mutations) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The first mutation [`check_all`] refuses: its index and why.
+pub fn first_refused(
+    base: &Input,
+    topo: &Topology,
+    mutations: &[Mutation],
+) -> Option<(usize, MutationError)> {
+    mutations.iter().enumerate().find_map(|(i, m)| {
+        let promoted_before = matches!(m, Mutation::Demote { node } if mutations
+            .get(..i)
+            .unwrap_or_default()
+            .iter()
+            .any(|e| matches!(e, Mutation::Promote { node: p, .. } if p == node)));
+        if promoted_before {
+            return None;
+        }
+        check(base, topo, m).err().map(|e| (i, e))
+    })
 }
 
 /// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one
@@ -387,6 +491,7 @@ pub fn what_if_on(
     mutations: &[Mutation],
     full: bool,
 ) -> Result<WhatIf, MutationError> {
+    check_all(base, solver.topo(), mutations)?;
     match cap_replacements(solver.topo(), base, mutations) {
         Some(caps) => Ok(per_value_shared(solver, &caps, full)),
         None => what_if(base, mutations, full),

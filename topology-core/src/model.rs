@@ -15,6 +15,37 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
+/// A name that names nothing (a node, or an object of a kind), with the closest names that do
+/// exist: the error every command and library call gives for it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {name} does not exist{}{}", if what == "node" { " (or belongs to no Site)" } else { "" }, crate::schema::did_you_mean(nearest))]
+pub struct NoSuchName {
+    /// `node`, or a kind (`SitePeering`, ...).
+    pub what: String,
+    /// The name asked for.
+    pub name: String,
+    /// The closest existing names (at most three, nearest first).
+    pub nearest: Vec<String>,
+}
+
+impl NoSuchName {
+    /// `name` of `what` is missing; the closest of `candidates` are offered.
+    pub fn new<'a>(
+        what: impl Into<String>,
+        name: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+    ) -> NoSuchName {
+        NoSuchName {
+            what: what.into(),
+            name: name.to_string(),
+            nearest: crate::schema::nearest_all(name, candidates, 3)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        }
+    }
+}
+
 /// A configured cap (`tunnelMTU`) that counts.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Cap {
@@ -237,6 +268,11 @@ impl Topology {
     /// Looks a node up by name.
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.node_by_name.get(name).copied()
+    }
+    /// Looks a node up by name; a missing one is an error naming the closest nodes.
+    pub fn find_node(&self, name: &str) -> Result<NodeId, NoSuchName> {
+        self.node_id(name)
+            .ok_or_else(|| NoSuchName::new("node", name, self.nodes.iter().map(|n| &*n.name)))
     }
     /// A Site (IDs come from this topology; an out-of-range ID is a caller bug).
     #[allow(clippy::indexing_slicing)]

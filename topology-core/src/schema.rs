@@ -410,6 +410,16 @@ pub fn nearest_all<'c>(
     out
 }
 
+/// `; did you mean a, b?` for a non-empty list of names (the end of an error that names what
+/// does exist), nothing for an empty one.
+pub fn did_you_mean<S: AsRef<str>>(names: &[S]) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let list: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    format!("; did you mean {}?", list.join(", "))
+}
+
 /// At most `max` characters of `s`, ASCII letters lowercased.
 fn lower(s: &str, max: usize) -> Vec<char> {
     s.chars()
