@@ -236,12 +236,18 @@ impl FakeKernel {
                 self.state.routes.push(r.clone());
             }
             Op::DeleteRoute {
-                table, destination, ..
+                table,
+                destination,
+                protocol,
             } => {
+                // Like the kernel: a delete naming a protocol (non-zero) matches only routes of
+                // that protocol.
                 let before = self.state.routes.len();
-                self.state
-                    .routes
-                    .retain(|o| !(o.table == *table && o.destination == *destination));
+                self.state.routes.retain(|o| {
+                    !(o.table == *table
+                        && o.destination == *destination
+                        && (*protocol == 0 || o.protocol == *protocol))
+                });
                 if before == self.state.routes.len() {
                     return Err(Error::kernel(what, ESRCH));
                 }
