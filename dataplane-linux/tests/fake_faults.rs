@@ -4,68 +4,9 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{ip, main_route, route, vx};
+use common::{fabric_node as node, ip, node_state as state};
 use dataplane_linux::fake::OpKind;
-use dataplane_linux::model::{LinkKind, PodLink};
-use dataplane_linux::{
-    Dataplane, DesiredState, Fabric, FakeKernel, HopProtocol, NextHop, Op, Phase, PodSpec,
-    Settings, WireguardMtu,
-};
-
-fn wg(dev: &str) -> NextHop {
-    NextHop {
-        device: dev.into(),
-        protocol: HopProtocol::WireGuard,
-        peer_underlay: ip("0.0.0.0"),
-        peer_identity: ip("0.0.0.0"),
-        pod_gateway: ip("0.0.0.0"),
-    }
-}
-
-/// A node state with a VXLAN device, a WireGuard device, routes (one ECMP, one IPv6) and a
-/// fabric with two pods and a CNI file.
-fn state(vxlan: u32, wgm: u32, r: [u32; 4], fabric: u32, extra: bool) -> DesiredState {
-    let mut routes = vec![
-        route("10.2.0.0/24", r[0], vec![vx("192.168.0.2", "10.2.0.1")]),
-        route(
-            "10.3.0.0/24",
-            r[1],
-            vec![vx("192.168.0.3", "10.3.0.1"), vx("192.168.0.4", "10.3.1.1")],
-        ),
-        route("10.9.0.0/16", r[2], vec![wg("wg51820")]),
-        route("fd00:2::/64", r[3], vec![vx("192.168.0.2", "fd00:2::1")]),
-    ];
-    if extra {
-        routes.push(route(
-            "10.5.0.0/24",
-            r[0].min(vxlan),
-            vec![vx("192.168.0.5", "10.5.0.1")],
-        ));
-    }
-    DesiredState {
-        wireguard_mtus: vec![WireguardMtu {
-            name: "wg51820".into(),
-            mtu: wgm,
-        }],
-        fabric: Some(Fabric {
-            bridge: "cni0".into(),
-            mtu: fabric,
-            cni_config: Some(PathBuf::from("/etc/cni/net.d/10-pods.conflist")),
-            pods: vec![pod("a"), pod("b")],
-        }),
-        ..common::vxlan_state("192.168.0.1", vxlan, routes)
-    }
-}
-
-fn pod(n: &str) -> PodSpec {
-    PodSpec {
-        netns: PathBuf::from(format!("/run/netns/pod-{n}")),
-        ifname: "eth0".into(),
-        host_veth: Some(format!("veth-{n}")),
-    }
-}
+use dataplane_linux::{Dataplane, DesiredState, FakeKernel, Op, Phase, Settings};
 
 fn base() -> DesiredState {
     state(1450, 1420, [1450, 1400, 1420, 1450], 1400, false)
@@ -86,31 +27,6 @@ fn shrunk() -> DesiredState {
     s.routes
         .retain(|r| r.destination.to_string() != "10.3.0.0/24");
     s
-}
-
-fn node() -> FakeKernel {
-    let mut k = FakeKernel::new();
-    k.add_link("eth0", LinkKind::Other(String::new()), 1500);
-    k.add_link("wg51820", LinkKind::Wireguard, 1420);
-    k.add_link("veth-a", LinkKind::Veth, 1500);
-    k.add_link("veth-b", LinkKind::Veth, 1500);
-    k.state
-        .main_routes
-        .push(main_route("0.0.0.0/0", "eth0", Some("192.168.0.254")));
-    k.state
-        .main_routes
-        .push(main_route("192.168.0.0/24", "eth0", None));
-    for n in ["a", "b"] {
-        k.state.pod_links.push(PodLink {
-            netns: PathBuf::from(format!("/run/netns/pod-{n}")),
-            ifname: "eth0".into(),
-            mtu: Some(1500),
-        });
-    }
-    // Pods start at 1500 (CNI default) but no tunnel device yet: lower them first.
-    k.cni_files
-        .insert(PathBuf::from("/etc/cni/net.d/10-pods.conflist"), None);
-    k
 }
 
 fn converged_node(desired: &DesiredState) -> Dataplane<FakeKernel> {

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dataplane_linux::model::{Hop, Route};
+use dataplane_linux::model::{Hop, LinkKind, PodLink, Route};
 use dataplane_linux::netlink::in_netns;
 use dataplane_linux::{
-    Dataplane, DesiredState, FakeKernel, HopProtocol, NetlinkKernel, NextHop, RouteSpec, Settings,
-    TunnelDevice, TunnelKind,
+    Dataplane, DesiredState, Fabric, FakeKernel, HopProtocol, NetlinkKernel, NextHop, PodSpec,
+    RouteSpec, Settings, TunnelDevice, TunnelKind, WireguardMtu,
 };
 
 pub fn ip(s: &str) -> IpAddr {
@@ -75,6 +75,91 @@ pub fn main_route(dst: &str, device: &str, gateway: Option<&str>) -> Route {
             encap: None,
         }],
     }
+}
+
+/// A WireGuard next hop over `dev` (addresses unused for WireGuard).
+pub fn wg(dev: &str) -> NextHop {
+    NextHop {
+        device: dev.into(),
+        protocol: HopProtocol::WireGuard,
+        peer_underlay: ip("0.0.0.0"),
+        peer_identity: ip("0.0.0.0"),
+        pod_gateway: ip("0.0.0.0"),
+    }
+}
+
+/// A node state with a VXLAN device, a WireGuard device, routes (one ECMP, one IPv6) and a
+/// fabric with two pods and a CNI file.
+/// Identity 192.168.0.1; `vxlan0` at `vxlan`, `wg51820` at `wgm`, the four routes at `r`, the
+/// fabric `cni0` at `fabric`; `extra` adds a fifth route (10.5.0.0/24 via 192.168.0.5).
+pub fn node_state(vxlan: u32, wgm: u32, r: [u32; 4], fabric: u32, extra: bool) -> DesiredState {
+    let mut routes = vec![
+        route("10.2.0.0/24", r[0], vec![vx("192.168.0.2", "10.2.0.1")]),
+        route(
+            "10.3.0.0/24",
+            r[1],
+            vec![vx("192.168.0.3", "10.3.0.1"), vx("192.168.0.4", "10.3.1.1")],
+        ),
+        route("10.9.0.0/16", r[2], vec![wg("wg51820")]),
+        route("fd00:2::/64", r[3], vec![vx("192.168.0.2", "fd00:2::1")]),
+    ];
+    if extra {
+        routes.push(route(
+            "10.5.0.0/24",
+            r[0].min(vxlan),
+            vec![vx("192.168.0.5", "10.5.0.1")],
+        ));
+    }
+    DesiredState {
+        wireguard_mtus: vec![WireguardMtu {
+            name: "wg51820".into(),
+            mtu: wgm,
+        }],
+        fabric: Some(Fabric {
+            bridge: "cni0".into(),
+            mtu: fabric,
+            cni_config: Some(PathBuf::from("/etc/cni/net.d/10-pods.conflist")),
+            pods: vec![pod("a"), pod("b")],
+        }),
+        ..vxlan_state("192.168.0.1", vxlan, routes)
+    }
+}
+
+/// Pod `n`: namespace `/run/netns/pod-<n>`, `eth0` inside, host veth `veth-<n>`.
+pub fn pod(n: &str) -> PodSpec {
+    PodSpec {
+        netns: PathBuf::from(format!("/run/netns/pod-{n}")),
+        ifname: "eth0".into(),
+        host_veth: Some(format!("veth-{n}")),
+    }
+}
+
+/// The in-memory node for [`node_state`]: underlay `eth0` (192.168.0.0/24, default route via
+/// 192.168.0.254), `wg51820` at 1420, the pods' veths and interfaces at 1500, a CNI file
+/// without `mtu`.
+pub fn fabric_node() -> FakeKernel {
+    let mut k = FakeKernel::new();
+    k.add_link("eth0", LinkKind::Other(String::new()), 1500);
+    k.add_link("wg51820", LinkKind::Wireguard, 1420);
+    k.add_link("veth-a", LinkKind::Veth, 1500);
+    k.add_link("veth-b", LinkKind::Veth, 1500);
+    k.state
+        .main_routes
+        .push(main_route("0.0.0.0/0", "eth0", Some("192.168.0.254")));
+    k.state
+        .main_routes
+        .push(main_route("192.168.0.0/24", "eth0", None));
+    for n in ["a", "b"] {
+        k.state.pod_links.push(PodLink {
+            netns: PathBuf::from(format!("/run/netns/pod-{n}")),
+            ifname: "eth0".into(),
+            mtu: Some(1500),
+        });
+    }
+    // Pods start at 1500 (CNI default) but no tunnel device yet: lower them first.
+    k.cni_files
+        .insert(PathBuf::from("/etc/cni/net.d/10-pods.conflist"), None);
+    k
 }
 
 /// Reconciles `desired` on the in-memory kernel `k`: a second reconcile writes nothing and the
