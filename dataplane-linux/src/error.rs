@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::model::Op;
+
 /// Classification of a failed kernel operation, by errno.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
@@ -97,6 +99,14 @@ pub enum Error {
     /// Read-back after the writes found the kernel differing from the plan.
     #[error("verification failed: {0}")]
     Verification(String),
+    /// Read-back after [`crate::Dataplane::remove_owned`] found owned state still in the kernel:
+    /// `left` is the removal a next call would still have to write (see
+    /// [`crate::plan::removal`]), e.g. a route re-added by another writer meanwhile.
+    #[error("owned dataplane state remains after removal: {}", join_ops(.left))]
+    NotRemoved {
+        /// The writes still needed, in removal order.
+        left: Vec<Op>,
+    },
     /// The netlink connection or its runtime failed (no errno available).
     #[error("netlink: {0}")]
     Netlink(String),
@@ -125,6 +135,11 @@ impl Error {
     pub fn kind(&self) -> Option<ErrorKind> {
         self.errno().map(ErrorKind::from_errno)
     }
+}
+
+/// `a; b; c` for an error message.
+fn join_ops(ops: &[Op]) -> String {
+    ops.iter().map(Op::to_string).collect::<Vec<_>>().join("; ")
 }
 
 /// Result alias.

@@ -23,7 +23,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fake::FakeKernel;
 pub use model::{KernelState, Op, ReadScope};
 pub use netlink::{NetlinkKernel, Probe};
-pub use plan::{Phase, Plan, Step, Underlay, detect_underlay, plan, verify};
+pub use plan::{Phase, Plan, Step, Underlay, detect_underlay, plan, removal, verify};
 pub use types::{
     DesiredState, Fabric, HopProtocol, NextHop, PodSpec, RouteSpec, Settings, TunnelDevice,
     TunnelKind, WireguardMtu, tunnel_mac,
@@ -120,6 +120,53 @@ impl<K: Kernel> Dataplane<K> {
         }
         let state = self.kernel.read(scope)?;
         plan::verify(desired, &self.settings, &state)
+    }
+
+    /// Removes everything the adapter owns, for a node leaving the cluster (`agent.md`: the
+    /// Node's deletion ends the agent after the owned dataplane state is removed): reads with
+    /// [`ReadScope::owned`], writes [`plan::removal`] in order (the policy rules, then the
+    /// table's routes of the adapter's protocol, then the shared tunnel devices with their
+    /// neighbours), and reads back that nothing owned remains ([`Error::NotRemoved`]
+    /// otherwise). WireGuard devices and the pod side are left as they are.
+    ///
+    /// Stops at the first failed write; the kernel then holds a subset of what it held, and the
+    /// next call removes the rest. A delete that finds its object already gone (errno class
+    /// [`ErrorKind::Absent`], e.g. a route flushed with its device by someone else between the
+    /// read and the write) is not a failure: absence is the goal; it is noted, and the read-back
+    /// judges. A second call writes nothing.
+    pub fn remove_owned(&mut self) -> Result<Report> {
+        let scope = ReadScope::owned(&self.settings);
+        let state = self.kernel.read(&scope)?;
+        let plan = plan::removal(&self.settings, &state)?;
+        let planned = !plan.is_empty();
+        let mut report = Report {
+            writes: Vec::with_capacity(plan.steps.len()),
+            notes: plan.notes,
+        };
+        for step in plan.steps {
+            match self.kernel.apply(&step.op) {
+                Ok(()) => report.writes.push(step.op),
+                Err(e) if e.kind() == Some(ErrorKind::Absent) => {
+                    report
+                        .notes
+                        .push(format!("{}: already absent ({e})", step.op));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // An empty removal plan of the state read back is exactly "nothing owned remains". An
+        // empty plan from the first read already says so: no second read.
+        if !planned {
+            return Ok(report);
+        }
+        let after = self.kernel.read(&scope)?;
+        let left = plan::removal(&self.settings, &after)?.steps;
+        if !left.is_empty() {
+            return Err(Error::NotRemoved {
+                left: left.into_iter().map(|s| s.op).collect(),
+            });
+        }
+        Ok(report)
     }
 
     /// Underlay detection towards `peer` (or the default route without one), skipping the

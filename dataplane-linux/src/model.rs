@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use ipnet::IpNet;
 
-use crate::types::{TunnelKind, format_mac};
+use crate::types::{Settings, TunnelKind, format_mac};
 
 /// Kind of a link as the kernel reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -192,6 +192,21 @@ pub struct ReadScope {
     pub pods: Vec<(PathBuf, String)>,
     /// CNI configuration to read.
     pub cni: Option<PathBuf>,
+}
+
+impl ReadScope {
+    /// What must be read to find everything the adapter owns without a desired state (for
+    /// [`crate::plan::removal`]): its table (routes and the rules looking it up; `main` comes
+    /// with every read) and the neighbours of its shared devices ([`Settings::managed_devices`]).
+    /// Pod-side interfaces and the CNI configuration are left out: removal never touches them.
+    pub fn owned(settings: &Settings) -> ReadScope {
+        ReadScope {
+            table: settings.table,
+            neighbour_devices: settings.managed_devices.clone(),
+            pods: Vec::new(),
+            cni: None,
+        }
+    }
 }
 
 /// One kernel (or file) write.

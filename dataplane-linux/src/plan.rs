@@ -871,3 +871,91 @@ pub fn verify(desired: &DesiredState, settings: &Settings, state: &KernelState) 
     }
     Ok(())
 }
+
+/// Whether `route` looks like an endpoint host route (a host prefix through the underlay, no
+/// encapsulation) rather than a route of the plan.
+fn is_endpoint_route(route: &Route) -> bool {
+    route.destination.prefix_len() == route.destination.max_prefix_len()
+        && route.hops.iter().all(|h| h.encap.is_none())
+}
+
+/// The ordered removal of everything the adapter owns, without a desired state (the node agent
+/// leaving the cluster). Every step is in [`Phase::Remove`]; the order is the order of `steps`:
+///
+/// 1. every policy rule looking up [`Settings::table`] (IPv4 and IPv6; the reconciler already
+///    sweeps any such rule as its own), so that traffic stops consulting the table before it
+///    empties;
+/// 2. every route of that table carrying [`Settings::route_protocol`]: the plan's routes
+///    first, then the endpoint host routes (the order of a reconcile's phase 9; with the rule
+///    gone nothing looks them up anyway). Routes of other protocols are left alone, with a note;
+/// 3. the shared tunnel devices: each name of [`Settings::managed_devices`] that the kernel holds
+///    as a tunnel device. A link of another kind under such a name was not created by the
+///    adapter and is left alone, with a note.
+///
+/// Neighbours are not deleted one by one: they exist only on the shared devices, and the kernel
+/// flushes a device's neighbours (permanent ones included) when the device is deleted.
+/// WireGuard devices (never created by the adapter, only their MTU set) and the pod side
+/// (bridge, ports, pod veths, CNI configuration) are not touched: pods keep working at their
+/// MTU, which only ever constrains.
+///
+/// `state` is read with [`ReadScope::owned`]. An empty plan means nothing owned remains, which is
+/// how [`crate::Dataplane::remove_owned`] verifies its read-back.
+pub fn removal(settings: &Settings, state: &KernelState) -> Result<Plan> {
+    // Invalid settings (e.g. table `main`) would make "the adapter's table" somebody else's:
+    // refuse, like a reconcile, rather than delete there.
+    validate_settings(settings)?;
+    let mut plan = Plan::default();
+
+    let mut rules: Vec<&Rule> = state
+        .rules
+        .iter()
+        .filter(|r| r.table == settings.table)
+        .collect();
+    rules.sort();
+    for r in rules {
+        plan.push(Phase::Remove, Op::DeleteRule(*r));
+    }
+
+    let (own, foreign): (Vec<&Route>, Vec<&Route>) = state
+        .routes
+        .iter()
+        .filter(|r| r.table == settings.table)
+        .partition(|r| r.protocol == settings.route_protocol);
+    let (mut endpoints, mut routes): (Vec<&Route>, Vec<&Route>) =
+        own.into_iter().partition(|r| is_endpoint_route(r));
+    routes.sort_by_key(|r| r.destination);
+    endpoints.sort_by_key(|r| r.destination);
+    for r in routes.into_iter().chain(endpoints) {
+        plan.push(
+            Phase::Remove,
+            Op::DeleteRoute {
+                table: r.table,
+                destination: r.destination,
+                protocol: r.protocol,
+            },
+        );
+    }
+    for r in foreign {
+        plan.notes.push(format!(
+            "route {} in table {} has protocol {}, not {}: left alone",
+            r.destination, r.table, r.protocol, settings.route_protocol
+        ));
+    }
+
+    let mut devices: Vec<&String> = settings.managed_devices.iter().collect();
+    devices.sort();
+    devices.dedup();
+    for name in devices {
+        match state.link(name) {
+            None => {}
+            Some(l) if matches!(l.kind, LinkKind::Tunnel(_)) => {
+                plan.push(Phase::Remove, Op::DeleteLink { link: name.clone() });
+            }
+            Some(l) => plan.notes.push(format!(
+                "link {name} is {:?}, not a tunnel device: not the adapter's, left alone",
+                l.kind
+            )),
+        }
+    }
+    Ok(plan)
+}
