@@ -823,3 +823,94 @@ fn ipv6_underlay_encap_with_checksum_reads_back() {
     let none = none.expect("the IPv6 default route");
     assert_eq!((none.device.as_str(), none.mtu), ("eth0", 1400));
 }
+
+/// The node leaving the cluster: after a reconcile, `remove_owned` leaves no rule looking up
+/// the table, none of its routes of the adapter's protocol, no `vxlan0` (and so none of its
+/// neighbours), while a foreign route of the table, a route of the adapter's protocol in
+/// another table, a foreign rule and the pod bridge stay. A second call writes nothing.
+#[test]
+fn remove_owned_leaves_only_foreign_state() {
+    require_root!("remove_owned_leaves_only_foreign_state");
+    let ns = node("remove", 1500);
+    let mut d = desired(1450, 1400);
+    d.fabric = Some(Fabric {
+        bridge: "cni0".into(),
+        mtu: 1400,
+        cni_config: None,
+        pods: vec![],
+    });
+    ns.dp(Settings::default(), move |dp| dp.reconcile(&d))
+        .expect("reconcile");
+    ns.sh("ip route add 10.99.0.0/16 dev eth0 table 100 proto static");
+    ns.sh("ip route add 10.98.0.0/16 dev eth0 table 200 proto 250");
+    ns.sh("ip rule add priority 100 lookup 200");
+    assert!(ns.sh("ip rule show").contains("lookup 100"));
+    assert!(ns.sh("ip -6 rule show").contains("lookup 100"));
+    assert!(ns.sh("ip neigh show dev vxlan0").contains("PERMANENT"));
+
+    let (rep, again) = ns.dp(Settings::default(), |dp| {
+        (dp.remove_owned(), dp.remove_owned())
+    });
+    let rep = rep.expect("removal");
+    assert!(!rep.writes.is_empty());
+    let again = again.expect("second removal");
+    assert!(again.writes.is_empty(), "{:?}", again.writes);
+
+    let gone = ns.try_sh("ip -d link show vxlan0");
+    assert!(!gone.status.success(), "vxlan0 still there: {gone:?}");
+    let rules = ns.sh("ip rule show");
+    assert!(!rules.contains("lookup 100\n"), "{rules}");
+    assert!(
+        rules.contains("100:\tfrom all lookup 200"),
+        "foreign rule kept: {rules}"
+    );
+    let rules6 = ns.sh("ip -6 rule show");
+    assert!(!rules6.contains("lookup 100"), "{rules6}");
+    let table = ns.sh("ip route show table 100");
+    assert_eq!(
+        table.lines().collect::<Vec<_>>(),
+        ["10.99.0.0/16 dev eth0 proto static scope link "],
+        "only the foreign route stays: {table}"
+    );
+    let table6 = ns.sh("ip -6 route show table 100");
+    assert!(table6.trim().is_empty(), "{table6}");
+    let other = ns.sh("ip route show table 200");
+    assert!(other.contains("10.98.0.0/16"), "other table kept: {other}");
+    let br = ns.sh("ip link show cni0");
+    assert!(br.contains("mtu 1400"), "pod bridge kept: {br}");
+    // The underlay is the host's again.
+    let main = ns.sh("ip route show");
+    assert!(
+        main.contains("default via 192.168.0.254 dev eth0"),
+        "{main}"
+    );
+}
+
+/// A write failing mid-removal (on the real kernel, injected) leaves a state from which the next
+/// call finishes.
+#[test]
+fn remove_owned_resumes_after_a_failed_write() {
+    require_root!("remove_owned_resumes_after_a_failed_write");
+    let ns = node("removefail", 1500);
+    ns.dp(Settings::default(), |dp| dp.reconcile(&desired(1450, 1400)))
+        .expect("reconcile");
+    let (first, second) = dataplane_linux::netlink::in_netns(&ns.path(), || {
+        let k = dataplane_linux::fake::Faulty::new(
+            dataplane_linux::NetlinkKernel::new().expect("netlink"),
+        );
+        let mut dp = dataplane_linux::Dataplane::new(k, Settings::default());
+        // Two rules, then the routes: the fourth write is a route delete.
+        dp.kernel_mut().fail_in(3, 16);
+        let first = dp.remove_owned();
+        dp.kernel_mut().clear();
+        (first, dp.remove_owned())
+    })
+    .expect("enter namespace");
+    let err = first.expect_err("injected failure");
+    assert_eq!(err.kind(), Some(ErrorKind::Transient));
+    let second = second.expect("the next removal finishes");
+    assert!(!second.writes.is_empty());
+    assert!(!ns.try_sh("ip link show vxlan0").status.success());
+    assert!(ns.sh("ip route show table 100").trim().is_empty());
+    assert!(!ns.sh("ip rule show").contains("lookup 100"));
+}
