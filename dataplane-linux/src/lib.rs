@@ -9,7 +9,8 @@
 //! - [`plan`](mod@plan): pure diff `desired × kernel state -> ordered writes` (no I/O);
 //! - [`Kernel`]: the boundary, implemented by [`NetlinkKernel`] (rtnetlink) and
 //!   [`FakeKernel`] (in memory, ordered write log, fault injection);
-//! - [`Dataplane`]: read, plan, write, read back, finish.
+//! - [`Dataplane`]: read, plan, write, read back, finish; or remove everything owned
+//!   ([`Dataplane::remove_owned`]).
 
 pub mod cni;
 pub mod error;
