@@ -51,7 +51,7 @@ pub enum Command {
     /// Run the node agent (a DaemonSet on every node).
     ///
     /// Example: NODE_NAME=w1 unbounded-mtu agent --dry-run --once
-    Agent(crate::agent::AgentArgs),
+    Agent(AgentArgs),
     /// Print a shell completion script.
     ///
     /// Example: unbounded-mtu completion bash > /etc/bash_completion.d/unbounded-mtu
@@ -297,4 +297,124 @@ pub struct GraphArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "dot")]
     pub format: GraphFormat,
+}
+
+/// The agent's log format.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[value(name = "text")]
+    Text,
+    /// One JSON object per line (for log collectors).
+    #[value(name = "json")]
+    Json,
+}
+
+/// `agent`: every flag is also an environment variable.
+#[derive(Args, Debug, Clone)]
+pub struct AgentArgs {
+    /// This node's name (downward API).
+    #[arg(long, env = "NODE_NAME", value_name = "NAME")]
+    pub node_name: String,
+    /// The agent's own Pod (the acknowledgment is written on it).
+    #[arg(long, env = "POD_NAME", value_name = "NAME")]
+    pub pod_name: Option<String>,
+    /// The agent's own Pod's namespace.
+    #[arg(long, env = "POD_NAMESPACE", value_name = "NAMESPACE")]
+    pub pod_namespace: Option<String>,
+    /// A kubeconfig file (default: the usual inference: $KUBECONFIG or ~/.kube/config, else the
+    /// in-cluster service account).
+    #[arg(
+        long,
+        env = "KUBECONFIG_PATH",
+        value_name = "PATH",
+        conflicts_with = "manifests"
+    )]
+    pub kubeconfig: Option<String>,
+    /// Use the in-cluster service account.
+    #[arg(long, env = "IN_CLUSTER", conflicts_with_all = ["kubeconfig", "manifests"])]
+    pub in_cluster: bool,
+    /// Read manifests from this path instead of an API server (re-read when they change).
+    #[arg(long, env = "MANIFESTS", value_name = "PATH")]
+    pub manifests: Option<String>,
+    /// Configured `mtu` (0 = none).
+    #[arg(long = "mtu", env = "MTU", value_name = "N", default_value_t = 0, value_parser = parse_cfg_mtu)]
+    pub mtu: u32,
+    /// This node's underlay MTU when it is not detected (`--detect-underlay`), and that of
+    /// peers without the `mtu.unbounded-cloud.io/underlay-mtu` annotation. It counts as what the
+    /// agent detected: it replaces the annotation on its own Node (which the agent publishes),
+    /// capped by `underlay-mtu-max`.
+    #[arg(long, env = "UNDERLAY_MTU", value_name = "N", default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=65535))]
+    pub underlay_mtu: u32,
+    /// Outer (tunnel) IP family.
+    #[arg(long, env = "TUNNEL_IP_FAMILY", value_enum, default_value = "IPv4")]
+    pub tunnel_ip_family: Family,
+    /// What `Auto` resolves to on links that cross public addresses.
+    #[arg(long, env = "PUBLIC_ENCAP", value_enum, default_value = "WireGuard")]
+    pub public_encap: Encap,
+    /// What `Auto` resolves to elsewhere.
+    #[arg(long, env = "PRIVATE_ENCAP", value_enum, default_value = "GENEVE")]
+    pub private_encap: Encap,
+    /// VXLAN network identifier.
+    #[arg(long, env = "VXLAN_VNI", value_name = "N", default_value_t = 1)]
+    pub vxlan_vni: u32,
+    /// VXLAN UDP port.
+    #[arg(long, env = "VXLAN_PORT", value_name = "N", default_value_t = 4789)]
+    pub vxlan_port: u16,
+    /// Routing table the agent owns.
+    #[arg(long, env = "ROUTE_TABLE", value_name = "N", default_value_t = 100)]
+    pub route_table: u32,
+    /// Priority of the agent's policy rule.
+    #[arg(long, env = "RULE_PRIORITY", value_name = "N", default_value_t = 100)]
+    pub rule_priority: u32,
+    /// Route protocol number of the agent's routes.
+    #[arg(long, env = "ROUTE_PROTOCOL", value_name = "N", default_value_t = 250)]
+    pub route_protocol: u8,
+    /// Listen address of the health and metrics endpoints (`/healthz`, `/readyz`, `/metrics`):
+    /// the pod port, reachable from the cluster.
+    #[arg(
+        long,
+        env = "LISTEN_ADDRESS",
+        value_name = "ADDR",
+        default_value = "0.0.0.0:9842"
+    )]
+    pub listen: String,
+    /// Listen address of `/status` (this node's whole plan and the topology around it):
+    /// localhost only by default. The same address as `--listen` serves it on the pod port;
+    /// `off` serves it nowhere.
+    #[arg(
+        long,
+        env = "STATUS_ADDRESS",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:9843"
+    )]
+    pub status_address: String,
+    /// The agent's own Pod's UID (downward API `metadata.uid`): the Events the agent posts on its
+    /// Pod name it, which `kubectl describe pod` matches on.
+    #[arg(long, env = "POD_UID", value_name = "UID")]
+    pub pod_uid: Option<String>,
+    /// Apply to this network namespace.
+    #[arg(long, env = "NETNS", value_name = "PATH")]
+    pub netns: Option<String>,
+    /// Print the plan, apply nothing.
+    #[arg(long, env = "DRY_RUN")]
+    pub dry_run: bool,
+    /// One reconcile, then exit.
+    #[arg(long, env = "ONCE")]
+    pub once: bool,
+    /// The pod bridge (none: the agent manages no pod-side state).
+    #[arg(long, env = "BRIDGE", value_name = "NAME")]
+    pub bridge: Option<String>,
+    /// The CNI configuration whose `mtu` the agent owns (Sites that manage CNI only).
+    #[arg(long, env = "CNI_CONFIG", value_name = "PATH")]
+    pub cni_config: Option<std::path::PathBuf>,
+    /// A pod to keep at the fabric MTU: NETNS_PATH:IFNAME (repeatable).
+    #[arg(long = "pod", value_name = "NETNS:IFNAME")]
+    pub pods: Vec<String>,
+    /// Detect this node's underlay MTU from the kernel instead of `--underlay-mtu`.
+    #[arg(long, env = "DETECT_UNDERLAY")]
+    pub detect_underlay: bool,
+    /// Log format on standard error (`RUST_LOG` filters, `info` by default).
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
 }

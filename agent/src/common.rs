@@ -1,11 +1,10 @@
-//! What every offline command shares: settings from options, loading, output and exit codes.
+//! What every offline command shares: loading, output and exit codes.
 
-use crate::cli::{Common, Encap, FailOn, Family, Output};
+use crate::cli::{Common, FailOn, Output};
 use anyhow::{Result, bail};
-use topology_core::decode::{Decoded, Protocol};
+use topology_core::decode::Decoded;
 use topology_core::diag::{Diagnostic, Severity};
 use topology_core::model::Topology;
-use topology_core::net::LinkSettings;
 
 /// A failure that maps to an exit status.
 #[derive(Debug)]
@@ -53,31 +52,6 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
         code: 2,
         message: message.into(),
     })
-}
-
-/// The protocol an `--*-encap` option names.
-pub fn protocol(e: Encap) -> Protocol {
-    match e {
-        Encap::WireGuard => Protocol::WireGuard,
-        Encap::Geneve => Protocol::Geneve,
-        Encap::Vxlan => Protocol::Vxlan,
-        Encap::Ipip => Protocol::Ipip,
-        Encap::None => Protocol::None,
-    }
-}
-
-/// Solver settings from the common options.
-pub fn settings(c: &Common) -> mtu_solver::Settings {
-    mtu_solver::Settings {
-        default_underlay: c.underlay_mtu,
-        cfg_mtu: c.mtu,
-        link: LinkSettings {
-            public_encap: protocol(c.public_encap),
-            private_encap: protocol(c.private_encap),
-            ipv6_outer: c.tunnel_ip_family == Family::Ipv6,
-        },
-        ..Default::default()
-    }
 }
 
 /// The output format (`-o`, a table by default, on a terminal and in a pipe alike).

@@ -1,13 +1,12 @@
-//! From a node plan to the dataplane adapter's desired state, and applying it (optionally inside
-//! a network namespace).
+//! From a node plan to the dataplane adapter's desired state.
 
 use dataplane_linux::{
-    Dataplane, DesiredState, Fabric, HopProtocol, NetlinkKernel, NextHop, PodSpec, Report,
-    RouteSpec, Settings as DpSettings, TunnelDevice, TunnelKind, WireguardMtu,
+    DesiredState, Fabric, HopProtocol, NextHop, PodSpec, RouteSpec, TunnelDevice, TunnelKind,
+    WireguardMtu,
 };
 use mtu_solver::{DeviceRef, NodePlan};
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use topology_core::decode::Protocol;
 use topology_core::model::Topology;
 
@@ -138,81 +137,10 @@ pub fn desired_state(
     }
 }
 
-/// Applies a desired state to the kernel (inside `netns` when given).
-pub fn apply(
-    desired: &DesiredState,
-    settings: &DpSettings,
-    netns: Option<&Path>,
-) -> dataplane_linux::Result<Report> {
-    let (desired, settings) = (desired.clone(), settings.clone());
-    let work = move || {
-        let kernel = NetlinkKernel::new()?;
-        let mut dp = Dataplane::new(kernel, settings);
-        dp.reconcile(&desired)
-    };
-    match netns {
-        Some(ns) => dataplane_linux::netlink::in_netns(ns, work)?,
-        None => work(),
-    }
-}
-
-/// The operations a reconcile would write, without writing (`--dry-run`).
-pub fn dry_run(
-    desired: &DesiredState,
-    settings: &DpSettings,
-    netns: Option<&Path>,
-) -> dataplane_linux::Result<Vec<String>> {
-    let (desired, settings) = (desired.clone(), settings.clone());
-    let work = move || {
-        let kernel = NetlinkKernel::new()?;
-        let mut dp = Dataplane::new(kernel, settings);
-        let plan = dp.plan(&desired)?;
-        Ok(plan
-            .steps
-            .iter()
-            .map(|s| format!("{:?}: {:?}", s.phase, s.op))
-            .collect())
-    };
-    match netns {
-        Some(ns) => dataplane_linux::netlink::in_netns(ns, work)?,
-        None => work(),
-    }
-}
-
-/// The lowest underlay MTU towards any of `peers` (or the default route without peers), as the
-/// kernel sees it, skipping the adapter's own devices and routes.
-pub fn detect_underlay(
-    desired: &DesiredState,
-    settings: &DpSettings,
-    netns: Option<&Path>,
-    peers: &[IpAddr],
-) -> dataplane_linux::Result<Option<u32>> {
-    let (desired, settings, peers) = (desired.clone(), settings.clone(), peers.to_vec());
-    let work = move || {
-        let kernel = NetlinkKernel::new()?;
-        let mut dp = Dataplane::new(kernel, settings);
-        let mut lowest: Option<u32> = None;
-        let targets: Vec<Option<IpAddr>> = if peers.is_empty() {
-            vec![None]
-        } else {
-            peers.into_iter().map(Some).collect()
-        };
-        for p in targets {
-            if let Some(u) = dp.detect_underlay(&desired, p)? {
-                lowest = Some(lowest.map_or(u.mtu, |l| l.min(u.mtu)));
-            }
-        }
-        Ok(lowest)
-    };
-    match netns {
-        Some(ns) => dataplane_linux::netlink::in_netns(ns, work)?,
-        None => work(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dataplane_linux::{Dataplane, Settings as DpSettings};
     use topology_core::decode::Decoded;
 
     /// Gateway hg1 (External pool PH, InternalIP 10.10.0.1, ExternalIP 198.51.100.1) serving

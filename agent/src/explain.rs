@@ -138,7 +138,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     } else {
         None
     };
-    let mut solver = Solver::new(&topo, common::settings(&args.common));
+    let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
     let plan: NodePlan = solver.plan(n);
     if let Some(Want::Peer(p)) = want
         && plan.link(p).is_none()

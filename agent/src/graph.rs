@@ -662,7 +662,7 @@ fn caption(solver: &Solver<'_>, f: &Facts) -> String {
 pub fn run(args: &GraphArgs) -> Result<()> {
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded);
-    let mut solver = Solver::new(&topo, common::settings(&args.common));
+    let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
     let text = dot(&mut solver);
     let bytes = match args.format {
         GraphFormat::Dot => text.into_bytes(),

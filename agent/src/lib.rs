@@ -29,7 +29,6 @@ pub mod graph;
 pub mod input;
 pub mod k8s;
 pub mod metrics;
-pub mod node_agent;
 pub mod resolve;
-pub mod run_agent;
+pub mod settings;
 pub mod whatif;

@@ -14,11 +14,20 @@ pub struct ResultLabel {
     pub result: String,
 }
 
-/// Label: an error kind.
+/// Label: the step that failed.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KindLabel {
-    /// `input`, `dataplane`, `publication`, ...
-    pub kind: String,
+pub struct StepLabel {
+    /// `input`, `resolve`, `detect`, `dataplane`, `publish` or `api`.
+    pub step: String,
+}
+
+/// Label: the build.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabel {
+    /// The crate version.
+    pub version: String,
+    /// The commit it was built from.
+    pub commit: String,
 }
 
 /// Label: an API request.
@@ -33,10 +42,8 @@ pub struct RequestLabel {
 /// Label: an applied MTU.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ItemLabel {
-    /// `fabric`, `device`, `route`.
+    /// `device/<name>` or `fabric/<bridge>`.
     pub item: String,
-    /// Device name or destination.
-    pub name: String,
 }
 
 /// Every metric the agent exports.
@@ -45,14 +52,14 @@ pub struct Metrics {
     pub reconciles: Family<ResultLabel, Counter>,
     /// Reconcile duration.
     pub reconcile_seconds: Histogram,
-    /// Errors by kind.
-    pub errors: Family<KindLabel, Counter>,
+    /// Errors by step (every step present from the start, at 0).
+    pub errors: Family<StepLabel, Counter>,
     /// API requests by verb and resource.
     pub api_requests: Family<RequestLabel, Counter>,
     /// Active watches.
     pub active_watches: Gauge,
-    /// MTUs applied.
-    pub mtu_applied: Family<ItemLabel, Gauge>,
+    /// MTUs the kernel carries, in every mode that writes it.
+    pub applied_mtu: Family<ItemLabel, Gauge>,
     /// 1 once a reconcile has succeeded.
     pub ready: Gauge,
     registry: Registry,
@@ -63,10 +70,22 @@ impl Default for Metrics {
         let mut registry = Registry::with_prefix("unbounded_mtu");
         let reconciles = Family::<ResultLabel, Counter>::default();
         let reconcile_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
-        let errors = Family::<KindLabel, Counter>::default();
+        let errors = Family::<StepLabel, Counter>::default();
+        for step in crate::agent::failure::Step::ALL {
+            drop(errors.get_or_create(&StepLabel {
+                step: step.as_str().into(),
+            }));
+        }
         let api_requests = Family::<RequestLabel, Counter>::default();
         let active_watches = Gauge::default();
-        let mtu_applied = Family::<ItemLabel, Gauge>::default();
+        let applied_mtu = Family::<ItemLabel, Gauge>::default();
+        let build_info = Family::<BuildLabel, Gauge>::default();
+        build_info
+            .get_or_create(&BuildLabel {
+                version: env!("CARGO_PKG_VERSION").into(),
+                commit: env!("UNBOUNDED_MTU_COMMIT").into(),
+            })
+            .set(1);
         let ready = Gauge::default();
         registry.register("reconciles", "Reconciles by result", reconciles.clone());
         registry.register(
@@ -74,7 +93,7 @@ impl Default for Metrics {
             "Reconcile duration",
             reconcile_seconds.clone(),
         );
-        registry.register("errors", "Errors by kind", errors.clone());
+        registry.register("errors", "Failures by agent step", errors.clone());
         registry.register(
             "api_requests",
             "Kubernetes API requests by verb and resource",
@@ -82,10 +101,11 @@ impl Default for Metrics {
         );
         registry.register("active_watches", "Active watches", active_watches.clone());
         registry.register(
-            "mtu_applied_bytes",
-            "MTUs applied to the dataplane",
-            mtu_applied.clone(),
+            "applied_mtu_bytes",
+            "MTUs the kernel carries, by device and fabric",
+            applied_mtu.clone(),
         );
+        registry.register("build_info", "The build: version and commit", build_info);
         registry.register("ready", "1 once a reconcile has succeeded", ready.clone());
         Metrics {
             reconciles,
@@ -93,7 +113,7 @@ impl Default for Metrics {
             errors,
             api_requests,
             active_watches,
-            mtu_applied,
+            applied_mtu,
             ready,
             registry,
         }

@@ -23,7 +23,7 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
     }
     selected.sort();
     selected.dedup();
-    let mut solver = Solver::new(&topo, common::settings(&args.common));
+    let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
     let plans: Vec<NodePlan> = selected.iter().map(|n| solver.plan(*n)).collect();
     let mut diags: Vec<Diagnostic> = topo.diagnostics.clone();
     for p in &plans {

@@ -232,7 +232,7 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
     let base = Input {
         objects: decoded.objects,
         diagnostics: decoded.diagnostics,
-        settings: common::settings(&args.common),
+        settings: crate::settings::offline(&args.common),
     };
     let base_topo = base.topology();
     // The question is checked by the library; the refusal names the flag that asked.

@@ -78,7 +78,7 @@ fn serve(mock: &Mock, own: &Value, objects: &[Value]) {
 async fn start_agent(
     mock: &Mock,
 ) -> (
-    tokio::task::JoinHandle<anyhow::Result<Exit>>,
+    tokio::task::JoinHandle<Result<Exit, unbounded_mtu::agent::failure::Failure>>,
     std::net::SocketAddr,
     Arc<Status>,
     tokio::sync::oneshot::Sender<()>,

@@ -13,11 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{
-    ApiRequest, FailFirst, GPN, Mock, NODE, NODES, POOLS, Recorded, Reply, own_node, site,
+    ApiRequest, FakeApplier, GPN, Mock, NODE, NODES, POOLS, Recorded, Reply, own_node, site,
 };
-use unbounded_mtu::agent::AgentArgs;
-use unbounded_mtu::agent::publish::{Applied, Applier};
+use unbounded_mtu::agent::applier::Applier;
 use unbounded_mtu::agent::status::{EVENT_CONTROLLER, Status};
+use unbounded_mtu::cli::AgentArgs;
 
 const POD_NAME: &str = "agent-x";
 const POD_UID: &str = "0b5e4b2e-pod-uid";
@@ -134,23 +134,15 @@ fn event_patches(mock: &Mock, ns: &str) -> Vec<Recorded> {
 /// its underlay MTU on its Node and its forwarding MTUs on its GatewayPoolNode.
 async fn gateway_with_failing_applies(ns: &str) -> (Mock, Vec<Recorded>) {
     let mock = Mock::start().await;
-    let pool = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPool",
-        "metadata": {"name": "P", "resourceVersion": "1"}, "spec": {"type": "Internal"}});
-    mock.on(
-        "GET",
-        &format!("{POOLS}/P"),
-        vec![Reply::Json(200, pool.clone())],
-    );
-    serve_agent(&mock, ns, own_node("100", "P"), &[pool]);
-    let fake = FailFirst::new(
-        2,
-        Applied {
-            underlay: Some(1450),
-            forwarding: Some([("10.9.0.0/16".to_string(), 1400)].into()),
-            gateway_pool_node: Some("gpn-n1".into()),
-            ..Default::default()
-        },
-    );
+    let objects = support::gateway_objects();
+    let pool = objects
+        .iter()
+        .find(|o| o["kind"] == "GatewayPool")
+        .cloned()
+        .unwrap();
+    mock.on("GET", &format!("{POOLS}/P"), vec![Reply::Json(200, pool)]);
+    serve_agent(&mock, ns, own_node("100", "P"), &objects);
+    let fake = FakeApplier::failing_first(2);
     let recorded = drive(&mock, ns, fake, |m| {
         has(m, "PATCH", GPN) && has(m, "PATCH", &pod_path(ns))
     })
@@ -168,7 +160,7 @@ async fn worker_with_gateway_taint(ns: &str) -> (Mock, Vec<Recorded>) {
         support::with_gateway_taint(own_node("100", "")),
         &[],
     );
-    let fake = FailFirst::new(0, Applied::default());
+    let fake = FakeApplier::failing_first(0);
     let recorded = drive(&mock, ns, fake, |m| {
         m.requests_to("PATCH", NODE)
             .iter()
@@ -192,7 +184,7 @@ async fn broken_assignment(ns: &str) -> (Mock, Vec<Recorded>) {
         )],
     );
     serve_agent(&mock, ns, own_node("100", "missing"), &[]);
-    let fake = FailFirst::new(0, Applied::default());
+    let fake = FakeApplier::failing_first(0);
     let recorded = drive(&mock, ns, fake, |m| !event_patches(m, ns).is_empty()).await;
     (mock, recorded)
 }

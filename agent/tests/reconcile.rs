@@ -5,23 +5,29 @@
 
 mod support;
 
-use anyhow::anyhow;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use support::{FailFirst, GPN, Mock, NODE, POD, Reply, node_patched, own_node, site};
-use topology_core::decode::{Decoded, Kind};
-use unbounded_mtu::agent::AgentArgs;
-use unbounded_mtu::agent::publish::{Applied, Applier};
+use std::sync::atomic::Ordering;
+use support::{FakeApplier, GPN, Mock, NODE, POD, Reply, node_patched, own_node, site};
+use topology_core::decode::Kind;
+use unbounded_mtu::agent::applier::Applier;
 use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::ResourceKind;
 
-/// Starts the agent (own Pod `ns/agent-x`, not a dry run) with `fake` as its dataplane; dropping
-/// the returned sender stops it.
-fn start(mock: &Mock, fake: Arc<dyn Applier>) -> tokio::sync::oneshot::Sender<()> {
-    let args = support::agent_args(&[]);
+/// Starts the agent (own Pod `ns/agent-x`, not a dry run, `extra` flags) with `fake` as its
+/// dataplane; dropping the returned sender stops it.
+fn start_with(
+    mock: &Mock,
+    fake: Arc<dyn Applier>,
+    extra: &[&str],
+) -> tokio::sync::oneshot::Sender<()> {
+    let args = support::agent_args(extra);
     support::spawn_agent(mock, args, Arc::new(Status::default()), Some(fake)).1
+}
+
+fn start(mock: &Mock, fake: Arc<dyn Applier>) -> tokio::sync::oneshot::Sender<()> {
+    start_with(mock, fake, &[])
 }
 
 /// The own Node `own` (by GET, and listed with Site `a` and `objects`), the startup watch (held)
@@ -55,14 +61,8 @@ async fn a_failed_dataplane_step_is_redone_and_acknowledged_only_after_success()
     let mock = Mock::start().await;
     worker_cluster(&mock);
     mock.on("PATCH", NODE, vec![node_patched()]);
-    let fake = FailFirst::new(
-        2,
-        Applied {
-            underlay: Some(1450),
-            ..Default::default()
-        },
-    );
-    let _stop = start(&mock, fake.clone());
+    let fake = FakeApplier::failing_first(2);
+    let _stop = start_with(&mock, fake.clone(), &["--underlay-mtu", "1450"]);
     assert!(
         wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
         "{:#?}",
@@ -95,14 +95,8 @@ async fn a_failed_publication_is_redone_with_the_dataplane() {
             node_patched(),
         ],
     );
-    let fake = FailFirst::new(
-        0,
-        Applied {
-            underlay: Some(1450),
-            ..Default::default()
-        },
-    );
-    let _stop = start(&mock, fake.clone());
+    let fake = FakeApplier::failing_first(0);
+    let _stop = start_with(&mock, fake.clone(), &["--detect-underlay"]);
     assert!(
         wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
         "{:#?}",
@@ -117,18 +111,10 @@ async fn a_failed_publication_is_redone_with_the_dataplane() {
 async fn a_gateway_publishes_forwarding_mtus_only_after_a_successful_apply() {
     let mock = Mock::start().await;
     mock.on("PATCH", GPN, vec![support::gpn_patched()]);
-    let pool = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "GatewayPool",
-        "metadata": {"name": "P", "resourceVersion": "1"}, "spec": {"type": "Internal"}});
-    serve_agent(&mock, own_node("100", "P"), &[pool]);
-    let forwarding: BTreeMap<String, u32> = [("10.9.0.0/16".to_string(), 1400)].into();
-    let fake = FailFirst::new(
-        1,
-        Applied {
-            forwarding: Some(forwarding),
-            gateway_pool_node: Some("gpn-n1".into()),
-            ..Default::default()
-        },
-    );
+    mock.on("PATCH", NODE, vec![node_patched()]);
+    let objects = support::gateway_objects();
+    serve_agent(&mock, own_node("100", "P"), &objects);
+    let fake = FakeApplier::failing_first(1);
     let _stop = start(&mock, fake.clone());
     assert!(
         wait(|| !mock.requests_to("PATCH", GPN).is_empty()).await,
@@ -143,25 +129,8 @@ async fn a_gateway_publishes_forwarding_mtus_only_after_a_successful_apply() {
         .unwrap();
     assert_eq!(
         serde_json::from_str::<Value>(value).unwrap(),
-        json!({"10.9.0.0/16": 1400})
+        json!({"10.1.0.0/16": 1442, "10.200.0.0/16": 1442})
     );
-}
-
-/// A dataplane whose failures the test switches on and off.
-struct Switch {
-    failing: std::sync::atomic::AtomicBool,
-    calls: AtomicUsize,
-}
-
-impl Applier for Switch {
-    fn apply(&self, _: &AgentArgs, _: &Decoded) -> anyhow::Result<Applied> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        if self.failing.load(Ordering::SeqCst) {
-            Err(anyhow!("dataplane: injected failure"))
-        } else {
-            Ok(Applied::default())
-        }
-    }
 }
 
 #[tokio::test]
@@ -180,10 +149,7 @@ async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_appli
     .into_iter()
     .map(|k| ResourceKind::of(k).path())
     .collect();
-    let dp = Arc::new(Switch {
-        failing: false.into(),
-        calls: AtomicUsize::new(0),
-    });
+    let dp = Arc::new(FakeApplier::default());
     let stop_tx = start(&mock, dp.clone());
     assert!(
         wait(|| !mock.requests_to("PATCH", POD).is_empty()).await,
@@ -229,48 +195,47 @@ async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_appli
     let _ = stop_tx.send(());
 }
 
-/// A dataplane that records the Sites each reconcile saw.
-struct Recorder {
-    seen: std::sync::Mutex<Vec<Vec<String>>>,
-}
-
-impl Applier for Recorder {
-    fn apply(&self, _: &AgentArgs, d: &Decoded) -> anyhow::Result<Applied> {
-        let sites = d
-            .objects
-            .iter()
-            .filter(|o| o.kind() == Kind::Site)
-            .map(|o| o.name().to_string())
-            .collect();
-        self.seen.lock().unwrap().push(sites);
-        Ok(Applied::default())
-    }
-}
-
 #[tokio::test]
 async fn watch_timeouts_lie_in_600_1200_and_startup_events_are_not_lost() {
     let mock = Mock::start().await;
-    worker_cluster(&mock);
+    // Site b (its peering with a, its worker wb) becomes visible only with the Site itself.
+    let net = "net.unbounded-cloud.io/v1alpha1";
+    serve_agent(
+        &mock,
+        own_node("100", ""),
+        &[
+            json!({"apiVersion": net, "kind": "SitePeering",
+                "metadata": {"name": "ab", "resourceVersion": "1"}, "spec": {"sites": ["a", "b"]}}),
+            json!({"apiVersion": net, "kind": "SiteNodeSlice",
+                "metadata": {"name": "b-0", "resourceVersion": "1"}, "siteName": "b",
+                "nodes": [{"name": "wb", "internalIPs": ["10.1.0.5"], "podCIDRs": ["10.9.1.0/24"]}]}),
+            support::node(
+                "wb",
+                "uwb",
+                "1",
+                json!({support::SITE_LABEL: "b"}),
+                "10.1.0.5",
+            ),
+        ],
+    );
     mock.on("PATCH", NODE, vec![node_patched()]);
     // Sites arrive on a live watch: one event is sent at once, while the agent is starting.
     let sites = ResourceKind::of(Kind::Site).path();
     let ch = mock.live_channel();
     mock.replace_watch(&sites, vec![Reply::Live(ch)]);
     mock.push(ch, support::event("ADDED", site("b", "10.1.0.0/16")));
-    let rec = Arc::new(Recorder {
-        seen: Default::default(),
-    });
-    let stop_tx = start(&mock, rec.clone());
+    let status = Arc::new(Status::default());
+    let (_task, stop_tx) = support::spawn_agent(
+        &mock,
+        support::agent_args(&[]),
+        status.clone(),
+        Some(Arc::new(FakeApplier::default())),
+    );
+    let has_b = || status.document()["plan"].to_string().contains("\"wb\"");
     assert!(
-        wait(|| rec
-            .seen
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|s| s.contains(&"b".to_string())))
-        .await,
-        "the Site sent during start-up never reached a reconcile: {:?}",
-        rec.seen.lock().unwrap()
+        wait(has_b).await,
+        "the Site sent during start-up never reached a reconcile: {}",
+        status.document()
     );
     let watches: Vec<_> = mock
         .requests()
@@ -294,10 +259,7 @@ async fn requests_of_a_worker_without_assignments() {
     let mock = Mock::start().await;
     worker_cluster(&mock);
     mock.on("PATCH", NODE, vec![node_patched()]);
-    let rec = Arc::new(Recorder {
-        seen: Default::default(),
-    });
-    let stop_tx = start(&mock, rec.clone());
+    let stop_tx = start(&mock, Arc::new(FakeApplier::default()));
     assert!(wait(|| !mock.requests_to("PATCH", POD).is_empty()).await);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let start = mock.requests();

@@ -6,8 +6,10 @@
 //! Kubernetes Events on the agent's own Pod.
 
 use super::adopt::BrokenAssignment;
+use super::failure::{Failure, Step};
 use crate::k8s::metrics::ApiMetrics;
-use crate::metrics::{ItemLabel, KindLabel, Metrics, RequestLabel, ResultLabel};
+use crate::metrics::{ItemLabel, Metrics, RequestLabel, ResultLabel, StepLabel};
+use crate::settings::PodRef;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -53,7 +55,9 @@ struct Inner {
     broken: Option<Value>,
     watches: BTreeMap<String, bool>,
     last_result: Option<&'static str>,
-    last_error: Option<String>,
+    last_error: Option<Value>,
+    /// The last error of each API read that has not read since.
+    api_errors: BTreeMap<String, String>,
     /// More about the last successful reconcile (`--manifests` mode: writes, values, dry run).
     last_detail: Option<Value>,
     node: Option<String>,
@@ -106,14 +110,11 @@ impl Status {
         g.underlay = underlay;
     }
 
-    /// Records an MTU the dataplane now carries (`item`: `device` or `fabric`).
-    pub fn applied_mtu(&self, item: &str, name: &str, mtu: u32) {
+    /// Records an MTU the kernel now carries (`item`: `device/vxlan0`, `fabric/cni0`).
+    pub fn applied_mtu(&self, item: &str, mtu: u32) {
         self.metrics
-            .mtu_applied
-            .get_or_create(&ItemLabel {
-                item: item.into(),
-                name: name.into(),
-            })
+            .applied_mtu
+            .get_or_create(&ItemLabel { item: item.into() })
             .set(i64::from(mtu));
     }
 
@@ -181,16 +182,35 @@ impl Status {
         g.plan = Some(plan);
     }
 
-    /// Records a failed reconcile (`kind`: what failed, e.g. `resolve`, `acknowledge`, `taint`).
-    pub fn failed(&self, took: Duration, kind: &str, error: String) {
+    /// Records a failed reconcile: counted by its step, shown as the last error.
+    pub fn failed(&self, took: Duration, failure: &Failure) {
         self.count("error", took);
-        self.metrics
-            .errors
-            .get_or_create(&KindLabel { kind: kind.into() })
-            .inc();
+        self.count_error(failure.step());
         let mut g = self.lock();
         g.last_result = Some("error");
-        g.last_error = Some(error);
+        g.last_error = Some(json!({"step": failure.step().as_str(), "error": failure.text()}));
+    }
+
+    /// Counts a failure of `step`.
+    pub fn count_error(&self, step: Step) {
+        self.metrics
+            .errors
+            .get_or_create(&StepLabel {
+                step: step.as_str().into(),
+            })
+            .inc();
+    }
+
+    /// Records a failed API read (a LIST, WATCH or GET of `what`): counted as an `api` error and
+    /// shown under `apiErrors` until `what` reads again.
+    pub fn api_failed(&self, what: &str, error: String) {
+        self.count_error(Step::Api);
+        self.lock().api_errors.insert(what.to_string(), error);
+    }
+
+    /// `what` reads again.
+    pub fn api_recovered(&self, what: &str) {
+        self.lock().api_errors.remove(what);
     }
 
     /// Whether the first reconcile succeeded.
@@ -221,6 +241,7 @@ impl Status {
             "brokenAssignment": g.broken,
             "activeWatches": watches,
             "lastReconcile": last,
+            "apiErrors": g.api_errors,
             "plan": g.plan,
         })
     }
@@ -490,27 +511,14 @@ fn truncate(mut s: String, max: usize) -> String {
     s
 }
 
-/// The agent's own Pod, which its Events are about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PodRef {
-    /// Namespace.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-    /// UID (downward API), which `kubectl describe pod` matches Events on.
-    pub uid: Option<String>,
-}
-
-impl PodRef {
-    fn object_ref(&self) -> ObjectReference {
-        ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            namespace: Some(self.namespace.clone()),
-            name: Some(self.name.clone()),
-            uid: self.uid.clone(),
-            ..Default::default()
-        }
+fn object_ref(pod: &PodRef) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some(pod.namespace.clone()),
+        name: Some(pod.name.clone()),
+        uid: pod.uid.clone(),
+        ..Default::default()
     }
 }
 
@@ -536,17 +544,12 @@ impl Events {
                 instance: Some(pod.name.clone()),
             },
         );
-        let reference = pod.object_ref();
+        let reference = object_ref(&pod);
         let st = status.clone();
         let task = tokio::spawn(async move {
             while let Some(r) = rx.recv().await {
                 if let Err(e) = recorder.publish(&r.event(), &reference).await {
-                    st.metrics
-                        .errors
-                        .get_or_create(&KindLabel {
-                            kind: "event".into(),
-                        })
-                        .inc();
+                    st.count_error(Step::Publish);
                     tracing::warn!(error = %e, event = ?r, "cannot post the Event on the agent's Pod");
                 }
             }
@@ -588,8 +591,27 @@ mod tests {
         let s = Status::default();
         assert_eq!(respond(&s, "/healthz").status(), 200);
         assert_eq!(respond(&s, "/readyz").status(), 503);
-        s.failed(Duration::from_millis(5), "resolve", "no Site".into());
+        let m = s.metrics();
+        for step in Step::ALL {
+            assert!(
+                m.contains(&format!("unbounded_mtu_errors_total{{step=\"{step}\"}} 0")),
+                "every step starts at 0: {m}"
+            );
+        }
+        assert!(m.contains("unbounded_mtu_build_info{version=\""), "{m}");
+        s.failed(
+            Duration::from_millis(5),
+            &Failure::from(super::super::failure::ResolveError::NoNode("n1".into())),
+        );
         assert_eq!(respond(&s, "/readyz").status(), 503);
+        assert_eq!(s.document()["lastReconcile"]["error"]["step"], "resolve");
+        s.api_failed("sites", "503 Service Unavailable".into());
+        assert_eq!(
+            s.document()["apiErrors"]["sites"],
+            "503 Service Unavailable"
+        );
+        s.api_recovered("sites");
+        assert_eq!(s.document()["apiErrors"], json!({}));
         s.set_adopted("u/a/-");
         s.set_watch("node/n1", true);
         s.reconciled(Duration::from_millis(5), json!({"nodes": []}));
@@ -614,7 +636,11 @@ mod tests {
         assert!(m.contains("unbounded_mtu_active_watches 1"), "{m}");
         assert!(m.contains("unbounded_mtu_ready 1"), "{m}");
         assert!(
-            m.contains("unbounded_mtu_errors_total{kind=\"resolve\"} 1"),
+            m.contains("unbounded_mtu_errors_total{step=\"api\"} 1"),
+            "{m}"
+        );
+        assert!(
+            m.contains("unbounded_mtu_errors_total{step=\"resolve\"} 1"),
             "{m}"
         );
         assert_eq!(respond(&s, "/nope").status(), 404);
@@ -644,10 +670,9 @@ mod tests {
         s.set_broken_assignment(&missing);
         s.set_adopted("u/a/-");
         assert_eq!(s.document()["brokenAssignment"], Value::Null);
-        // `--manifests` mode: the node, its underlay, what the dataplane carries, and the
-        // writes of the last pass.
+        // The node, its underlay, what the dataplane carries, and the writes of the last pass.
         s.set_node("n1", Some(1450));
-        s.applied_mtu("device", "vxlan0", 1400);
+        s.applied_mtu("device/vxlan0", 1400);
         s.reconciled_with(
             Duration::from_millis(3),
             json!({}),
@@ -660,17 +685,10 @@ mod tests {
         assert_eq!(d["lastReconcile"]["writes"], 7);
         let m = s.metrics();
         assert!(
-            m.contains("unbounded_mtu_mtu_applied_bytes{item=\"device\",name=\"vxlan0\"} 1400"),
+            m.contains("unbounded_mtu_applied_mtu_bytes{item=\"device/vxlan0\"} 1400"),
             "{m}"
         );
         assert!(m.ends_with("# EOF\n"), "{m}");
-        let api = ApiMetrics::default();
-        api.record(&http::Method::GET, "/api/v1/nodes", Some("watch=true"));
-        let s = Status::with_api(api);
-        assert!(
-            s.metrics()
-                .contains("unbounded_mtu_api_requests_total{verb=\"watch\",resource=\"nodes\"} 1")
-        );
     }
 
     #[test]

@@ -25,10 +25,10 @@ use std::task::{Context, Poll};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use topology_core::decode::Decoded;
-use unbounded_mtu::agent::publish::{Applied, Applier};
+use unbounded_mtu::agent::Exit;
+use unbounded_mtu::agent::applier::{Applied, Applier};
 use unbounded_mtu::agent::status::Status;
-use unbounded_mtu::agent::{AgentArgs, Exit};
+use unbounded_mtu::cli::AgentArgs;
 
 /// How a watch stream ends after its scripted events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -689,59 +689,102 @@ pub fn hold_startup_watch(mock: &Mock) {
     mock.on_watch_selected(NODES, OWN, vec![Reply::Watch(vec![], End::Hold)]);
 }
 
-/// A dataplane that fails its first `fail` calls, then returns `ok`; `calls` counts them.
-pub struct FailFirst {
-    pub calls: AtomicUsize,
-    pub fail: usize,
-    pub ok: Applied,
+/// Gateway n1 of pool `P` (Internal, Site a) serving Site b (10.1.0.0/16) with its worker wb:
+/// the pool, the assignment, n1's GatewayPoolNode `gpn-n1`, Site b, its slice and wb's Node.
+/// Over GENEVE on 1500 underlays, n1 publishes 1442 for Site b's node and pod prefixes.
+pub fn gateway_objects() -> Vec<Value> {
+    let net = "net.unbounded-cloud.io/v1alpha1";
+    vec![
+        site("b", "10.1.0.0/16"),
+        json!({"apiVersion": net, "kind": "GatewayPool",
+            "metadata": {"name": "P", "resourceVersion": "1"}, "spec": {"type": "Internal"},
+            "status": {"nodes": [{"name": "n1", "internalIPs": ["10.0.0.5"]}]}}),
+        json!({"apiVersion": net, "kind": "SiteGatewayPoolAssignment",
+            "metadata": {"name": "as", "resourceVersion": "1"},
+            "spec": {"sites": ["b"], "gatewayPools": ["P"]}}),
+        json!({"apiVersion": net, "kind": "GatewayPoolNode",
+            "metadata": {"name": "gpn-n1", "resourceVersion": "1"}, "spec": {"nodeName": "n1"}}),
+        json!({"apiVersion": net, "kind": "SiteNodeSlice",
+            "metadata": {"name": "b-0", "resourceVersion": "1"}, "siteName": "b",
+            "nodes": [{"name": "wb", "internalIPs": ["10.1.0.5"], "podCIDRs": ["10.9.1.0/24"]}]}),
+        node("wb", "uwb", "1", json!({SITE_LABEL: "b"}), "10.1.0.5"),
+    ]
 }
 
-impl FailFirst {
-    pub fn new(fail: usize, ok: Applied) -> Arc<FailFirst> {
-        Arc::new(FailFirst {
-            calls: AtomicUsize::new(0),
-            fail,
-            ok,
+/// A dataplane for tests: records every desired state it is given, fails the first `fail`
+/// applies and every apply while `failing` is set, detects `underlay`, and counts removals.
+#[derive(Default)]
+pub struct FakeApplier {
+    pub calls: AtomicUsize,
+    pub fail: AtomicUsize,
+    pub failing: std::sync::atomic::AtomicBool,
+    pub underlay: Option<u32>,
+    pub applied: Mutex<Vec<dataplane_linux::DesiredState>>,
+    pub removals: AtomicUsize,
+}
+
+impl FakeApplier {
+    /// A fake that fails its first `fail` applies.
+    pub fn failing_first(fail: usize) -> Arc<FakeApplier> {
+        Arc::new(FakeApplier {
+            fail: AtomicUsize::new(fail),
+            ..FakeApplier::default()
         })
     }
 }
 
-impl Applier for FailFirst {
-    fn apply(&self, _: &AgentArgs, _: &Decoded) -> anyhow::Result<Applied> {
+impl Applier for FakeApplier {
+    fn detect_underlay(
+        &self,
+        _: &dataplane_linux::DesiredState,
+        _: &[std::net::IpAddr],
+    ) -> dataplane_linux::Result<Option<u32>> {
+        Ok(self.underlay)
+    }
+
+    fn apply(&self, desired: &dataplane_linux::DesiredState) -> dataplane_linux::Result<Applied> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        if n < self.fail {
-            Err(anyhow::anyhow!("dataplane: injected failure {n}"))
-        } else {
-            Ok(self.ok.clone())
+        if n < self.fail.load(Ordering::SeqCst) || self.failing.load(Ordering::SeqCst) {
+            return Err(dataplane_linux::Error::Netlink(format!(
+                "injected failure {n}"
+            )));
         }
+        self.applied.lock().unwrap().push(desired.clone());
+        Ok(Applied {
+            writes: 1,
+            in_kernel: true,
+            ..Applied::default()
+        })
+    }
+
+    fn remove_owned(&self) -> dataplane_linux::Result<Applied> {
+        self.removals.fetch_add(1, Ordering::SeqCst);
+        Ok(Applied::default())
     }
 }
 
-/// Starts the agent in API mode against `mock` on this runtime, reporting to `status`: through
-/// `run_with` with `applier`, or through `run` (the real dataplane) without one. Sending on (or
-/// dropping) the returned sender stops it.
+/// Starts the agent in API mode against `mock` on this runtime, reporting to `status`, with
+/// `applier` (the real kernel's, or the dry run's, as the arguments say, without one). Sending
+/// on (or dropping) the returned sender stops it.
 pub fn spawn_agent(
     mock: &Mock,
     args: AgentArgs,
     status: Arc<Status>,
     applier: Option<Arc<dyn Applier>>,
 ) -> (
-    tokio::task::JoinHandle<anyhow::Result<Exit>>,
+    tokio::task::JoinHandle<Result<Exit, unbounded_mtu::agent::failure::Failure>>,
     tokio::sync::oneshot::Sender<()>,
 ) {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let client = mock.client();
-    let stopped = async move {
+    let settings = Arc::new(unbounded_mtu::settings::Agent::from_args(&args).expect("settings"));
+    let applier = applier.unwrap_or_else(|| unbounded_mtu::agent::applier::for_settings(&settings));
+    let stop = unbounded_mtu::agent::run::Stop::on(async move {
         let _ = stop_rx.await;
-    };
-    let task = tokio::spawn(async move {
-        match applier {
-            Some(applier) => {
-                unbounded_mtu::agent::run::run_with(client, &args, status, stopped, applier).await
-            }
-            None => unbounded_mtu::agent::run::run(client, &args, status, stopped).await,
-        }
     });
+    let task = tokio::spawn(unbounded_mtu::agent::run::run_api(
+        client, settings, status, stop, applier,
+    ));
     (task, stop_tx)
 }
 

@@ -1,0 +1,559 @@
+//! The API source's caches (`agent.md`, "Watch only what is needed"): a reflector per kind, the
+//! heavy kinds only while needed, Node metadata restricted by the Site label to the Sites the
+//! node has links into (widened to every Node while a linked peer carries no Site label), and
+//! the Node objects the topology sees, made from that metadata and the SiteNodeSlice and pool
+//! status entries.
+
+use super::adopt::Adopted;
+use super::status::Status;
+use super::taint::GATEWAY_TAINT_KEY;
+use crate::k8s::live::SOURCE;
+use crate::k8s::store::{Change, Objects, ReflectOptions, Store, reflect};
+use crate::k8s::{Backoff, ResourceKind};
+use kube::Client;
+use mtu_solver::Solver;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use topology_core::decode::{Decoded, Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
+use topology_core::model::Topology;
+
+/// The three heavy kinds, watched only while needed.
+pub const HEAVY: [Kind; 3] = [
+    Kind::GatewayPool,
+    Kind::GatewayPoolNode,
+    Kind::GatewayPoolPeering,
+];
+
+/// Whether a kind is one of the heavy ones.
+pub fn is_heavy(k: Kind) -> bool {
+    HEAVY.contains(&k)
+}
+
+/// One cache and the reflector that keeps it (none while the kind is not watched).
+#[derive(Debug)]
+struct Cache {
+    store: Arc<Store>,
+    task: Option<JoinHandle<()>>,
+}
+
+/// The caches, kept by reflector tasks (aborted on drop). The light kinds are always watched;
+/// the heavy kinds (GatewayPools, GatewayPoolNodes, GatewayPoolPeerings) only while needed; Nodes
+/// metadata-only, restricted by the Site label to the Sites the node has links into.
+pub struct Caches {
+    client: Client,
+    changes: mpsc::UnboundedSender<Change>,
+    caches: Vec<Cache>,
+    heavy: bool,
+    /// The Node metadata cache and its label selector.
+    nodes: Option<(Option<String>, Cache)>,
+}
+
+impl Caches {
+    /// Starts a reflector per light kind, and per heavy kind when `heavy`; changes are
+    /// announced on `changes`.
+    pub fn start(
+        client: &Client,
+        changes: &mpsc::UnboundedSender<Change>,
+        status: &Status,
+        heavy: bool,
+    ) -> Caches {
+        let mut c = Caches {
+            client: client.clone(),
+            changes: changes.clone(),
+            caches: ResourceKind::ALL
+                .into_iter()
+                .filter(|k| k.kind != Kind::Node)
+                .map(|k| Cache {
+                    store: Arc::new(Store::new(k)),
+                    task: None,
+                })
+                .collect(),
+            heavy: false,
+            nodes: None,
+        };
+        for i in 0..c.caches.len() {
+            if !c
+                .caches
+                .get(i)
+                .is_some_and(|x| is_heavy(x.store.kind().kind))
+            {
+                c.spawn(i, status);
+            }
+        }
+        c.set_heavy(heavy, status);
+        c
+    }
+
+    fn spawn(&mut self, i: usize, status: &Status) {
+        let (client, changes) = (self.client.clone(), self.changes.clone());
+        if let Some(c) = self.caches.get_mut(i) {
+            let kind = c.store.kind();
+            status.set_watch(kind.plural(), true);
+            c.store = Arc::new(Store::new(kind));
+            c.task = Some(tokio::spawn(reflect(
+                client,
+                c.store.clone(),
+                ReflectOptions::default(),
+                changes,
+                Backoff::watch(),
+            )));
+        }
+    }
+
+    /// Whether the heavy kinds are watched.
+    pub fn heavy(&self) -> bool {
+        self.heavy
+    }
+
+    /// Starts or stops the heavy kinds' reflectors (stopping closes their watches and empties
+    /// their caches).
+    pub fn set_heavy(&mut self, on: bool, status: &Status) {
+        if on == self.heavy {
+            return;
+        }
+        self.heavy = on;
+        for i in 0..self.caches.len() {
+            let Some(kind) = self.caches.get(i).map(|c| c.store.kind()) else {
+                continue;
+            };
+            if !is_heavy(kind.kind) {
+                continue;
+            }
+            if on {
+                self.spawn(i, status);
+            } else if let Some(c) = self.caches.get_mut(i) {
+                if let Some(t) = c.task.take() {
+                    t.abort();
+                }
+                c.store = Arc::new(Store::new(kind));
+                status.set_watch(kind.plural(), false);
+            }
+        }
+    }
+
+    /// Watches the metadata of the Nodes `selection` names; returns whether the selection
+    /// changed (the new cache then has to complete its LIST).
+    pub fn select_nodes(&mut self, selection: &NodeSelection, status: &Status) -> bool {
+        let selector = selection.label_selector();
+        if self.nodes.as_ref().is_some_and(|(s, _)| *s == selector) {
+            return false;
+        }
+        if let Some((_, old)) = self.nodes.take()
+            && let Some(t) = old.task
+        {
+            t.abort();
+        }
+        let kind = ResourceKind::of(Kind::Node);
+        let store = Arc::new(Store::new(kind));
+        let opts = ReflectOptions {
+            label_selector: selector.clone(),
+            metadata_only: true,
+        };
+        let task = tokio::spawn(reflect(
+            self.client.clone(),
+            store.clone(),
+            opts,
+            self.changes.clone(),
+            Backoff::watch(),
+        ));
+        match selection {
+            NodeSelection::Sites(_) => {
+                status.set_watch(NODES_ALL, false);
+                status.set_watch(NODES_BY_SITE, true);
+                tracing::info!(selector = ?selector, "watching Node metadata by Site label");
+            }
+            NodeSelection::All { unlabelled } => {
+                status.set_watch(NODES_BY_SITE, false);
+                status.set_watch(NODES_ALL, true);
+                tracing::info!(
+                    peers = ?unlabelled,
+                    "peers without a Site label: watching the metadata of every Node"
+                );
+            }
+        }
+        self.nodes = Some((
+            selector,
+            Cache {
+                store,
+                task: Some(task),
+            },
+        ));
+        true
+    }
+
+    /// The Node metadata watched now (`None`: no Node metadata watch yet).
+    pub fn node_metadata(&self) -> Option<Arc<Objects>> {
+        self.nodes.as_ref().map(|(_, c)| c.store.snapshot())
+    }
+
+    /// Whether every watched cache completed its initial LIST.
+    pub fn synced(&self) -> bool {
+        self.caches
+            .iter()
+            .chain(self.nodes.iter().map(|(_, c)| c))
+            .filter(|c| c.task.is_some())
+            .all(|c| c.store.synced())
+    }
+
+    /// The store of a kind.
+    pub fn store(&self, k: Kind) -> Option<&Arc<Store>> {
+        self.caches
+            .iter()
+            .find(|c| c.store.kind().kind == k)
+            .map(|c| &c.store)
+    }
+
+    /// Decodes a snapshot of every watched cache; the own Node's labels are pinned to the
+    /// adopted assignment (it stays fixed for the life of the process).
+    pub fn decoded(&self, adopted: &Adopted) -> Decoded {
+        let mut d = Decoded::default();
+        let (mut slices, mut pools) = (Vec::new(), Vec::new());
+        for c in self.caches.iter().filter(|c| c.task.is_some()) {
+            let snap = c.store.snapshot();
+            for obj in snap.values() {
+                d.add_json(SOURCE, obj.clone());
+            }
+            match c.store.kind().kind {
+                Kind::SiteNodeSlice => slices.push(snap),
+                Kind::GatewayPool => pools.push(snap),
+                _ => {}
+            }
+        }
+        let meta = self
+            .nodes
+            .as_ref()
+            .map(|(_, c)| c.store.snapshot())
+            .unwrap_or_default();
+        for n in node_objects(adopted, &meta, &slices, &pools) {
+            d.add_json(SOURCE, n);
+        }
+        d
+    }
+}
+
+impl Drop for Caches {
+    fn drop(&mut self) {
+        for c in self
+            .caches
+            .iter_mut()
+            .chain(self.nodes.iter_mut().map(|(_, c)| c))
+        {
+            if let Some(t) = c.task.take() {
+                t.abort();
+            }
+        }
+    }
+}
+
+/// Whether the heavy kinds are needed: the node is a gateway, or an enabled
+/// SiteGatewayPoolAssignment lists its Site.
+pub fn needs_heavy(adopted: &Adopted, assignments: &crate::k8s::store::Objects) -> bool {
+    if adopted.assignment.pool.is_some() {
+        return true;
+    }
+    assignments.values().any(|a| {
+        let enabled = a.pointer("/spec/enabled").and_then(Value::as_bool) != Some(false);
+        let site = adopted.assignment.site.as_str();
+        let lists_site = a
+            .pointer("/spec/sites")
+            .and_then(Value::as_array)
+            .is_some_and(|ss| ss.iter().any(|s| s.as_str() == Some(site)));
+        enabled && lists_site
+    })
+}
+
+/// The Node objects the topology sees in agent mode: the own Node (from adoption, its Site and
+/// pool pinned, its annotations refreshed from the metadata cache), and for every node of the
+/// metadata cache that a SiteNodeSlice (workers) or a GatewayPool status (gateways) lists, a Node
+/// made of its metadata and the addresses and pod CIDRs listed there, merged by name.
+pub fn node_objects(
+    adopted: &Adopted,
+    meta: &Objects,
+    slices: &[Arc<Objects>],
+    pools: &[Arc<Objects>],
+) -> Vec<Value> {
+    let mut entries: BTreeMap<&str, &Value> = BTreeMap::new();
+    let listed = slices
+        .iter()
+        .flat_map(|s| s.values())
+        .filter_map(|s| s.get("nodes").and_then(Value::as_array))
+        .chain(
+            pools
+                .iter()
+                .flat_map(|p| p.values())
+                .filter_map(|p| p.pointer("/status/nodes").and_then(Value::as_array)),
+        );
+    for list in listed {
+        for e in list {
+            if let Some(n) = e.get("name").and_then(Value::as_str) {
+                entries.entry(n).or_insert(e);
+            }
+        }
+    }
+    let mut own = pin(adopted, adopted.node.clone());
+    if let Some(a) = meta
+        .get(&adopted.node_name)
+        .and_then(|m| m.pointer("/metadata/annotations"))
+        && let Some(m) = own.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("annotations".to_string(), a.clone());
+    }
+    let mut out = vec![own];
+    for (name, m) in meta {
+        if *name == adopted.node_name {
+            continue;
+        }
+        if let Some(e) = entries.get(name.as_str()) {
+            out.push(peer_node(m, e));
+        }
+    }
+    out
+}
+
+/// A Node from a node's metadata and a SiteNodeSlice or pool status entry.
+pub fn peer_node(meta: &Value, entry: &Value) -> Value {
+    let ips = |field: &str, ty: &str| -> Vec<Value> {
+        entry
+            .get(field)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|ip| serde_json::json!({"type": ty, "address": ip}))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut addresses = ips("internalIPs", "InternalIP");
+    addresses.extend(ips("externalIPs", "ExternalIP"));
+    let m = |k: &str| {
+        meta.pointer(&format!("/metadata/{k}"))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let mut metadata = serde_json::Map::new();
+    for k in ["name", "labels", "annotations"] {
+        let v = m(k);
+        if !v.is_null() {
+            metadata.insert(k.to_string(), v);
+        }
+    }
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": metadata,
+        "status": {"addresses": addresses},
+        "spec": {"podCIDRs": entry.get("podCIDRs").cloned().unwrap_or(Value::Array(Vec::new()))},
+    })
+}
+
+/// The `/status` name of the Node metadata watch restricted by Site label.
+pub const NODES_BY_SITE: &str = "nodes (metadata, by Site label)";
+/// The `/status` name of the Node metadata watch widened to every Node.
+pub const NODES_ALL: &str = "nodes (metadata, all: a linked peer has no Site label)";
+
+/// The Sites a node has links into (its own included) and its link peers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Linked {
+    /// Site names.
+    pub sites: BTreeSet<String>,
+    /// Peer node names.
+    pub peers: BTreeSet<String>,
+}
+
+/// Which Nodes' metadata the agent watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeSelection {
+    /// Those labelled with one of these Sites.
+    Sites(BTreeSet<String>),
+    /// Every Node: these linked peers carry no Site label (their Site comes from `nodeCidrs`),
+    /// so the selection by label would lose their underlay annotations.
+    All {
+        /// The peers without a Site label, or not seen yet.
+        unlabelled: Vec<String>,
+    },
+}
+
+impl NodeSelection {
+    /// The label selector of the watch (`None`: every Node).
+    pub fn label_selector(&self) -> Option<String> {
+        match self {
+            NodeSelection::Sites(sites) => {
+                let names: Vec<&str> = sites.iter().map(String::as_str).collect();
+                Some(format!("{SITE_LABEL_KEY} in ({})", names.join(",")))
+            }
+            NodeSelection::All { .. } => None,
+        }
+    }
+
+    /// The selection for `linked`, given the metadata watched now (none yet: by Site label):
+    /// every Node while a linked peer is missing from it or carries no Site label; by Site label
+    /// otherwise. A peer that the narrow watch does not return is missing; the wide watch then
+    /// shows whether it has a label, so the selection narrows again only once every peer has
+    /// one.
+    pub fn for_peers(linked: &Linked, meta: Option<&Objects>) -> NodeSelection {
+        let Some(meta) = meta else {
+            return NodeSelection::Sites(linked.sites.clone());
+        };
+        let unlabelled: Vec<String> = linked
+            .peers
+            .iter()
+            .filter(|p| {
+                meta.get(p.as_str())
+                    .and_then(|m| m.pointer("/metadata/labels"))
+                    .and_then(|l| l.get(SITE_LABEL_KEY))
+                    .and_then(Value::as_str)
+                    .is_none_or(|s| !linked.sites.contains(s))
+            })
+            .cloned()
+            .collect();
+        if unlabelled.is_empty() {
+            NodeSelection::Sites(linked.sites.clone())
+        } else {
+            NodeSelection::All { unlabelled }
+        }
+    }
+}
+
+/// The Sites `node_name` has links into and its link peers, from a resolve of `decoded`.
+pub fn linked(
+    decoded: &Decoded,
+    node_name: &str,
+    settings: mtu_solver::Settings,
+) -> Option<Linked> {
+    let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
+    let id = topo.node_id(node_name)?;
+    let mut solver = Solver::new(&topo, settings);
+    let plan = solver.plan(id);
+    let mut out = Linked::default();
+    out.sites.insert(topo.site_name_of(id).to_string());
+    for l in &plan.links {
+        out.sites.insert(topo.site_name_of(l.peer).to_string());
+        out.peers.insert(topo.node(l.peer).name.to_string());
+    }
+    Some(out)
+}
+
+/// The nodes the SiteNodeSlices of `sites` list (by `siteName`).
+pub fn slice_members(slices: &Objects, sites: &BTreeSet<String>) -> BTreeSet<String> {
+    slices
+        .values()
+        .filter(|s| {
+            s.get("siteName")
+                .and_then(Value::as_str)
+                .is_some_and(|n| sites.contains(n))
+        })
+        .filter_map(|s| s.get("nodes").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|e| e.get("name").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The own Node with its site and pool labels set to the adopted assignment.
+pub fn pin(adopted: &Adopted, mut node: Value) -> Value {
+    if let Some(meta) = node.get_mut("metadata").and_then(Value::as_object_mut) {
+        let labels = meta
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !labels.is_object() {
+            *labels = Value::Object(Default::default());
+        }
+        if let Some(l) = labels.as_object_mut() {
+            l.insert(
+                SITE_LABEL_KEY.to_string(),
+                Value::String(adopted.assignment.site.clone()),
+            );
+            l.insert(
+                POOL_LABEL_KEY.to_string(),
+                Value::String(adopted.assignment.pool.clone().unwrap_or_default()),
+            );
+        }
+    }
+    node
+}
+
+/// Whether the adopted Node carried the gateway taint.
+pub fn carries_gateway_taint(node: &Value) -> bool {
+    node.pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .is_some_and(|ts| {
+            ts.iter().any(|t| {
+                t.get("key").and_then(Value::as_str) == Some(GATEWAY_TAINT_KEY)
+                    && t.get("effect").and_then(Value::as_str) == Some("NoSchedule")
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::adopt::Assignment;
+    use serde_json::json;
+
+    #[test]
+    fn node_objects_merge_metadata_with_slice_and_pool_status_entries() {
+        let adopted = Adopted {
+            assignment: Assignment {
+                node_uid: "u1".into(),
+                site: "a".into(),
+                pool: None,
+            },
+            node_name: "n1".into(),
+            resource_version: "1".into(),
+            site_label: None,
+            pool_label: None,
+            node: json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
+            sites: Vec::new(),
+        };
+        let meta = |name: &str, ann: &str| {
+            json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": {
+                "name": name, "labels": {SITE_LABEL_KEY: "a"},
+                "annotations": {"mtu.unbounded-cloud.io/underlay-mtu": ann}}})
+        };
+        let mut m = Objects::new();
+        for (n, a) in [
+            ("n1", "1450"),
+            ("w2", "1400"),
+            ("g1", "1300"),
+            ("lonely", "1200"),
+        ] {
+            m.insert(n.to_string(), meta(n, a));
+        }
+        let slices = [Arc::new(Objects::from([(
+            "s".to_string(),
+            json!({"nodes": [{"name": "w2", "internalIPs": ["10.0.0.2"], "podCIDRs": ["10.9.2.0/24"]}]}),
+        )]))];
+        let pools = [Arc::new(Objects::from([(
+            "p".to_string(),
+            json!({"status": {"nodes": [{"name": "g1", "internalIPs": ["10.0.0.3"], "externalIPs": ["1.1.1.1"]}]}}),
+        )]))];
+        let out = node_objects(&adopted, &m, &slices, &pools);
+        let names: Vec<&str> = out
+            .iter()
+            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+            .collect();
+        assert_eq!(
+            names,
+            ["n1", "g1", "w2"],
+            "the node listed nowhere is left out"
+        );
+        assert_eq!(
+            out[0]["metadata"]["annotations"]["mtu.unbounded-cloud.io/underlay-mtu"],
+            "1450"
+        );
+        assert_eq!(out[0]["metadata"]["labels"][SITE_LABEL_KEY], "a", "pinned");
+        assert_eq!(
+            out[0]["metadata"]["labels"][POOL_LABEL_KEY], "",
+            "pinned worker"
+        );
+        assert_eq!(
+            out[1]["status"]["addresses"],
+            json!([{"type": "InternalIP", "address": "10.0.0.3"}, {"type": "ExternalIP", "address": "1.1.1.1"}])
+        );
+        assert_eq!(out[2]["spec"]["podCIDRs"], json!(["10.9.2.0/24"]));
+        assert_eq!(out[2]["kind"], "Node");
+    }
+}
