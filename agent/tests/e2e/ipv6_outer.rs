@@ -212,11 +212,11 @@ fn ipv6_only_nodes_get_the_ipv6_outer_overhead_and_carry_it() {
     let st = status(&lab, "v6b");
     println!(
         "  v6b /status: underlayMTU {} (detected), its plan's link to v6a {}",
-        st["underlayMTU"], st["plan"]["links"][0]["mtu"]
+        st["underlayMTU"], st["plan"]["nodes"][0]["links"][0]["mtu"]
     );
     assert_eq!(st["underlayMTU"], UNDERLAY, "{st}");
-    assert_eq!(st["plan"]["links"][0]["peer"], "v6a", "{st}");
-    assert_eq!(st["plan"]["links"][0]["mtu"], MTU, "{st}");
+    assert_eq!(st["plan"]["nodes"][0]["links"][0]["peer"], "v6a", "{st}");
+    assert_eq!(st["plan"]["nodes"][0]["links"][0]["mtu"], MTU, "{st}");
 
     // (2) The kernel: IPv4 pods encapsulated in IPv6 towards the peer's underlay address, with
     // a UDP checksum, at the route MTU; the endpoint host route to that address over eth0.
