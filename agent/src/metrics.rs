@@ -7,6 +7,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::k8s::metrics::ApiMetrics;
+
 /// Label: a result or an error kind.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabel {
@@ -30,14 +32,7 @@ pub struct BuildLabel {
     pub commit: String,
 }
 
-/// Label: an API request.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RequestLabel {
-    /// HTTP verb or watch.
-    pub verb: String,
-    /// Resource.
-    pub resource: String,
-}
+pub use crate::k8s::metrics::ApiRequestLabel;
 
 /// Label: an applied MTU.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -54,8 +49,8 @@ pub struct Metrics {
     pub reconcile_seconds: Histogram,
     /// Errors by step (every step present from the start, at 0).
     pub errors: Family<StepLabel, Counter>,
-    /// API requests by verb and resource.
-    pub api_requests: Family<RequestLabel, Counter>,
+    /// API requests by verb, resource and HTTP status (the client's counters).
+    pub api_requests: Family<ApiRequestLabel, Counter>,
     /// Active watches.
     pub active_watches: Gauge,
     /// MTUs the kernel carries, in every mode that writes it.
@@ -67,6 +62,14 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
+        Metrics::new(&ApiMetrics::default())
+    }
+}
+
+impl Metrics {
+    /// The agent's metrics, with the API request counters of `api` (which the client's layer
+    /// increments) exported as `api_requests`.
+    pub fn new(api: &ApiMetrics) -> Self {
         let mut registry = Registry::with_prefix("unbounded_mtu");
         let reconciles = Family::<ResultLabel, Counter>::default();
         let reconcile_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
@@ -76,7 +79,7 @@ impl Default for Metrics {
                 step: step.as_str().into(),
             }));
         }
-        let api_requests = Family::<RequestLabel, Counter>::default();
+        let api_requests = api.family();
         let active_watches = Gauge::default();
         let applied_mtu = Family::<ItemLabel, Gauge>::default();
         let build_info = Family::<BuildLabel, Gauge>::default();
@@ -96,7 +99,7 @@ impl Default for Metrics {
         registry.register("errors", "Failures by agent step", errors.clone());
         registry.register(
             "api_requests",
-            "Kubernetes API requests by verb and resource",
+            "Kubernetes API requests by verb, resource and HTTP status",
             api_requests.clone(),
         );
         registry.register("active_watches", "Active watches", active_watches.clone());
@@ -118,9 +121,7 @@ impl Default for Metrics {
             registry,
         }
     }
-}
 
-impl Metrics {
     /// Prometheus text exposition.
     pub fn encode(&self) -> String {
         let mut s = String::new();

@@ -219,7 +219,7 @@ async fn malformed_objects_are_diagnostics_in_both_modes() {
 #[tokio::test(start_paused = true)]
 async fn reflector_resumes_relists_on_gone_and_swaps() {
     let mock = Mock::start().await;
-    let sites = ResourceKind::of(Kind::Site).path();
+    let sites = support::path(ResourceKind::of(Kind::Site));
     let mut a = site("a", "10.0.0.0/16");
     a["metadata"]["resourceVersion"] = json!("1");
     let mut c = site("c", "10.2.0.0/16");
@@ -252,8 +252,12 @@ async fn reflector_resumes_relists_on_gone_and_swaps() {
         Backoff::watch(),
     ));
     let mut seen = Vec::new();
+    let mut failed = Vec::new();
     while seen.len() < 4 {
-        seen.push(rx.recv().await.expect("change"));
+        match rx.recv().await.expect("change") {
+            Change::Failed(_, e) => failed.push(e.code),
+            c => seen.push(c),
+        }
     }
     let k = ResourceKind::of(Kind::Site);
     assert_eq!(
@@ -265,6 +269,7 @@ async fn reflector_resumes_relists_on_gone_and_swaps() {
             Change::Listed(k)
         ]
     );
+    assert_eq!(failed, [Some(410)], "the 410 event is reported");
     assert!(
         support::until(
             || mock.requests().iter().filter(|r| r.is_watch()).count() == 3,
@@ -510,7 +515,7 @@ async fn heavy_kinds_are_watched_only_while_an_assignment_lists_the_site() {
     let mock = Mock::start().await;
     agent_mock(&mock, own_node("100", ""));
     support::hold_startup_watch(&mock);
-    let assignments = ResourceKind::of(Kind::SiteGatewayPoolAssignment).path();
+    let assignments = support::path(ResourceKind::of(Kind::SiteGatewayPoolAssignment));
     let ch = mock.live_channel();
     mock.replace_watch(&assignments, vec![Reply::Live(ch)]);
     let heavy: Vec<String> = [
@@ -519,7 +524,7 @@ async fn heavy_kinds_are_watched_only_while_an_assignment_lists_the_site() {
         Kind::GatewayPoolPeering,
     ]
     .into_iter()
-    .map(|k| ResourceKind::of(k).path())
+    .map(|k| support::path(ResourceKind::of(k)))
     .collect();
     // No own Pod: nothing to acknowledge.
     let args = support::parse_agent_args(&["--node-name", "n1", "--dry-run"]);
@@ -578,7 +583,7 @@ async fn heavy_kinds_are_watched_only_while_an_assignment_lists_the_site() {
 #[tokio::test]
 async fn list_pages_follow_continue_tokens() {
     let mock = Mock::start().await;
-    let sites = ResourceKind::of(Kind::Site).path();
+    let sites = support::path(ResourceKind::of(Kind::Site));
     let mut page1 = support::list(vec![site("a", "10.0.0.0/16")], "9");
     page1["metadata"]["continue"] = json!("tok 1");
     mock.on(
@@ -589,12 +594,10 @@ async fn list_pages_follow_continue_tokens() {
             Reply::Json(200, support::list(vec![site("b", "10.1.0.0/16")], "10")),
         ],
     );
-    let (items, rv) =
-        unbounded_mtu::k8s::api::list_all(&mock.client(), ResourceKind::of(Kind::Site), &[])
-            .await
-            .expect("listed");
+    let items = unbounded_mtu::k8s::api::list_values(&mock.client(), ResourceKind::of(Kind::Site))
+        .await
+        .expect("listed");
     assert_eq!(items.len(), 2);
-    assert_eq!(rv, "10");
     let reqs = mock.requests_to("GET", &sites);
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].param("limit").as_deref(), Some("500"));
@@ -646,12 +649,12 @@ async fn the_client_layer_counts_requests_by_verb_and_resource() {
     assert!(
         counts
             .iter()
-            .all(|((verb, _), n)| verb == "list" && *n == 1)
+            .all(|((verb, _, code), n)| verb == "list" && code == "200" && *n == 1)
     );
     assert!(
         counts
             .iter()
-            .any(|((_, r), _)| r == "sitegatewaypoolassignments")
+            .any(|((_, r, _), _)| r == "sitegatewaypoolassignments")
     );
 }
 
@@ -660,7 +663,7 @@ async fn a_kind_whose_resource_does_not_exist_lists_as_empty() {
     let mock = Mock::start().await;
     // Only Sites and Nodes exist; every other LIST answers 404.
     mock.collection(
-        &ResourceKind::of(Kind::Site).path(),
+        &support::path(ResourceKind::of(Kind::Site)),
         vec![site("a", "10.0.0.0/16")],
         "1",
     );
@@ -679,7 +682,7 @@ async fn a_kind_whose_resource_does_not_exist_lists_as_empty() {
 #[tokio::test(start_paused = true)]
 async fn reflector_relists_when_the_watch_request_itself_is_gone() {
     let mock = Mock::start().await;
-    let sites = ResourceKind::of(Kind::Site).path();
+    let sites = support::path(ResourceKind::of(Kind::Site));
     mock.on(
         "GET",
         &sites,
@@ -709,6 +712,10 @@ async fn reflector_relists_when_the_watch_request_itself_is_gone() {
     ));
     let k = ResourceKind::of(Kind::Site);
     assert_eq!(rx.recv().await, Some(Change::Listed(k)));
+    match rx.recv().await {
+        Some(Change::Failed(_, e)) => assert_eq!(e.code, Some(410)),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(rx.recv().await, Some(Change::Listed(k)));
     assert_eq!(store.snapshot().keys().collect::<Vec<_>>(), ["b"]);
     assert!(

@@ -138,7 +138,7 @@ async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_appli
     let mock = Mock::start().await;
     worker_cluster(&mock);
     mock.on("PATCH", NODE, vec![node_patched()]);
-    let assignments = ResourceKind::of(Kind::SiteGatewayPoolAssignment).path();
+    let assignments = support::path(ResourceKind::of(Kind::SiteGatewayPoolAssignment));
     let ch = mock.live_channel();
     mock.replace_watch(&assignments, vec![Reply::Live(ch)]);
     let heavy: Vec<String> = [
@@ -147,7 +147,7 @@ async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_appli
         Kind::GatewayPoolPeering,
     ]
     .into_iter()
-    .map(|k| ResourceKind::of(k).path())
+    .map(|k| support::path(ResourceKind::of(k)))
     .collect();
     let dp = Arc::new(FakeApplier::default());
     let stop_tx = start(&mock, dp.clone());
@@ -220,7 +220,7 @@ async fn watch_timeouts_lie_in_600_1200_and_startup_events_are_not_lost() {
     );
     mock.on("PATCH", NODE, vec![node_patched()]);
     // Sites arrive on a live watch: one event is sent at once, while the agent is starting.
-    let sites = ResourceKind::of(Kind::Site).path();
+    let sites = support::path(ResourceKind::of(Kind::Site));
     let ch = mock.live_channel();
     mock.replace_watch(&sites, vec![Reply::Live(ch)]);
     mock.push(ch, support::event("ADDED", site("b", "10.1.0.0/16")));

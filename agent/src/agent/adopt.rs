@@ -5,7 +5,7 @@ use crate::k8s::ResourceKind;
 use crate::k8s::api::{self, typed};
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
-use kube::api::Api;
+use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 use topology_core::decode::{Decoded, Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
 use topology_core::model::Topology;
@@ -245,8 +245,11 @@ pub enum AdoptError {
 
 /// Whether GatewayPool `name` exists: one GET (404: it does not).
 async fn pool_exists(client: &Client, name: &str) -> Result<bool, AdoptError> {
-    let path = ResourceKind::of(Kind::GatewayPool).object_path(name);
-    match api::get_json(client, &path).await {
+    let pools: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ResourceKind::of(Kind::GatewayPool).api_resource(),
+    );
+    match pools.get(name).await {
         Ok(_) => Ok(true),
         Err(e) if api::api_status(&e).is_some_and(|s| s.code == 404) => Ok(false),
         Err(source) => Err(AdoptError::GetPool {
@@ -270,7 +273,7 @@ pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Attempt, Adop
         ResourceKind::of(Kind::Node),
         serde_json::to_value(&node).map_err(AdoptError::EncodeNode)?,
     );
-    let (sites, _) = api::list_all(client, ResourceKind::of(Kind::Site), &[])
+    let sites = api::list_values(client, ResourceKind::of(Kind::Site))
         .await
         .map_err(AdoptError::ListSites)?;
     let (site, _) = membership(&node, &sites, &[]);
@@ -282,7 +285,7 @@ pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Attempt, Adop
         Some("") => None,
         Some(name) if pool_exists(client, name).await? => Some(name.to_string()),
         _ => {
-            let (pools, _) = api::list_all(client, ResourceKind::of(Kind::GatewayPool), &[])
+            let pools = api::list_values(client, ResourceKind::of(Kind::GatewayPool))
                 .await
                 .map_err(AdoptError::ListPools)?;
             membership(&node, &sites, &pools).1

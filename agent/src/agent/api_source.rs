@@ -133,12 +133,26 @@ impl Source for Api {
                         return Ok(Wake::Exit(exit));
                     }
                 }
-                c = self.changes.recv() => {
-                    return match c {
-                        Some(_) => Ok(Wake::Changed),
-                        None => Err(ApiError::CachesStopped.into()),
-                    };
-                }
+                c = self.changes.recv() => match c {
+                    Some(Change::Failed(kind, e)) => {
+                        // The watcher retries after its backoff; the error shows until the
+                        // kind reads again.
+                        let mut text = e.to_string();
+                        let mut cause = std::error::Error::source(e.as_ref());
+                        while let Some(c) = cause {
+                            text = format!("{text}: {c}");
+                            cause = c.source();
+                        }
+                        tracing::warn!(resource = %kind, code = ?e.code, error = %text,
+                            "reading the API failed; retrying after the backoff");
+                        self.status.api_failed(kind.plural(), text);
+                    }
+                    Some(Change::Listed(kind) | Change::Updated(kind)) => {
+                        self.status.api_recovered(kind.plural());
+                        return Ok(Wake::Changed);
+                    }
+                    None => return Err(ApiError::CachesStopped.into()),
+                },
             }
         }
     }

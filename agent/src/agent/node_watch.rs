@@ -3,10 +3,13 @@
 //! ends the process (exit 3); the Node's deletion too (exit 4).
 
 use super::adopt::{Baseline, PoolBasis, label, membership, pool_from_label};
-use crate::k8s::api::{self, WatchQuery, api_status, rv_of};
+use crate::k8s::api::{api_status, typed};
+use crate::k8s::store::watch_timeout;
 use crate::k8s::{Backoff, ResourceKind};
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
 use kube::Client;
+use kube::api::{Api, WatchParams};
 use kube::core::WatchEvent;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -102,35 +105,50 @@ pub fn field_selector(node_name: &str) -> String {
     format!("metadata.name={node_name}")
 }
 
+/// An event of the typed own-Node watch as the raw JSON the judges read.
+fn raw_event(ev: WatchEvent<Node>) -> WatchEvent<Value> {
+    let raw = |n: Node| {
+        typed(
+            ResourceKind::of(Kind::Node),
+            serde_json::to_value(n).unwrap_or_default(),
+        )
+    };
+    match ev {
+        WatchEvent::Added(n) => WatchEvent::Added(raw(n)),
+        WatchEvent::Modified(n) => WatchEvent::Modified(raw(n)),
+        WatchEvent::Deleted(n) => WatchEvent::Deleted(raw(n)),
+        WatchEvent::Bookmark(b) => WatchEvent::Bookmark(b),
+        WatchEvent::Error(s) => WatchEvent::Error(s),
+    }
+}
+
 /// Watches the own Node from `base` (an adopted or a broken assignment) until `cancel` turns
-/// true or a verdict ends the process. Closed streams
-/// and errors reconnect after `backoff`, from the last resource version seen; `410 Gone`
-/// revalidates with a GET (404 there = deleted) and resumes from its resource version.
+/// true or a verdict ends the process. Closed streams and errors reconnect after `backoff`, from
+/// the last resource version seen; `410 Gone` revalidates with a GET (404 there = deleted) and
+/// resumes from its resource version.
 pub async fn watch_own_node(
     client: Client,
     base: Baseline,
     mut cancel: watch::Receiver<bool>,
     mut backoff: Backoff,
 ) -> WatchEnd {
-    let kind = ResourceKind::of(Kind::Node);
+    let nodes: Api<Node> = Api::all(client);
+    let selector = field_selector(&base.node_name);
     let mut rv = base.resource_version.clone();
     loop {
         if *cancel.borrow() {
             return WatchEnd::Cancelled;
         }
-        let q = WatchQuery {
-            resource_version: rv.clone(),
-            field_selector: Some(field_selector(&base.node_name)),
-            label_selector: None,
-            timeout_seconds: api::watch_timeout(),
-            metadata_only: false,
-        };
+        let params = WatchParams::default()
+            .fields(&selector)
+            .timeout(watch_timeout());
         let mut gone = false;
         let session = async {
-            match api::watch(&client, kind, &q).await {
-                Ok(mut events) => {
+            match nodes.watch(&params, &rv).await {
+                Ok(events) => {
+                    let mut events = std::pin::pin!(events);
                     while let Some(ev) = events.next().await {
-                        match ev {
+                        match ev.map(raw_event) {
                             Ok(WatchEvent::Error(s)) => {
                                 tracing::info!(code = s.code, reason = %s.reason, "own-Node watch error");
                                 gone = s.code == 410;
@@ -184,18 +202,21 @@ pub async fn watch_own_node(
         }
         if gone {
             // The resource version expired: revalidate with a GET and resume from there.
-            let path = kind.object_path(&base.node_name);
             let got = tokio::select! {
-                g = api::get_json(&client, &path) => g,
+                g = nodes.get(&base.node_name) => g,
                 _ = cancel.wait_for(|c| *c) => return WatchEnd::Cancelled,
             };
             match got {
                 Ok(n) => {
+                    rv = n.metadata.resource_version.clone().unwrap_or_default();
+                    let n = typed(
+                        ResourceKind::of(Kind::Node),
+                        serde_json::to_value(n).unwrap_or_default(),
+                    );
                     let v = judge_node(&base, &n);
                     if v != Verdict::Unchanged {
                         return WatchEnd::Verdict(v);
                     }
-                    rv = rv_of(&n).unwrap_or_default().to_string();
                 }
                 Err(e) if api_status(&e).is_some_and(|s| s.code == 404) => {
                     return WatchEnd::Verdict(Verdict::Deleted);
@@ -204,6 +225,12 @@ pub async fn watch_own_node(
             }
         }
     }
+}
+
+/// `metadata.resourceVersion` of a raw object.
+fn rv_of(v: &Value) -> Option<&str> {
+    v.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
 }
 
 #[cfg(test)]

@@ -125,6 +125,7 @@ pub async fn adopt(
                     return Ok(Adoption::Exit(exit));
                 }
                 tracing::info!(assignment = %a.assignment.annotation_value(), "adopted the assignment");
+                status.api_recovered("adoption");
                 status.set_adopted(&a.assignment.annotation_value());
                 let watch = StartupWatch::start(client, a.baseline(), status);
                 return Ok(Adoption::Adopted(a, watch));
@@ -149,7 +150,8 @@ pub async fn adopt(
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join(": ");
-                tracing::warn!(node = node_name, %error, retry_in = ?delay, "adoption failed; retrying")
+                tracing::warn!(node = node_name, %error, retry_in = ?delay, "adoption failed; retrying");
+                status.api_failed("adoption", error);
             }
         }
         let watch_end = async {

@@ -8,7 +8,7 @@
 use super::adopt::BrokenAssignment;
 use super::failure::{Failure, Step};
 use crate::k8s::metrics::ApiMetrics;
-use crate::metrics::{ItemLabel, Metrics, RequestLabel, ResultLabel, StepLabel};
+use crate::metrics::{ItemLabel, Metrics, ResultLabel, StepLabel};
 use crate::settings::PodRef;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -32,7 +32,6 @@ use tokio::task::JoinHandle;
 #[derive(Default)]
 pub struct Status {
     inner: Mutex<Inner>,
-    api: ApiMetrics,
     /// The Prometheus registry (`/metrics`), the same metrics in every mode.
     metrics: Metrics,
     /// Where reports that become Kubernetes Events go (API mode with a known Pod only).
@@ -70,8 +69,7 @@ impl Status {
     pub fn with_api(api: ApiMetrics) -> Status {
         Status {
             inner: Mutex::default(),
-            api,
-            metrics: Metrics::default(),
+            metrics: Metrics::new(&api),
             events: Mutex::default(),
         }
     }
@@ -248,17 +246,6 @@ impl Status {
 
     /// The `/metrics` text (Prometheus exposition by `prometheus-client`).
     pub fn metrics(&self) -> String {
-        // The client counts its requests itself; bring the counters up to its totals.
-        for ((verb, resource), n) in self.api.snapshot() {
-            let c = self
-                .metrics
-                .api_requests
-                .get_or_create(&RequestLabel { verb, resource });
-            let have = c.get();
-            if n > have {
-                c.inc_by(n.saturating_sub(have));
-            }
-        }
         self.metrics.ready.set(i64::from(self.ready()));
         self.metrics.encode()
     }
@@ -689,6 +676,17 @@ mod tests {
             "{m}"
         );
         assert!(m.ends_with("# EOF\n"), "{m}");
+        let api = ApiMetrics::default();
+        let s = Status::with_api(api.clone());
+        api.record(
+            &http::Method::GET,
+            "/api/v1/nodes",
+            Some("watch=true"),
+            Some(http::StatusCode::OK),
+        );
+        assert!(s.metrics().contains(
+            "unbounded_mtu_api_requests_total{verb=\"watch\",resource=\"nodes\",code=\"200\"} 1"
+        ));
     }
 
     #[test]

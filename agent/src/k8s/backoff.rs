@@ -1,4 +1,4 @@
-//! Capped exponential backoff with jitter.
+//! Capped exponential backoff with jitter; also the backoff of kube-runtime's watcher streams.
 
 use std::time::Duration;
 
@@ -43,6 +43,22 @@ impl Backoff {
     /// Back to the first step (after a stream that delivered something).
     pub fn reset(&mut self) {
         self.next = self.min;
+    }
+}
+
+/// Each step of the watcher's backoff (`WatchStreamExt::backoff` sleeps this long after an error).
+impl Iterator for Backoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        Some(self.next_delay())
+    }
+}
+
+/// `WatchStreamExt::backoff` resets it after a stream item that is not an error.
+impl kube::runtime::utils::Backoff for Backoff {
+    fn reset(&mut self) {
+        Backoff::reset(self);
     }
 }
 

@@ -67,19 +67,6 @@ impl ResourceKind {
         }
     }
 
-    /// The collection path (cluster-scoped).
-    pub fn path(self) -> String {
-        match self.kind {
-            Kind::Node => "/api/v1/nodes".to_string(),
-            _ => format!("/apis/{GROUP}/{VERSION}/{}", self.plural()),
-        }
-    }
-
-    /// The path of one object.
-    pub fn object_path(self, name: &str) -> String {
-        format!("{}/{}", self.path(), encode(name))
-    }
-
     /// A kube `ApiResource` for `Api<DynamicObject>`.
     pub fn api_resource(self) -> kube::core::ApiResource {
         let (group, version) = match self.kind {
@@ -102,48 +89,20 @@ impl std::fmt::Display for ResourceKind {
     }
 }
 
-/// Percent-encodes a path segment or query value (everything but unreserved characters).
-pub fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// `path?k=v&...` with encoded values.
-pub fn with_query(path: &str, query: &[(&str, String)]) -> String {
-    if query.is_empty() {
-        return path.to_string();
-    }
-    let q: Vec<String> = query
-        .iter()
-        .map(|(k, v)| format!("{k}={}", encode(v)))
-        .collect();
-    format!("{path}?{}", q.join("&"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::Resource;
+    use kube::core::DynamicObject;
 
     #[test]
-    fn paths() {
+    fn urls_come_from_the_api_resource() {
+        let r = ResourceKind::of(Kind::SiteGatewayPoolAssignment).api_resource();
         assert_eq!(
-            ResourceKind::of(Kind::SiteGatewayPoolAssignment).path(),
+            DynamicObject::url_path(&r, None),
             "/apis/net.unbounded-cloud.io/v1alpha1/sitegatewaypoolassignments"
         );
-        assert_eq!(
-            ResourceKind::of(Kind::Node).object_path("n 1"),
-            "/api/v1/nodes/n%201"
-        );
-        assert_eq!(
-            with_query("/x", &[("fieldSelector", "metadata.name=a".into())]),
-            "/x?fieldSelector=metadata.name%3Da"
-        );
+        let n = ResourceKind::of(Kind::Node).api_resource();
+        assert_eq!(DynamicObject::url_path(&n, None), "/api/v1/nodes");
     }
 }

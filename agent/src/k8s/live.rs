@@ -3,6 +3,7 @@
 use super::api::{self, api_status};
 use super::client::{self, Source};
 use super::kinds::ResourceKind;
+use super::store::PAGE_SIZE;
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
@@ -23,8 +24,8 @@ pub async fn list_decoded(client: &Client) -> Result<Decoded> {
             }
             continue;
         }
-        match api::list_all(client, kind, &[]).await {
-            Ok((items, _)) => {
+        match api::list_values(client, kind).await {
+            Ok(items) => {
                 for it in items {
                     decoded.add_json(SOURCE, it);
                 }
@@ -42,7 +43,7 @@ pub async fn list_decoded(client: &Client) -> Result<Decoded> {
 pub async fn list_nodes(client: &Client) -> Result<Vec<serde_json::Value>> {
     let nodes: Api<Node> = Api::all(client.clone());
     let mut out = Vec::new();
-    let mut lp = ListParams::default().limit(500);
+    let mut lp = ListParams::default().limit(PAGE_SIZE);
     loop {
         let page = nodes.list(&lp).await.context("cannot list nodes")?;
         for n in page.items {

@@ -1,32 +1,74 @@
-//! API requests by verb and resource, counted by a layer on the kube client's service stack.
+//! API requests by verb, resource and HTTP status, counted by a layer on the kube client's
+//! service stack once per request sent (the client's own retries are turned off, so every request
+//! the agent makes is one request on the wire).
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-/// Request counters, shared between the client and the metrics endpoint.
+/// The labels of one API request counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct ApiRequestLabel {
+    /// `get`, `list`, `watch`, `patch`, ...
+    pub verb: String,
+    /// `nodes`, `sites`, `pods`, ...
+    pub resource: String,
+    /// The HTTP status (`"200"`, `"503"`), or `"error"` when no response came.
+    pub code: String,
+}
+
+/// Request counters, shared between the client and the metrics endpoint: the family the
+/// `/metrics` registry exports, and the same counts in a map for tests and diagnostics.
 #[derive(Clone, Debug, Default)]
 pub struct ApiMetrics {
-    counts: Arc<Mutex<BTreeMap<(String, String), u64>>>,
+    family: Family<ApiRequestLabel, Counter>,
+    counts: Arc<Mutex<BTreeMap<ApiRequestLabel, u64>>>,
 }
 
 impl ApiMetrics {
-    /// Counts one request.
-    pub fn record(&self, method: &http::Method, path: &str, query: Option<&str>) {
+    /// Counts one request that got the HTTP status `code` (`None`: no response came).
+    pub fn record(
+        &self,
+        method: &http::Method,
+        path: &str,
+        query: Option<&str>,
+        code: Option<http::StatusCode>,
+    ) {
         let (verb, resource) = classify(method, path, query);
+        self.count(verb, resource, code);
+    }
+
+    /// Counts one request already classified.
+    pub fn count(&self, verb: &str, resource: String, code: Option<http::StatusCode>) {
+        let label = ApiRequestLabel {
+            verb: verb.to_string(),
+            resource,
+            code: code.map_or_else(|| "error".to_string(), |c| c.as_u16().to_string()),
+        };
+        self.family.get_or_create(&label).inc();
         let mut g = match self.counts.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        *g.entry((verb.to_string(), resource)).or_default() += 1;
+        *g.entry(label).or_default() += 1;
     }
 
-    /// `((verb, resource), count)`, sorted.
-    pub fn snapshot(&self) -> Vec<((String, String), u64)> {
+    /// The counter family (`verb`, `resource`, `code`), for a Prometheus registry.
+    pub fn family(&self) -> Family<ApiRequestLabel, Counter> {
+        self.family.clone()
+    }
+
+    /// `((verb, resource, code), count)`, sorted.
+    pub fn snapshot(&self) -> Vec<((String, String, String), u64)> {
         let g = match self.counts.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        g.iter().map(|(k, v)| (k.clone(), *v)).collect()
+        g.iter()
+            .map(|(l, n)| ((l.verb.clone(), l.resource.clone(), l.code.clone()), *n))
+            .collect()
     }
 }
 
@@ -98,8 +140,23 @@ mod tests {
             ("list", "namespaces".into())
         );
         let m = ApiMetrics::default();
-        m.record(&Method::GET, "/api/v1/nodes/n1", None);
-        m.record(&Method::GET, "/api/v1/nodes/n1", None);
-        assert_eq!(m.snapshot(), vec![(("get".into(), "nodes".into()), 2)]);
+        let ok = Some(http::StatusCode::OK);
+        m.record(&Method::GET, "/api/v1/nodes/n1", None, ok);
+        m.record(&Method::GET, "/api/v1/nodes/n1", None, ok);
+        m.record(&Method::GET, "/api/v1/nodes", Some("limit=500"), None);
+        assert_eq!(
+            m.snapshot(),
+            vec![
+                (("get".into(), "nodes".into(), "200".into()), 2),
+                (("list".into(), "nodes".into(), "error".into()), 1)
+            ]
+        );
+        let fam = m.family();
+        let label = ApiRequestLabel {
+            verb: "get".into(),
+            resource: "nodes".into(),
+            code: "200".into(),
+        };
+        assert_eq!(fam.get_or_create(&label).get(), 2);
     }
 }

@@ -1,6 +1,6 @@
-//! The Kubernetes adapter: a kube-rs client, raw LIST/WATCH requests that never fail because of one
-//! malformed object, reflector-style stores, backoff, and the read-only live source of the offline
-//! commands.
+//! The Kubernetes adapter: a kube-rs client whose requests are counted, caches kept by
+//! kube-runtime's watcher and reflector, backoff, and the read-only live source of the offline
+//! commands (LISTs that never fail because of one malformed object).
 
 pub mod api;
 pub mod backoff;

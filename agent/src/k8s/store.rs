@@ -1,36 +1,86 @@
-//! Reflector-style stores: a LIST fills a new map that replaces the old one in one step (readers
-//! never see a half-applied relist), watch events update it incrementally, and every change is
-//! announced on a queue.
+//! Caches kept by kube-runtime: a `watcher` (LIST with paging, WATCH from the list's resource
+//! version with bookmarks, `410 Gone` → relist) over `DynamicObject`s feeds a `reflector` store,
+//! which swaps a completed relist in at once (readers never see a half-applied relist). Every
+//! change and every failed request is announced on a queue.
 
-use super::api::{self, WatchQuery, name_of, rv_of, typed};
+use super::api::typed;
 use super::backoff::Backoff;
 use super::kinds::ResourceKind;
-use futures::StreamExt;
-use kube::Client;
-use kube::core::WatchEvent;
+use super::metrics::classify;
+use futures::{StreamExt, TryStreamExt};
+use kube::api::Api;
+use kube::core::{DynamicObject, PartialObjectMeta};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::{WatchStreamExt, watcher as watch_stream};
+use kube::{Client, ResourceExt};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// Objects of one kind by name.
 pub type Objects = BTreeMap<String, Value>;
 
-/// The cache of one kind.
-#[derive(Debug)]
+/// Items per LIST page.
+pub const PAGE_SIZE: u32 = 500;
+
+/// A random watch timeout in [600, 1200) seconds (twice the usual range).
+pub fn watch_timeout() -> u32 {
+    fastrand::u32(600..1200)
+}
+
+/// The cache of one kind: a kube-runtime reflector store, plus the objects it cannot hold.
 pub struct Store {
     kind: ResourceKind,
-    objects: RwLock<Arc<Objects>>,
+    reader: reflector::Store<DynamicObject>,
+    writer: Mutex<Writer<DynamicObject>>,
+    /// Objects without `metadata.name` (the reflector keys objects by name): kept whole so that
+    /// the decoder reports them, as it does for such objects in files. `buffer` collects them
+    /// during a LIST, `listed` holds those of the last completed one.
+    nameless: Mutex<Nameless>,
+    /// The snapshot of the current contents, built on demand, dropped on every change.
+    cached: Mutex<Option<Arc<Objects>>>,
     synced: AtomicBool,
+}
+
+#[derive(Default)]
+struct Nameless {
+    buffer: Vec<Value>,
+    listed: Vec<Value>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("kind", &self.kind)
+            .field("objects", &self.reader.len())
+            .field("synced", &self.synced())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
 }
 
 impl Store {
     /// An empty, unsynced store.
     pub fn new(kind: ResourceKind) -> Store {
+        let writer = Writer::new(kind.api_resource());
         Store {
             kind,
-            objects: RwLock::new(Arc::new(Objects::new())),
+            reader: writer.as_reader(),
+            writer: Mutex::new(writer),
+            nameless: Mutex::default(),
+            cached: Mutex::default(),
             synced: AtomicBool::new(false),
         }
     }
@@ -45,61 +95,141 @@ impl Store {
         self.synced.load(Ordering::Acquire)
     }
 
-    /// A consistent snapshot.
+    /// A consistent snapshot: every object as JSON (`apiVersion` and `kind` filled in) by name;
+    /// nameless objects under keys of their own that no name can take.
     pub fn snapshot(&self) -> Arc<Objects> {
-        match self.objects.read() {
-            Ok(g) => g.clone(),
-            Err(p) => p.into_inner().clone(),
+        let mut cached = lock(&self.cached);
+        if let Some(s) = cached.as_ref() {
+            return s.clone();
         }
-    }
-
-    /// Replaces everything (a relist): one atomic swap.
-    pub fn replace(&self, items: Vec<Value>) {
         let mut map = Objects::new();
-        for (i, it) in items.into_iter().enumerate() {
-            // A nameless object keeps a key of its own (the decoder reports it).
-            let key = match name_of(&it) {
-                Some(n) if !n.is_empty() => n.to_string(),
-                _ => format!("\u{0}{i}"),
+        for o in self.reader.state() {
+            let Ok(v) = serde_json::to_value(&*o) else {
+                continue;
             };
-            map.insert(key, it);
+            map.insert(o.name_any(), typed(self.kind, v));
         }
-        let new = Arc::new(map);
-        match self.objects.write() {
-            Ok(mut g) => *g = new,
-            Err(p) => *p.into_inner() = new,
+        for (i, v) in lock(&self.nameless).listed.iter().enumerate() {
+            map.insert(format!("\u{0}{i}"), v.clone());
         }
-        self.synced.store(true, Ordering::Release);
+        let s = Arc::new(map);
+        *cached = Some(s.clone());
+        s
     }
 
-    /// Applies one watch event; returns whether the contents changed.
-    pub fn apply(&self, ev: &WatchEvent<Value>) -> bool {
-        let mut guard = match self.objects.write() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        let map = Arc::make_mut(&mut guard);
-        match ev {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                let o = typed(self.kind, o.clone());
-                let key = name_of(&o).unwrap_or_default().to_string();
-                map.insert(key, o);
+    /// Applies one watcher event; returns whether the contents changed (a completed LIST always
+    /// counts as a change).
+    pub fn apply(&self, ev: &Event<DynamicObject>) -> bool {
+        let changed = match ev {
+            Event::Init => {
+                lock(&self.nameless).buffer.clear();
+                lock(&self.writer).apply_watcher_event(ev);
+                false
+            }
+            Event::InitApply(o) if o.metadata.name.is_none() => {
+                lock(&self.nameless).buffer.push(self.value(o));
+                false
+            }
+            Event::InitDone => {
+                lock(&self.writer).apply_watcher_event(ev);
+                let mut n = lock(&self.nameless);
+                n.listed = std::mem::take(&mut n.buffer);
+                self.synced.store(true, Ordering::Release);
                 true
             }
-            WatchEvent::Deleted(o) => map.remove(name_of(o).unwrap_or_default()).is_some(),
-            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => false,
+            Event::Apply(o) if o.metadata.name.is_none() => {
+                lock(&self.nameless).listed.push(self.value(o));
+                true
+            }
+            // A nameless deletion names nothing to delete.
+            Event::Delete(o) if o.metadata.name.is_none() => false,
+            Event::Delete(o) => {
+                let key = ObjectRef::from_obj_with(o, self.kind.api_resource());
+                let present = self.reader.get(&key).is_some();
+                lock(&self.writer).apply_watcher_event(ev);
+                present
+            }
+            Event::InitApply(_) => {
+                lock(&self.writer).apply_watcher_event(ev);
+                false
+            }
+            Event::Apply(_) => {
+                lock(&self.writer).apply_watcher_event(ev);
+                true
+            }
+        };
+        if changed {
+            *lock(&self.cached) = None;
         }
+        changed
+    }
+
+    fn value(&self, o: &DynamicObject) -> Value {
+        typed(self.kind, serde_json::to_value(o).unwrap_or(Value::Null))
+    }
+}
+
+/// A failed LIST or WATCH of a reflector.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot list or watch {kind}")]
+pub struct ApiError {
+    /// The kind.
+    pub kind: ResourceKind,
+    /// The HTTP status of the answer, when one came (`None`: unreachable, a broken stream, an
+    /// undecodable answer).
+    pub code: Option<u16>,
+    /// What kube-runtime's watcher reported.
+    #[source]
+    pub source: watcher::Error,
+}
+
+impl ApiError {
+    /// The error of `kind`'s watcher, with its HTTP status.
+    pub fn new(kind: ResourceKind, source: watcher::Error) -> ApiError {
+        let code = match &source {
+            watcher::Error::InitialListFailed(e)
+            | watcher::Error::WatchStartFailed(e)
+            | watcher::Error::WatchFailed(e) => match e {
+                kube::Error::Api(s) => Some(s.code),
+                _ => None,
+            },
+            watcher::Error::WatchError(s) => Some(s.code),
+            watcher::Error::NoResourceVersion => None,
+        };
+        ApiError { kind, code, source }
+    }
+
+    /// Whether the initial LIST found no such resource (`404`: its CRD is not installed).
+    pub fn resource_missing(&self) -> bool {
+        matches!(self.source, watcher::Error::InitialListFailed(_)) && self.code == Some(404)
     }
 }
 
 /// What a reflector reports on its queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Change {
     /// The initial (or a re-) LIST replaced the store.
     Listed(ResourceKind),
     /// A watch event changed it.
     Updated(ResourceKind),
+    /// A LIST or WATCH failed; the next attempt follows after the backoff.
+    Failed(ResourceKind, Arc<ApiError>),
 }
+
+impl PartialEq for Change {
+    /// Failures compare by kind and HTTP status.
+    fn eq(&self, other: &Change) -> bool {
+        match (self, other) {
+            (Change::Listed(a), Change::Listed(b)) | (Change::Updated(a), Change::Updated(b)) => {
+                a == b
+            }
+            (Change::Failed(a, e), Change::Failed(b, f)) => a == b && e.code == f.code,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Change {}
 
 /// What a reflector reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -110,106 +240,167 @@ pub struct ReflectOptions {
     pub metadata_only: bool,
 }
 
-/// Keeps `store` in sync with the API until the task is dropped or aborted: LIST, then WATCH from
-/// the list's resource version; a closed stream resumes from the last resource version seen, a
-/// `410 Gone` relists; every reconnect waits for `backoff` first.
+/// A metadata-only object as a `DynamicObject` with no other fields (`kind`
+/// `PartialObjectMetadata` as the server sent it).
+fn metadata_object(p: PartialObjectMeta<DynamicObject>) -> DynamicObject {
+    DynamicObject {
+        types: p.types,
+        metadata: p.metadata,
+        data: Value::Object(serde_json::Map::new()),
+    }
+}
+
+fn map_event<A, B>(ev: Event<A>, f: impl Fn(A) -> B) -> Event<B> {
+    match ev {
+        Event::Apply(o) => Event::Apply(f(o)),
+        Event::Delete(o) => Event::Delete(f(o)),
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(f(o)),
+        Event::InitDone => Event::InitDone,
+    }
+}
+
+/// `client`, with the WATCH requests sent through it starting at least `gap` apart. kube-runtime's
+/// watcher reconnects at once when the server ends a watch normally; this keeps a server that
+/// ends every watch immediately from drawing a request storm, while a watch that ran to its
+/// timeout reconnects without delay.
+fn paced(client: Client, gap: Duration) -> Client {
+    let namespace = client.default_namespace().to_string();
+    let last: Arc<tokio::sync::Mutex<Option<Instant>>> = Arc::default();
+    let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+        let client = client.clone();
+        let last = last.clone();
+        async move {
+            let (verb, _) = classify(req.method(), req.uri().path(), req.uri().query());
+            if verb == "watch" {
+                let mut last = last.lock().await;
+                if let Some(t) = *last {
+                    tokio::time::sleep_until(t + gap).await;
+                }
+                *last = Some(Instant::now());
+            }
+            client.send(req).await
+        }
+    });
+    Client::new(service, namespace)
+}
+
+/// One backoff shared by the successive watchers of a reflector, which also remembers its last
+/// delay (kube-runtime's `StreamBackoff` takes the backoff by value and sleeps inside the stream).
+#[derive(Clone)]
+struct SharedBackoff(Arc<Mutex<(Backoff, Duration)>>);
+
+impl Iterator for SharedBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let mut g = lock(&self.0);
+        let d = g.0.next_delay();
+        g.1 = d;
+        Some(d)
+    }
+}
+
+impl kube::runtime::utils::Backoff for SharedBackoff {
+    fn reset(&mut self) {
+        lock(&self.0).0.reset();
+    }
+}
+
+impl SharedBackoff {
+    fn last_delay(&self) -> Duration {
+        lock(&self.0).1
+    }
+}
+
+/// Keeps `store` in sync with the API until the task is dropped or aborted, with kube-runtime's
+/// watcher: LIST (pages of [`PAGE_SIZE`]), then WATCH from the list's resource version with
+/// bookmarks and a timeout drawn from [`watch_timeout`] (once per reflector: the watcher keeps
+/// one configuration); a watch that ends resumes from the last resource version seen, `410 Gone`
+/// relists. After every failed request the next one waits for `backoff`, which is reset by
+/// anything the stream delivers (a listed object, an event, a completed LIST). A kind whose
+/// resource does not exist (`404` on the initial LIST: its CRD is not installed) counts as
+/// listed and empty until a later LIST finds it.
 pub async fn reflect(
     client: Client,
     store: Arc<Store>,
     opts: ReflectOptions,
     changes: mpsc::UnboundedSender<Change>,
-    mut backoff: Backoff,
+    backoff: Backoff,
 ) {
     let kind = store.kind();
-    let ReflectOptions {
-        label_selector,
-        metadata_only,
-    } = opts;
-    let accept = metadata_only.then_some(api::META_LIST_ACCEPT);
-    let list_query: Vec<(&str, String)> = label_selector
-        .iter()
-        .map(|l| ("labelSelector", l.clone()))
-        .collect();
-    let mut rv: Option<String> = None;
+    let resource = kind.api_resource();
+    let client = paced(client, backoff.base());
+    let mut config = watcher::Config::default()
+        .page_size(PAGE_SIZE)
+        .timeout(watch_timeout());
+    if let Some(l) = &opts.label_selector {
+        config = config.labels(l);
+    }
+    let backoff = SharedBackoff(Arc::new(Mutex::new((backoff, Duration::ZERO))));
     loop {
-        let from = match rv.take() {
-            Some(v) => v,
-            None => match api::list_all_accept(&client, kind, &list_query, accept).await {
-                Ok((items, list_rv)) => {
-                    store.replace(items);
-                    if changes.send(Change::Listed(kind)).is_err() {
-                        return;
+        let events = if opts.metadata_only {
+            let api = Api::<PartialObjectMeta<DynamicObject>>::all_with(client.clone(), &resource);
+            watch_stream(api, config.clone())
+                .map_ok(|ev| map_event(ev, metadata_object))
+                .boxed()
+        } else {
+            let api = Api::<DynamicObject>::all_with(client.clone(), &resource);
+            watch_stream(api, config.clone()).boxed()
+        };
+        // `Init` starts every LIST attempt, also one that fails: applied here and kept from the
+        // backoff, which would otherwise be reset before each LIST and never grow.
+        let init_store = store.clone();
+        let events = events
+            .try_filter(move |ev| {
+                let init = matches!(ev, Event::Init);
+                if init {
+                    init_store.apply(ev);
+                }
+                futures::future::ready(!init)
+            })
+            .backoff(backoff.clone());
+        let mut events = std::pin::pin!(events);
+        while let Some(ev) = events.next().await {
+            let mut relist = false;
+            let change = match ev {
+                Ok(ev) => {
+                    let changed = store.apply(&ev);
+                    match ev {
+                        Event::InitDone => Some(Change::Listed(kind)),
+                        _ if changed => Some(Change::Updated(kind)),
+                        _ => None,
                     }
-                    list_rv
                 }
                 Err(e) => {
-                    tracing::warn!(resource = %kind, error = %e, status = ?api::api_status(&e), "LIST failed");
-                    if api::api_status(&e).is_some_and(|s| s.code == 404) && !store.synced() {
-                        // The resource does not exist (CRD not installed): an empty, synced cache
-                        // so the agent is not held back; the LIST is retried after the backoff.
-                        store.replace(Vec::new());
+                    let e = Arc::new(ApiError::new(kind, e));
+                    tracing::warn!(resource = %kind, code = ?e.code, error = %e.source, "LIST or WATCH failed");
+                    if e.resource_missing() && !store.synced() {
+                        tracing::warn!(resource = %kind, "the resource does not exist; an empty cache until it does");
+                        store.apply(&Event::Init);
+                        store.apply(&Event::InitDone);
                         if changes.send(Change::Listed(kind)).is_err() {
                             return;
                         }
                     }
-                    tokio::time::sleep(backoff.next_delay()).await;
-                    continue;
+                    // kube-runtime relists after a `410 Gone` watch event, but retries a WATCH
+                    // request answered `410` from the same expired version: a new watcher
+                    // relists instead.
+                    relist = matches!(e.source, watcher::Error::WatchStartFailed(_))
+                        && e.code == Some(410);
+                    Some(Change::Failed(kind, e))
                 }
-            },
-        };
-        let q = WatchQuery {
-            resource_version: from.clone(),
-            label_selector: label_selector.clone(),
-            field_selector: None,
-            timeout_seconds: api::watch_timeout(),
-            metadata_only,
-        };
-        let mut last = from;
-        let mut relist = false;
-        match api::watch(&client, kind, &q).await {
-            Ok(mut events) => {
-                while let Some(ev) = events.next().await {
-                    match ev {
-                        Ok(WatchEvent::Error(s)) => {
-                            tracing::info!(resource = %kind, code = s.code, reason = %s.reason, "watch error");
-                            relist = s.code == 410;
-                            break;
-                        }
-                        Ok(ev) => {
-                            backoff.reset();
-                            let new_rv = match &ev {
-                                WatchEvent::Added(o)
-                                | WatchEvent::Modified(o)
-                                | WatchEvent::Deleted(o) => rv_of(o).map(str::to_string),
-                                WatchEvent::Bookmark(b) => {
-                                    Some(b.metadata.resource_version.clone())
-                                }
-                                WatchEvent::Error(_) => None,
-                            };
-                            if let Some(v) = new_rv {
-                                last = v;
-                            }
-                            if store.apply(&ev) && changes.send(Change::Updated(kind)).is_err() {
-                                return;
-                            }
-                        }
-                        Err(e) => {
-                            tracing::info!(resource = %kind, error = %e, "watch stream failed");
-                            relist = api::api_status(&e).is_some_and(|s| s.code == 410);
-                            break;
-                        }
-                    }
-                }
+            };
+            if let Some(c) = change
+                && changes.send(c).is_err()
+            {
+                return;
             }
-            Err(e) => {
-                tracing::warn!(resource = %kind, error = %e, status = ?api::api_status(&e), "WATCH failed");
-                relist = api::api_status(&e).is_some_and(|s| s.code == 410);
+            if relist {
+                break;
             }
         }
-        if !relist {
-            rv = Some(last);
-        }
-        tokio::time::sleep(backoff.next_delay()).await;
+        tokio::time::sleep(backoff.last_delay()).await;
     }
 }
 
@@ -219,23 +410,50 @@ mod tests {
     use serde_json::json;
     use topology_core::decode::Kind;
 
+    fn obj(v: Value) -> DynamicObject {
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     #[test]
     fn relist_swaps_and_snapshots_stay_consistent() {
         let s = Store::new(ResourceKind::of(Kind::Site));
         assert!(!s.synced());
-        s.replace(vec![
-            json!({"metadata": {"name": "a"}}),
-            json!({"metadata": {"name": "b"}}),
-        ]);
+        let list = |names: &[&str]| {
+            s.apply(&Event::Init);
+            for n in names {
+                s.apply(&Event::InitApply(obj(json!({"metadata": {"name": n}}))));
+            }
+            s.apply(&Event::InitDone)
+        };
+        assert!(list(&["a", "b"]));
         let before = s.snapshot();
-        s.replace(vec![json!({"metadata": {"name": "c"}})]);
+        s.apply(&Event::Init);
+        s.apply(&Event::InitApply(obj(json!({"metadata": {"name": "c"}}))));
+        // A relist in progress is not seen.
+        assert_eq!(s.snapshot().keys().collect::<Vec<_>>(), ["a", "b"]);
+        s.apply(&Event::InitDone);
         assert_eq!(before.keys().collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(s.snapshot().keys().collect::<Vec<_>>(), ["c"]);
-        assert!(s.apply(&WatchEvent::Added(json!({"metadata": {"name": "d"}}))));
-        assert!(s.apply(&WatchEvent::Deleted(json!({"metadata": {"name": "c"}}))));
+        assert!(s.apply(&Event::Apply(obj(json!({"metadata": {"name": "d"}})))));
+        assert!(s.apply(&Event::Delete(obj(json!({"metadata": {"name": "c"}})))));
+        assert!(!s.apply(&Event::Delete(obj(json!({"metadata": {"name": "c"}})))));
         let now = s.snapshot();
         assert_eq!(now.keys().collect::<Vec<_>>(), ["d"]);
         assert_eq!(now["d"]["kind"], "Site");
         assert!(s.synced());
+    }
+
+    #[test]
+    fn nameless_objects_are_kept_for_the_decoder() {
+        let s = Store::new(ResourceKind::of(Kind::Site));
+        s.apply(&Event::Init);
+        s.apply(&Event::InitApply(obj(json!({"metadata": {"name": "a"}}))));
+        s.apply(&Event::InitApply(obj(json!({"metadata": {}, "spec": {}}))));
+        s.apply(&Event::InitDone);
+        let snap = s.snapshot();
+        assert_eq!(snap.len(), 2);
+        let nameless = snap.get("\u{0}0").unwrap_or_else(|| panic!("{snap:?}"));
+        assert_eq!(nameless["kind"], "Site");
+        assert!(nameless.pointer("/metadata/name").is_none());
     }
 }

@@ -802,6 +802,12 @@ pub async fn status_document(addr: SocketAddr) -> Value {
     serde_json::from_str(body.split("\r\n\r\n").nth(1).expect("body")).expect("json")
 }
 
+/// The collection path of `kind` (cluster-scoped), as kube builds it.
+pub fn path(kind: unbounded_mtu::k8s::ResourceKind) -> String {
+    use kube::Resource;
+    kube::core::DynamicObject::url_path(&kind.api_resource(), None)
+}
+
 /// Serves every kind the agent lists and watches: each collection holds the `objects` of its kind
 /// (at resource version 42), the rest empty.
 pub fn serve_collections(mock: &Mock, objects: &[Value]) {
@@ -814,12 +820,12 @@ pub fn serve_collections(mock: &Mock, objects: &[Value]) {
                 o["kind"]
                     .as_str()
                     .and_then(Kind::parse_ci)
-                    .map(|k| ResourceKind::of(k).path())
-                    == Some(rk.path())
+                    .map(|k| path(ResourceKind::of(k)))
+                    == Some(path(rk))
             })
             .cloned()
             .collect();
-        mock.collection(&rk.path(), items, "42");
+        mock.collection(&path(rk), items, "42");
     }
 }
 
