@@ -37,6 +37,10 @@ pub enum End {
     Close,
     /// The stream stays open until the client goes away.
     Hold,
+    /// The server closes the stream normally after this long (a watch reaching its timeout).
+    After(std::time::Duration),
+    /// The connection breaks: the response body fails before its end.
+    Drop,
 }
 
 /// One scripted reply.
@@ -48,6 +52,8 @@ pub enum Reply {
     Watch(Vec<Value>, End),
     /// A watch stream fed by the test through `Mock::push` on this channel number; held open.
     Live(usize),
+    /// A `Status` answer with this code and a `Retry-After` of this many seconds.
+    RetryAfter(u16, u64),
 }
 
 /// A recorded request.
@@ -318,7 +324,10 @@ impl Mock {
             .unwrap_or(0)
     }
 
-    async fn handle(&self, req: Request<Incoming>) -> Response<UnsyncBoxBody<Bytes, Infallible>> {
+    async fn handle(
+        &self,
+        req: Request<Incoming>,
+    ) -> Response<UnsyncBoxBody<Bytes, std::io::Error>> {
         let method = req.method().to_string();
         let accept = req
             .headers()
@@ -395,20 +404,48 @@ impl Mock {
         match reply {
             Ok(rx) => self.stream(
                 key,
-                stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) })
-                    .boxed(),
+                stream::unfold(
+                    rx,
+                    |mut rx| async move { rx.recv().await.map(|b| (Ok(b), rx)) },
+                )
+                .boxed(),
             ),
             Err(Reply::Json(code, v)) => Response::builder()
                 .status(code)
                 .header("content-type", "application/json")
-                .body(Full::new(Bytes::from(v.to_string())).boxed_unsync())
+                .body(full(v.to_string()))
+                .expect("response"),
+            Err(Reply::RetryAfter(code, secs)) => Response::builder()
+                .status(code)
+                .header("content-type", "application/json")
+                .header("retry-after", secs.to_string())
+                .body(full(
+                    status(code, "TooManyRequests", "come back later").to_string(),
+                ))
                 .expect("response"),
             Err(Reply::Watch(events, end)) => {
-                let lines: Vec<Bytes> = events.iter().map(line).collect();
+                let lines: Vec<Result<Bytes, std::io::Error>> =
+                    events.iter().map(|e| Ok(line(e))).collect();
                 let s = stream::iter(lines);
                 match end {
                     End::Close => self.stream(key, s.boxed()),
                     End::Hold => self.stream(key, s.chain(stream::pending()).boxed()),
+                    End::After(d) => self.stream(
+                        key,
+                        s.chain(
+                            stream::once(tokio::time::sleep(d)).filter_map(|()| async { None }),
+                        )
+                        .boxed(),
+                    ),
+                    End::Drop => self.stream(
+                        key,
+                        s.chain(stream::once(async {
+                            // After the events have reached the client.
+                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                            Err(std::io::Error::other("connection dropped"))
+                        }))
+                        .boxed(),
+                    ),
                 }
             }
             Err(Reply::Live(_)) => unreachable!(),
@@ -418,8 +455,8 @@ impl Mock {
     fn stream(
         &self,
         key: String,
-        s: Pin<Box<dyn Stream<Item = Bytes> + Send>>,
-    ) -> Response<UnsyncBoxBody<Bytes, Infallible>> {
+        s: Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> + Send>>,
+    ) -> Response<UnsyncBoxBody<Bytes, std::io::Error>> {
         *self
             .open_watches
             .lock()
@@ -434,23 +471,23 @@ impl Mock {
         Response::builder()
             .status(200)
             .header("content-type", "application/json")
-            .body(
-                StreamBody::new(guarded.map(|b| Ok::<_, Infallible>(Frame::data(b))))
-                    .boxed_unsync(),
-            )
+            .body(StreamBody::new(guarded.map(|b| b.map(Frame::data))).boxed_unsync())
             .expect("response")
     }
 }
 
 struct Guarded {
-    inner: Pin<Box<dyn Stream<Item = Bytes> + Send>>,
+    inner: Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> + Send>>,
     key: String,
     count: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 impl Stream for Guarded {
-    type Item = Bytes;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    type Item = Result<Bytes, std::io::Error>;
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, std::io::Error>>> {
         self.inner.as_mut().poll_next(cx)
     }
 }
@@ -463,6 +500,12 @@ impl Drop for Guarded {
             *n = n.saturating_sub(1);
         }
     }
+}
+
+fn full(text: String) -> UnsyncBoxBody<Bytes, std::io::Error> {
+    Full::new(Bytes::from(text))
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
 }
 
 fn line(v: &Value) -> Bytes {
@@ -515,6 +558,18 @@ pub async fn until(mut f: impl FnMut() -> bool, n: usize) -> bool {
         }
         tokio::task::yield_now().await;
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    f()
+}
+
+/// Polls `f` every 10 ms of real time until it holds or `limit` has passed; whether it held.
+pub async fn until_real(mut f: impl FnMut() -> bool, limit: std::time::Duration) -> bool {
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     f()
 }
