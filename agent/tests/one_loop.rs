@@ -342,3 +342,60 @@ async fn the_agent_logs_in_api_mode() {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+/// An unreachable API server is in the log and on `/status` (and counted as an `api` error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_api_server_is_in_the_log_and_on_status() {
+    let mut cfg = kube::Config::new("http://127.0.0.1:1".parse().expect("url"));
+    cfg.connect_timeout = Some(Duration::from_millis(200));
+    let client = unbounded_mtu::k8s::client::build(cfg, &Default::default()).expect("client");
+    let args = support::agent_args(&["--dry-run"]);
+    let s = Arc::new(settings::Agent::from_args(&args).expect("settings"));
+    let status = Arc::new(Status::default());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let stop = Stop::on(async move {
+        let _ = rx.await;
+    });
+    let applier = applier::for_settings(&s);
+    let task = tokio::spawn(run::run_api(client, s, status.clone(), stop, applier));
+    assert!(
+        support::until(
+            || !status.document()["apiErrors"]["adoption"].is_null(),
+            5000
+        )
+        .await,
+        "{}",
+        status.document()
+    );
+    assert!(
+        status
+            .metrics()
+            .contains("unbounded_mtu_errors_total{step=\"api\"} 1"),
+        "{}",
+        status.metrics()
+    );
+    let _ = tx.send(());
+    let exit = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("stops")
+        .expect("joined")
+        .expect("no failure");
+    assert_eq!(exit, Exit::Done);
+    // The binary says it in its log.
+    let dir = support::tmpdir("dead-api");
+    let kc = dir.join("kubeconfig");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:1\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context:\n    cluster: dead\n    user: u\ncurrent-context: c\n",
+    )
+    .expect("kubeconfig");
+    let mut cmd = support::agent_command(&kc);
+    cmd.stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    child.start_kill().expect("kill");
+    let out = child.wait_with_output().await.expect("output");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("adoption failed"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
