@@ -16,6 +16,9 @@
 //! whose VXLAN packets carry an IPv6 outer header, at 1400 − 70, and the black hole that the
 //! IPv4 overhead column (1400 − 50) would make.
 //!
+//! `e2e/stop.rs` (issue 16): SIGTERM during a long apply, and the own Node's deletion removing
+//! the owned kernel state before exit 4 (API mode against the scripted API server).
+//!
 //! Root only (skipped with a printed reason otherwise):
 //! `cargo test -p agent --features e2e --test e2e -- --test-threads=1 --nocapture`
 #![cfg(feature = "e2e")]
@@ -28,6 +31,10 @@ mod kernel;
 mod lab;
 #[path = "e2e/nat.rs"]
 mod nat;
+#[path = "e2e/stop.rs"]
+mod stop;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
