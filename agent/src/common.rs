@@ -86,7 +86,8 @@ pub fn load(c: &Common) -> Result<Decoded> {
 
 /// Loads and decodes files; exit 2 when nothing could be read or decoded.
 pub fn load_files(paths: &[String]) -> Result<Decoded> {
-    let decoded = crate::input::load(paths).map_err(|e| usage(chain_text(&e)))?;
+    let decoded =
+        mtu_solver::load::load(paths).map_err(|e| usage(chain_text(&anyhow::Error::new(e))))?;
     if decoded.objects.is_empty() {
         let first_error = decoded
             .diagnostics

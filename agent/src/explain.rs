@@ -34,7 +34,7 @@ struct Paths {
 }
 
 #[derive(Serialize)]
-struct Doc<'a> {
+struct Doc {
     #[serde(rename = "apiVersion")]
     api_version: &'static str,
     kind: &'static str,
@@ -42,7 +42,7 @@ struct Doc<'a> {
     site: String,
     role: String,
     values: Vec<Explained>,
-    diagnostics: Vec<mtu_solver::report::DiagOut<'a>>,
+    diagnostics: Vec<mtu_solver::report::DiagOut>,
 }
 
 fn describe(topo: &Topology, n: NodeId) -> String {
@@ -302,7 +302,7 @@ fn located(t: &TermOut) -> String {
     }
 }
 
-fn text(doc: &Doc<'_>, diags: &[topology_core::diag::Diagnostic]) -> String {
+fn text(doc: &Doc, diags: &[topology_core::diag::Diagnostic]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{} in Site {}, {}\n", doc.node, doc.site, doc.role);
     for v in &doc.values {

@@ -26,7 +26,6 @@ pub mod common;
 pub mod dataplane;
 pub mod explain;
 pub mod graph;
-pub mod input;
 pub mod k8s;
 pub mod metrics;
 pub mod resolve;

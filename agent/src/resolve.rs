@@ -75,7 +75,7 @@ struct SummaryDoc<'a> {
     api_version: &'static str,
     kind: &'static str,
     nodes: Vec<SummaryNode<'a>>,
-    diagnostics: Vec<report::DiagOut<'a>>,
+    diagnostics: Vec<report::DiagOut>,
 }
 
 fn summary<'a>(
@@ -236,9 +236,9 @@ fn render_table(
                 .iter()
                 .map(|d| {
                     vec![
-                        d.name
-                            .map(str::to_string)
-                            .unwrap_or_else(|| format!("(wg for {})", d.peer.unwrap_or("?"))),
+                        d.name.as_deref().map(str::to_string).unwrap_or_else(|| {
+                            format!("(wg for {})", d.peer.as_deref().unwrap_or("?"))
+                        }),
                         d.protocol.to_string(),
                         d.mtu.to_string(),
                         d.explanation.bound.term.clone(),

@@ -7,7 +7,7 @@ use mtu_solver::report::ExplOut;
 use mtu_solver::snapshot::Item;
 use mtu_solver::whatif::{self, Input, Mutation};
 use serde::Serialize;
-use std::rc::Rc;
+use std::sync::Arc;
 use topology_core::decode::Kind;
 
 fn kind_name(spec: &str, flag: &str) -> Result<(Kind, String)> {
@@ -163,7 +163,7 @@ struct ChangeOut {
     item: ItemOut,
     before: Option<u32>,
     after: Option<u32>,
-    explanation: Option<Rc<ExplOut>>,
+    explanation: Option<Arc<ExplOut>>,
 }
 
 #[derive(Serialize)]
@@ -174,13 +174,13 @@ struct Summary {
 }
 
 #[derive(Serialize)]
-struct Doc<'a> {
+struct Doc {
     #[serde(rename = "apiVersion")]
     api_version: &'static str,
     kind: &'static str,
     changes: Vec<ChangeOut>,
     summary: Summary,
-    diagnostics: Vec<mtu_solver::report::DiagOut<'a>>,
+    diagnostics: Vec<mtu_solver::report::DiagOut>,
 }
 
 fn item_out(item: &Item) -> ItemOut {
@@ -226,7 +226,7 @@ fn item_out(item: &Item) -> ItemOut {
 /// Runs `what-if`.
 pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
     let asked = mutations(args, matches)?;
-    crate::input::stdin_once(&[&args.common.files, &args.after])
+    mtu_solver::load::stdin_once(&[&args.common.files, &args.after])
         .map_err(|e| usage(e.to_string()))?;
     let decoded = common::load(&args.common)?;
     let base = Input {

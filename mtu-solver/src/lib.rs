@@ -16,9 +16,12 @@
 
 pub mod explain;
 pub mod incremental;
+#[cfg(feature = "fs")]
+pub mod load;
 pub mod overhead;
 pub mod plan;
 pub mod report;
+pub mod resolver;
 pub mod snapshot;
 pub mod solver;
 pub mod whatif;

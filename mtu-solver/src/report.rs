@@ -1,4 +1,5 @@
-//! The JSON/YAML shape of `resolve` (`cli.md`): typed, borrowed, serialized by serde.
+//! The JSON/YAML shape of `resolve` (`cli.md`): typed, owned and `Send + Sync` (names are the
+//! topology's shared `Arc<str>`s, explanations shared `Arc`s), serialized by serde.
 //! Explanation texts are rendered once per distinct explanation and shared.
 
 use crate::explain::ExplId;
@@ -6,7 +7,7 @@ use crate::plan::{DeviceRef, NodePlan, Value};
 use crate::solver::Solver;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::rc::Rc;
+use std::sync::Arc;
 use topology_core::diag::Diagnostic;
 use topology_core::model::{Role, Topology};
 
@@ -44,8 +45,8 @@ pub struct ExplOut {
 pub struct Renderer<'s, 't> {
     solver: &'s Solver<'t>,
     full: bool,
-    cache: FxHashMap<ExplId, Rc<ExplOut>>,
-    bound_cache: FxHashMap<ExplId, Rc<ExplOut>>,
+    cache: FxHashMap<ExplId, Arc<ExplOut>>,
+    bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
 }
 
 impl<'s, 't> Renderer<'s, 't> {
@@ -74,7 +75,7 @@ impl<'s, 't> Renderer<'s, 't> {
     }
 
     /// An explanation (cached; without `terms`, by its binding term alone).
-    pub fn expl(&mut self, id: ExplId) -> Rc<ExplOut> {
+    pub fn expl(&mut self, id: ExplId) -> Arc<ExplOut> {
         if !self.full {
             return self.bound_only(self.solver.expl.get(id).bound);
         }
@@ -91,17 +92,17 @@ impl<'s, 't> Renderer<'s, 't> {
                 .map(|l| self.term(l))
                 .collect()
         });
-        let out = Rc::new(ExplOut { bound, terms });
+        let out = Arc::new(ExplOut { bound, terms });
         self.cache.insert(id, out.clone());
         out
     }
 
     /// An explanation without `terms`, known by its binding term (cached by that term).
-    pub fn bound_only(&mut self, bound: ExplId) -> Rc<ExplOut> {
+    pub fn bound_only(&mut self, bound: ExplId) -> Arc<ExplOut> {
         if let Some(x) = self.bound_cache.get(&bound) {
             return x.clone();
         }
-        let out = Rc::new(ExplOut {
+        let out = Arc::new(ExplOut {
             bound: self.term(bound),
             terms: None,
         });
@@ -111,10 +112,10 @@ impl<'s, 't> Renderer<'s, 't> {
 }
 
 /// A link in output.
-#[derive(Serialize)]
-pub struct LinkOut<'a> {
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct LinkOut {
     /// Peer name.
-    pub peer: &'a str,
+    pub peer: Arc<str>,
     /// Kind.
     pub kind: &'static str,
     /// Protocol.
@@ -122,12 +123,12 @@ pub struct LinkOut<'a> {
     /// MTU.
     pub mtu: u32,
     /// Why.
-    pub explanation: Rc<ExplOut>,
+    pub explanation: Arc<ExplOut>,
 }
 
 /// A route in output.
-#[derive(Serialize)]
-pub struct RouteOut<'a> {
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct RouteOut {
     /// Destination (canonical CIDR text).
     pub destination: String,
     /// Route type.
@@ -138,31 +139,31 @@ pub struct RouteOut<'a> {
     /// MTU.
     pub mtu: u32,
     /// First hops.
-    pub via: Vec<&'a str>,
+    pub via: Vec<Arc<str>>,
     /// Pools on the hop list.
     pub distance: u32,
     /// Why.
-    pub explanation: Rc<ExplOut>,
+    pub explanation: Arc<ExplOut>,
 }
 
 /// A device in output.
-#[derive(Serialize)]
-pub struct DeviceOut<'a> {
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct DeviceOut {
     /// Name (null for a per-peer device whose port is unknown).
-    pub name: Option<&'a str>,
+    pub name: Option<Arc<str>>,
     /// The gateway peer of a per-peer device.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub peer: Option<&'a str>,
+    pub peer: Option<Arc<str>>,
     /// Protocol carried.
     pub protocol: &'static str,
     /// MTU.
     pub mtu: u32,
     /// Why (the link that sets the maximum).
-    pub explanation: Rc<ExplOut>,
+    pub explanation: Arc<ExplOut>,
 }
 
 /// A published value in output.
-#[derive(Serialize)]
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
 pub struct PublishedOut {
     /// Prefix.
     pub destination: String,
@@ -171,16 +172,16 @@ pub struct PublishedOut {
 }
 
 /// A node in output.
-#[derive(Serialize)]
-pub struct NodeOut<'a> {
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct NodeOut {
     /// Name.
-    pub name: &'a str,
+    pub name: Arc<str>,
     /// Site.
-    pub site: &'a str,
+    pub site: Arc<str>,
     /// `worker` or `gateway`.
     pub role: &'static str,
     /// Pool, null for workers.
-    pub pool: Option<&'a str>,
+    pub pool: Option<Arc<str>>,
     /// Fabric MTU.
     #[serde(rename = "fabricMTU")]
     pub fabric_mtu: u32,
@@ -192,43 +193,43 @@ pub struct NodeOut<'a> {
     pub mss_ipv6: u32,
     /// Why the fabric is what it is.
     #[serde(rename = "fabricExplanation")]
-    pub fabric_explanation: Rc<ExplOut>,
+    pub fabric_explanation: Arc<ExplOut>,
     /// Links.
-    pub links: Vec<LinkOut<'a>>,
+    pub links: Vec<LinkOut>,
     /// Routes.
-    pub routes: Vec<RouteOut<'a>>,
+    pub routes: Vec<RouteOut>,
     /// Devices.
-    pub devices: Vec<DeviceOut<'a>>,
+    pub devices: Vec<DeviceOut>,
     /// Published values (gateways only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub published: Option<Vec<PublishedOut>>,
 }
 
 /// A diagnostic in output.
-#[derive(Serialize)]
-pub struct DiagOut<'a> {
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct DiagOut {
     /// Severity.
     pub severity: &'static str,
     /// Code.
     pub code: &'static str,
     /// Object.
-    pub object: &'a str,
+    pub object: String,
     /// Field.
-    pub field: &'a str,
+    pub field: String,
     /// Message.
-    pub message: &'a str,
+    pub message: String,
     /// `file:line`.
     pub source: Option<String>,
 }
 
-impl<'a> From<&'a Diagnostic> for DiagOut<'a> {
-    fn from(d: &'a Diagnostic) -> Self {
+impl From<&Diagnostic> for DiagOut {
+    fn from(d: &Diagnostic) -> Self {
         DiagOut {
             severity: d.severity.as_str(),
             code: d.code.as_str(),
-            object: &d.object,
-            field: &d.field,
-            message: &d.message,
+            object: d.object.to_string(),
+            field: d.field.to_string(),
+            message: d.message.to_string(),
             source: d.source.as_ref().map(|s| s.to_string()),
         }
     }
@@ -238,29 +239,25 @@ impl<'a> From<&'a Diagnostic> for DiagOut<'a> {
 pub const API_VERSION: &str = "unbounded-mtu/v1alpha1";
 
 /// The whole `resolve` document.
-#[derive(Serialize)]
-pub struct ResolveOut<'a> {
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct ResolveOut {
     /// [`API_VERSION`].
     #[serde(rename = "apiVersion")]
     pub api_version: &'static str,
     /// `Resolution`.
     pub kind: &'static str,
     /// Nodes by name.
-    pub nodes: Vec<NodeOut<'a>>,
+    pub nodes: Vec<NodeOut>,
     /// Diagnostics in output order.
-    pub diagnostics: Vec<DiagOut<'a>>,
+    pub diagnostics: Vec<DiagOut>,
 }
 
-fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Rc<ExplOut>) {
+fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Arc<ExplOut>) {
     (v.mtu.0, r.expl(v.expl))
 }
 
 /// Builds the output of one node.
-pub fn node_out<'a>(
-    topo: &'a Topology,
-    r: &mut Renderer<'_, '_>,
-    plan: &'a NodePlan,
-) -> NodeOut<'a> {
+pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> NodeOut {
     let node = topo.node(plan.node);
     let links = plan
         .links
@@ -268,7 +265,7 @@ pub fn node_out<'a>(
         .map(|l| {
             let (mtu, explanation) = val(r, &l.mtu);
             LinkOut {
-                peer: &topo.node(l.peer).name,
+                peer: topo.node(l.peer).name.clone(),
                 kind: l.kind.as_str(),
                 protocol: l.protocol.as_str(),
                 mtu,
@@ -286,7 +283,7 @@ pub fn node_out<'a>(
                 ty: rt.ty.as_str(),
                 kind: rt.kind.as_str(),
                 mtu,
-                via: rt.via.iter().map(|v| &*topo.node(*v).name).collect(),
+                via: rt.via.iter().map(|v| topo.node(*v).name.clone()).collect(),
                 distance: rt.distance,
                 explanation,
             }
@@ -298,10 +295,11 @@ pub fn node_out<'a>(
         .map(|d| {
             let (mtu, explanation) = val(r, &d.mtu);
             let (name, peer) = match &d.device {
-                DeviceRef::Shared(n) => (Some(&**n), None),
-                DeviceRef::PerPeer { name, peer } => {
-                    (name.as_deref(), Some(&*topo.node(*peer).name))
-                }
+                DeviceRef::Shared(n) => (Some(n.clone()), None),
+                DeviceRef::PerPeer { name, peer } => (
+                    name.as_deref().map(Arc::from),
+                    Some(topo.node(*peer).name.clone()),
+                ),
                 DeviceRef::Underlay => (None, None),
             };
             DeviceOut {
@@ -323,13 +321,13 @@ pub fn node_out<'a>(
     });
     let (fabric_mtu, fabric_explanation) = val(r, &plan.fabric);
     NodeOut {
-        name: &node.name,
-        site: &topo.site(node.site).name,
+        name: node.name.clone(),
+        site: topo.site(node.site).name.clone(),
         role: match node.role {
             Role::Worker => "worker",
             Role::Gateway(_) => "gateway",
         },
-        pool: node.pool().map(|p| &*topo.pool(p).name),
+        pool: node.pool().map(|p| topo.pool(p).name.clone()),
         fabric_mtu,
         mss_ipv4: plan.mss_ipv4,
         mss_ipv6: plan.mss_ipv6,
@@ -342,12 +340,12 @@ pub fn node_out<'a>(
 }
 
 /// Builds the whole `resolve` document.
-pub fn resolve_out<'a>(
-    topo: &'a Topology,
+pub fn resolve_out(
+    topo: &Topology,
     r: &mut Renderer<'_, '_>,
-    plans: &'a [NodePlan],
-    diagnostics: &'a [Diagnostic],
-) -> ResolveOut<'a> {
+    plans: &[NodePlan],
+    diagnostics: &[Diagnostic],
+) -> ResolveOut {
     ResolveOut {
         api_version: API_VERSION,
         kind: "Resolution",

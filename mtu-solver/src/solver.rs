@@ -92,7 +92,7 @@ enum ClassKey {
 /// one (minimums bind by (value, term), whatever the nesting), computed once per class instead of
 /// once per node.
 struct RouteClass {
-    learned: std::rc::Rc<[Learned]>,
+    learned: std::sync::Arc<[Learned]>,
     /// Per learned route: index into `via_sets`, and `rest`.
     rest: Vec<(u32, Option<ExplId>)>,
     /// The distinct next-hop sets of the class's routes.
@@ -138,7 +138,7 @@ pub struct Solver<'t> {
     /// Per-plan scratch maps, kept to reuse their capacity.
     scratch_combos: FxHashMap<(ExplId, Option<ExplId>), ExplId>,
     scratch_pairs: FxHashMap<(ExplId, ExplId), ExplId>,
-    classes: FxHashMap<ClassKey, std::rc::Rc<RouteClass>>,
+    classes: FxHashMap<ClassKey, std::sync::Arc<RouteClass>>,
     /// Caps replaced by a what-if ([`Solver::set_caps`]).
     cap_overrides: FxHashMap<ObjRef, Option<Mtu>>,
     /// Per node (by index): planned at least once by this solver.
@@ -698,7 +698,7 @@ impl<'t> Solver<'t> {
     }
 
     /// The learned routes of `n`'s class, each with its `rest` (computed once per class).
-    fn route_class(&mut self, n: NodeId) -> std::rc::Rc<RouteClass> {
+    fn route_class(&mut self, n: NodeId) -> std::sync::Arc<RouteClass> {
         let node = self.topo().node(n);
         let (key, worker) = match node.pool() {
             None => (ClassKey::Worker(node.site), true),
@@ -719,7 +719,7 @@ impl<'t> Solver<'t> {
             });
             rest.push((v, self.route_rest(l, worker)));
         }
-        let c = std::rc::Rc::new(RouteClass {
+        let c = std::sync::Arc::new(RouteClass {
             learned,
             rest,
             via_sets,

@@ -15,7 +15,6 @@ use rustc_hash::FxHashMap;
 use rustc_hash::FxHashSet;
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 use std::sync::Arc;
 use topology_core::decode::{Kind, Member, POOL_LABEL_KEY, RawCap, RawObject, RawRelation};
 use topology_core::diag::Diagnostic;
@@ -409,7 +408,7 @@ pub struct Change {
     /// After (None: it disappears).
     pub after: Option<u32>,
     /// The explanation after (when the value exists after).
-    pub explanation: Option<Rc<ExplOut>>,
+    pub explanation: Option<Arc<ExplOut>>,
 }
 
 /// The result of a what-if.

@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::{OnceCell, RefCell};
 use std::net::IpAddr;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Settings that shape links: what `Auto` resolves to and the tunnel IP family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -223,10 +223,10 @@ struct PrefixTable {
     entries: Vec<(IpNet, SmallVec<[Origin; 1]>)>,
 }
 
-type LearnedMemo = FxHashMap<(PoolId, SiteId), Rc<[Learned]>>;
+type LearnedMemo = FxHashMap<(PoolId, SiteId), Arc<[Learned]>>;
 
 /// Gateways of peered pools: (gateway, its pool, its Site).
-type TransitPeers = Rc<[(NodeId, PoolId, SiteId)]>;
+type TransitPeers = Arc<[(NodeId, PoolId, SiteId)]>;
 
 /// The lazily memoizing view over a topology.
 pub struct Net<'t> {
@@ -234,16 +234,16 @@ pub struct Net<'t> {
     pub topo: &'t Topology,
     /// Link settings.
     pub settings: LinkSettings,
-    site_pairs: RefCell<FxHashMap<(SiteId, SiteId), Rc<SitePair>>>,
-    sgpa: RefCell<FxHashMap<(SiteId, PoolId), Rc<PairCaps>>>,
-    gpp: RefCell<FxHashMap<(PoolId, PoolId), Rc<PairCaps>>>,
+    site_pairs: RefCell<FxHashMap<(SiteId, SiteId), Arc<SitePair>>>,
+    sgpa: RefCell<FxHashMap<(SiteId, PoolId), Arc<PairCaps>>>,
+    gpp: RefCell<FxHashMap<(PoolId, PoolId), Arc<PairCaps>>>,
     prefixes: OnceCell<PrefixTable>,
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
     gateway_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
     transit: RefCell<FxHashMap<PoolId, TransitPeers>>,
-    bfs: RefCell<FxHashMap<(Dest, bool), Rc<Bfs>>>,
+    bfs: RefCell<FxHashMap<(Dest, bool), Arc<Bfs>>>,
     bfs_scratch: RefCell<BfsScratch>,
-    site_routes: RefCell<FxHashMap<SiteId, Rc<[Learned]>>>,
+    site_routes: RefCell<FxHashMap<SiteId, Arc<[Learned]>>>,
     gw_routes: RefCell<LearnedMemo>,
     one_route: RefCell<FxHashMap<(NodeKey, IpNet), Option<Learned>>>,
 }
@@ -316,7 +316,7 @@ impl<'t> Net<'t> {
     }
 
     /// Facts about two Sites (`s ≠ t`), memoized symmetrically.
-    pub fn site_pair(&self, s: SiteId, t: SiteId) -> Rc<SitePair> {
+    pub fn site_pair(&self, s: SiteId, t: SiteId) -> Arc<SitePair> {
         let key = sorted_pair(s, t);
         if let Some(p) = self.site_pairs.borrow().get(&key) {
             return p.clone();
@@ -338,7 +338,7 @@ impl<'t> Net<'t> {
                 pair.caps.push((c.mtu, ObjRef::SitePeering(pid)));
             }
         }
-        let rc = Rc::new(pair);
+        let rc = Arc::new(pair);
         self.site_pairs.borrow_mut().insert(key, rc.clone());
         rc
     }
@@ -354,7 +354,7 @@ impl<'t> Net<'t> {
     }
 
     /// Assignments listing Site `s` and pool `p`: caps and protocol.
-    pub fn sgpa(&self, s: SiteId, p: PoolId) -> Rc<PairCaps> {
+    pub fn sgpa(&self, s: SiteId, p: PoolId) -> Arc<PairCaps> {
         if let Some(x) = self.sgpa.borrow().get(&(s, p)) {
             return x.clone();
         }
@@ -371,13 +371,13 @@ impl<'t> Net<'t> {
                 out.protocol = Some((pr, ObjRef::Assignment(a)));
             }
         }
-        let rc = Rc::new(out);
+        let rc = Arc::new(out);
         self.sgpa.borrow_mut().insert((s, p), rc.clone());
         rc
     }
 
     /// Pool peerings listing pools `p` and `q`: caps and protocol, memoized symmetrically.
-    pub fn gpp(&self, p: PoolId, q: PoolId) -> Rc<PairCaps> {
+    pub fn gpp(&self, p: PoolId, q: PoolId) -> Arc<PairCaps> {
         let key = sorted_pair(p, q);
         if let Some(x) = self.gpp.borrow().get(&key) {
             return x.clone();
@@ -395,7 +395,7 @@ impl<'t> Net<'t> {
                 out.protocol = Some((pr, ObjRef::PoolPeering(r_id)));
             }
         }
-        let rc = Rc::new(out);
+        let rc = Arc::new(out);
         self.gpp.borrow_mut().insert(key, rc.clone());
         rc
     }
@@ -873,7 +873,7 @@ impl<'t> Net<'t> {
 
     /// Breadth-first search over (pool, gateway Site) vertices for one destination class:
     /// hub vertices are the pool peerings, each expanded once.
-    pub fn bfs(&self, dest: Dest, node_cidr: bool) -> Rc<Bfs> {
+    pub fn bfs(&self, dest: Dest, node_cidr: bool) -> Arc<Bfs> {
         let key = (dest, node_cidr);
         if let Some(b) = self.bfs.borrow().get(&key) {
             return b.clone();
@@ -947,7 +947,7 @@ impl<'t> Net<'t> {
             level = next_level;
         }
         drop(scratch);
-        let rc = Rc::new(Bfs { dist, origins });
+        let rc = Arc::new(Bfs { dist, origins });
         self.bfs.borrow_mut().insert(key, rc.clone());
         rc
     }
@@ -1060,7 +1060,7 @@ impl<'t> Net<'t> {
     }
 
     /// Learned routes of the workers of Site `s` (shared by all of them), uncut.
-    pub fn worker_learned(&self, s: SiteId) -> Rc<[Learned]> {
+    pub fn worker_learned(&self, s: SiteId) -> Arc<[Learned]> {
         if let Some(r) = self.site_routes.borrow().get(&s) {
             return r.clone();
         }
@@ -1073,13 +1073,13 @@ impl<'t> Net<'t> {
                 }
             }
         }
-        let rc: Rc<[Learned]> = out.into();
+        let rc: Arc<[Learned]> = out.into();
         self.site_routes.borrow_mut().insert(s, rc.clone());
         rc
     }
 
     /// Learned (transit) routes of a gateway of pool `q` located in Site `x`, uncut.
-    pub fn gateway_learned(&self, q: PoolId, x: SiteId) -> Rc<[Learned]> {
+    pub fn gateway_learned(&self, q: PoolId, x: SiteId) -> Arc<[Learned]> {
         if let Some(r) = self.gw_routes.borrow().get(&(q, x)) {
             return r.clone();
         }
@@ -1092,7 +1092,7 @@ impl<'t> Net<'t> {
                 }
             }
         }
-        let rc: Rc<[Learned]> = out.into();
+        let rc: Arc<[Learned]> = out.into();
         self.gw_routes.borrow_mut().insert((q, x), rc.clone());
         rc
     }
@@ -1117,7 +1117,7 @@ impl<'t> Net<'t> {
     }
 
     /// Learned routes of any node, uncut.
-    pub fn learned(&self, n: NodeId) -> Rc<[Learned]> {
+    pub fn learned(&self, n: NodeId) -> Arc<[Learned]> {
         let node = self.topo.node(n);
         match node.role {
             Role::Worker => self.worker_learned(node.site),

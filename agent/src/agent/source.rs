@@ -95,9 +95,9 @@ impl Source for Files {
 
     fn input(&mut self) -> Result<Option<Decoded>, Failure> {
         self.seen = Some(self.signature());
-        crate::input::load(&self.paths)
+        mtu_solver::load::load(&self.paths)
             .map(Some)
-            .map_err(|e| Failure::Input(InputError(e.into())))
+            .map_err(|e| Failure::Input(InputError(Box::new(e))))
     }
 
     fn node_uid(&self) -> Option<String> {

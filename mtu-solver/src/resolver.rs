@@ -1,0 +1,211 @@
+//! [`Resolver`]: the entry point for tools that embed the resolver. It owns one cluster's
+//! objects and their validated topology, takes node names and mutations, and returns owned,
+//! thread-safe results (`Send + Sync`) with their explanations rendered. No result of one
+//! resolver can be handed to another: nothing of its API takes a result, an interned
+//! explanation or a node ID.
+
+use crate::report::{self, NodeOut, Renderer, ResolveOut, RouteOut};
+use crate::solver::{Settings, Solver};
+use crate::whatif::{self, Input, Mutation, MutationError, WhatIf};
+use ipnet::IpNet;
+use std::net::IpAddr;
+use topology_core::decode::Decoded;
+use topology_core::diag::{Diagnostic, sort_diagnostics};
+use topology_core::model::Topology;
+
+/// A node or destination the cluster does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// No node of this name (or it belongs to no Site).
+    #[error("node {name} does not exist{}", did_you_mean(nearest))]
+    NoSuchNode {
+        /// The name asked for.
+        name: String,
+        /// The closest existing names.
+        nearest: Vec<String>,
+    },
+    /// The node has no route that carries this destination.
+    #[error("node {node} has no route to {destination}")]
+    NoRoute {
+        /// The node.
+        node: String,
+        /// The destination asked for.
+        destination: String,
+    },
+}
+
+fn did_you_mean(nearest: &[String]) -> String {
+    if nearest.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", nearest.join(", "))
+    }
+}
+
+/// A destination: an address (the route whose prefix contains it, longest first) or a prefix
+/// (the route with exactly that prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination {
+    /// An address.
+    Addr(IpAddr),
+    /// A prefix.
+    Prefix(IpNet),
+}
+
+impl std::str::FromStr for Destination {
+    type Err = std::net::AddrParseError;
+
+    /// `10.1.2.3`, `fd00::1`, `10.1.0.0/16`.
+    fn from_str(s: &str) -> Result<Destination, Self::Err> {
+        match s.parse::<IpNet>() {
+            Ok(n) => Ok(Destination::Prefix(n.trunc())),
+            Err(_) => s.parse().map(Destination::Addr),
+        }
+    }
+}
+
+/// One cluster: its objects, settings and validated topology.
+///
+/// ```
+/// use mtu_solver::resolver::Resolver;
+/// use mtu_solver::{Settings, load};
+/// use mtu_solver::resolver::Destination;
+/// let yaml = "
+/// apiVersion: net.unbounded-cloud.io/v1alpha1
+/// kind: Site
+/// metadata: {name: a}
+/// spec: {nodeCidrs: [10.0.0.0/16], podCidrAssignments: [{cidrBlocks: [10.9.0.0/16]}]}
+/// ---
+/// apiVersion: v1
+/// kind: Node
+/// metadata: {name: n1, labels: {net.unbounded-cloud.io/site: a}}
+/// status: {addresses: [{type: InternalIP, address: 10.0.0.1}]}
+/// spec: {podCIDRs: [10.9.1.0/24]}
+/// ---
+/// apiVersion: v1
+/// kind: Node
+/// metadata: {name: n2, labels: {net.unbounded-cloud.io/site: a}}
+/// status: {addresses: [{type: InternalIP, address: 10.0.0.2}]}
+/// spec: {podCIDRs: [10.9.2.0/24]}
+/// ";
+/// let decoded = load::from_sources([("cluster.yaml", yaml)]);
+/// let resolver = Resolver::new(decoded, Settings::default());
+/// // GENEVE on a 1500 underlay: 1500 − 58.
+/// let n1 = resolver.plan("n1").unwrap();
+/// assert_eq!(n1.links[0].mtu, 1442);
+/// // Why the route to n2's pods is what it is.
+/// let to_n2: Destination = "10.9.2.7".parse().unwrap();
+/// let route = resolver.explain("n1", to_n2).unwrap();
+/// assert_eq!(route.explanation.bound.term, "auto");
+/// // A cap on the Site: every value at most 1400.
+/// let cap = mtu_solver::whatif::Mutation::SetCap {
+///     kind: topology_core::decode::Kind::Site,
+///     name: "a".into(),
+///     mtu: 1400,
+/// };
+/// let change = resolver.what_if(&[cap]).unwrap();
+/// assert!(!change.changes.is_empty());
+/// assert!(change.changes.iter().all(|c| c.after <= Some(1400)));
+/// ```
+#[derive(Debug)]
+pub struct Resolver {
+    input: Input,
+    topology: Topology,
+}
+
+impl Resolver {
+    /// A resolver of `decoded` objects under `settings`.
+    pub fn new(decoded: Decoded, settings: Settings) -> Resolver {
+        let input = Input {
+            objects: decoded.objects,
+            diagnostics: decoded.diagnostics,
+            settings,
+        };
+        let topology = input.topology();
+        Resolver { input, topology }
+    }
+
+    /// The validated topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The settings it resolves with.
+    pub fn settings(&self) -> &Settings {
+        &self.input.settings
+    }
+
+    /// Findings about the input (decoder and model), in output order.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        let mut d = self.topology.diagnostics.clone();
+        sort_diagnostics(&mut d);
+        d
+    }
+
+    /// The names of the nodes it resolves, in order.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.topology.nodes.iter().map(|n| &*n.name)
+    }
+
+    /// One node's plan: links, routes, devices, fabric and published values, each explained.
+    pub fn plan(&self, node: &str) -> Result<NodeOut, QueryError> {
+        let id = self.node_id(node)?;
+        let mut solver = Solver::new(&self.topology, self.input.settings.clone());
+        let plan = solver.plan(id);
+        let mut r = Renderer::new(&solver, true);
+        Ok(report::node_out(&self.topology, &mut r, &plan))
+    }
+
+    /// Every node's plan and the diagnostics: the `resolve -o json` document.
+    pub fn plan_all(&self) -> ResolveOut {
+        let mut solver = Solver::new(&self.topology, self.input.settings.clone());
+        let plans = solver.plan_all();
+        let mut diags = self.topology.diagnostics.clone();
+        for p in &plans {
+            diags.extend(p.diagnostics.iter().cloned());
+        }
+        sort_diagnostics(&mut diags);
+        let mut r = Renderer::new(&solver, false);
+        report::resolve_out(&self.topology, &mut r, &plans, &diags)
+    }
+
+    /// What changes if `mutations` are applied, in order (`mtu.md` §9). A mutation that names
+    /// something the cluster does not have, or a cap outside 576..9000, is refused.
+    pub fn what_if(&self, mutations: &[Mutation]) -> Result<WhatIf, MutationError> {
+        whatif::what_if(&self.input, mutations, true)
+    }
+
+    /// The route of `node` that carries `destination`, with every term of its explanation.
+    pub fn explain(&self, node: &str, destination: Destination) -> Result<RouteOut, QueryError> {
+        let out = self.plan(node)?;
+        let best = out
+            .routes
+            .into_iter()
+            .filter_map(|r| {
+                let prefix: IpNet = r.destination.parse().ok()?;
+                let fits = match destination {
+                    Destination::Addr(a) => prefix.contains(&a),
+                    Destination::Prefix(p) => prefix == p,
+                };
+                fits.then_some((prefix.prefix_len(), r))
+            })
+            .max_by_key(|(len, _)| *len);
+        best.map(|(_, r)| r).ok_or_else(|| QueryError::NoRoute {
+            node: node.to_string(),
+            destination: match destination {
+                Destination::Addr(a) => a.to_string(),
+                Destination::Prefix(p) => p.to_string(),
+            },
+        })
+    }
+
+    fn node_id(&self, name: &str) -> Result<topology_core::ids::NodeId, QueryError> {
+        self.topology
+            .find_node(name)
+            .map_err(|e| QueryError::NoSuchNode {
+                name: name.to_string(),
+                nearest: e.nearest,
+            })
+    }
+}

@@ -1,0 +1,107 @@
+//! The embedding API: a loaded directory resolved through [`Resolver`], results that cross
+//! threads, names that do not exist answered with the nearest ones, and what-ifs checked.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test reads an example's files itself to compare with the loader"
+)]
+
+use mtu_solver::load;
+use mtu_solver::resolver::{Destination, QueryError, Resolver};
+use mtu_solver::whatif::{Mutation, MutationError};
+use mtu_solver::{Settings, report};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn example(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name)
+}
+
+fn send_sync<T: Send + Sync>() {}
+
+#[test]
+fn results_and_the_resolver_are_send_and_sync() {
+    send_sync::<Resolver>();
+    send_sync::<report::NodeOut>();
+    send_sync::<report::ResolveOut>();
+    send_sync::<report::RouteOut>();
+    send_sync::<mtu_solver::whatif::WhatIf>();
+    send_sync::<QueryError>();
+    send_sync::<MutationError>();
+}
+
+#[test]
+fn results_cross_threads() {
+    let decoded = load::load(&[example("04-transit-chain")]).expect("example");
+    let resolver = Arc::new(Resolver::new(decoded, Settings::default()));
+    let names: Vec<String> = resolver.node_names().map(str::to_string).collect();
+    assert!(names.len() > 2);
+    let handles: Vec<_> = names
+        .iter()
+        .cloned()
+        .map(|n| {
+            let r = resolver.clone();
+            std::thread::spawn(move || r.plan(&n).expect("node"))
+        })
+        .collect();
+    let plans: Vec<report::NodeOut> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    // The same values as one resolve of every node, whichever thread made them.
+    let all = resolver.plan_all();
+    for (p, q) in plans.iter().zip(&all.nodes) {
+        assert_eq!(p.name, q.name);
+        let mtus = |n: &report::NodeOut| -> Vec<u32> {
+            n.links
+                .iter()
+                .map(|l| l.mtu)
+                .chain(n.routes.iter().map(|r| r.mtu))
+                .collect()
+        };
+        assert_eq!(mtus(p), mtus(q), "{}", p.name);
+    }
+}
+
+#[test]
+fn the_loader_decodes_a_directory_as_the_command_line_does() {
+    let decoded = load::load(&[example("04-transit-chain")]).expect("example");
+    let from_pairs = load::from_sources(
+        std::fs::read_dir(example("04-transit-chain"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| load::is_manifest_name(&e.file_name().to_string_lossy()))
+            .map(|e| {
+                (
+                    e.path().display().to_string(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            }),
+    );
+    assert_eq!(decoded.objects.len(), from_pairs.objects.len());
+}
+
+#[test]
+fn unknown_nodes_and_destinations_are_errors_naming_what_exists() {
+    let decoded = load::load(&[example("04-transit-chain")]).expect("example");
+    let resolver = Resolver::new(decoded, Settings::default());
+    let first = resolver.node_names().next().unwrap().to_string();
+    let typo = format!("{first}x");
+    match resolver.plan(&typo) {
+        Err(QueryError::NoSuchNode { nearest, .. }) => assert!(nearest.contains(&first)),
+        other => panic!("{other:?}"),
+    }
+    let nowhere: Destination = "203.0.113.9".parse().unwrap();
+    assert!(matches!(
+        resolver.explain(&first, nowhere),
+        Err(QueryError::NoRoute { .. })
+    ));
+}
+
+#[test]
+fn what_ifs_are_checked_against_the_resolver_s_own_cluster() {
+    let decoded = load::load(&[example("04-transit-chain")]).expect("example");
+    let resolver = Resolver::new(decoded, Settings::default());
+    let missing = Mutation::Demote {
+        node: "no-such-node".into(),
+    };
+    assert!(resolver.what_if(&[missing]).is_err());
+}
