@@ -1,8 +1,81 @@
-//! MTU resolution along forwarding paths (`spec/mtu.md`): an I/O-free crate.
+//! MTU resolution along the paths traffic really takes, for clusters that span many Sites
+//! joined by tunnels and gateway pools.
 //!
-//! [`Solver`] resolves a [`NodePlan`] for any node of a validated
-//! [`topology_core::model::Topology`]: link, route, device, fabric and published MTUs, each with
-//! an interned explanation.
+//! Every link, route, tunnel device and pod-facing fabric gets an MTU, and every MTU an
+//! explanation naming the object and field that bound it. The rules, in short:
+//!
+//! - a link between nodes `a` and `b` carries `min(U(a), U(b)) − O(protocol, outer family)`,
+//!   where `U` is a node's underlay MTU (its `mtu.unbounded-cloud.io/underlay-mtu` annotation,
+//!   capped by `underlay-mtu-max`, else [`Settings::default_underlay`]) and `O` the
+//!   encapsulation overhead (WireGuard 80; GENEVE 58, or 78 over IPv6; VXLAN 50/70; IPIP 20/40);
+//!   configured caps (`tunnelMTU` of the Sites, pools, peerings and assignments the link belongs
+//!   to, and the agent's `mtu`) lower it further;
+//! - a route carries the lowest MTU of every link on every path it may take, through gateways
+//!   and transit pools, and what the gateways on the way published;
+//! - a shared tunnel device takes the largest MTU of the links it carries (each route keeps its
+//!   own, lower, MTU); the pod fabric the smallest link MTU of the node.
+//!
+//! The crate does no I/O except its loader ([`load`], feature `fs`, on by default): it decodes
+//! `(name, bytes)` pairs and takes host facts as settings.
+//!
+//! # Load, resolve, ask what if, explain
+//!
+//! ```
+//! use mtu_solver::resolver::{Destination, Resolver};
+//! use mtu_solver::whatif::Mutation;
+//! use mtu_solver::{Settings, load};
+//! use topology_core::decode::Kind;
+//!
+//! // Two Sites peered over GENEVE; a directory would do as well: `load::load(&["manifests/"])`.
+//! let manifests = "
+//! apiVersion: net.unbounded-cloud.io/v1alpha1
+//! kind: Site
+//! metadata: {name: a}
+//! spec: {nodeCidrs: [10.0.0.0/16], podCidrAssignments: [{cidrBlocks: [10.9.0.0/16]}]}
+//! ---
+//! apiVersion: net.unbounded-cloud.io/v1alpha1
+//! kind: Site
+//! metadata: {name: b}
+//! spec: {nodeCidrs: [10.1.0.0/16], podCidrAssignments: [{cidrBlocks: [10.8.0.0/16]}]}
+//! ---
+//! apiVersion: net.unbounded-cloud.io/v1alpha1
+//! kind: SitePeering
+//! metadata: {name: ab}
+//! spec: {sites: [a, b], tunnelMTU: 1400}
+//! ---
+//! apiVersion: v1
+//! kind: Node
+//! metadata: {name: wa, labels: {net.unbounded-cloud.io/site: a}}
+//! status: {addresses: [{type: InternalIP, address: 10.0.0.1}]}
+//! spec: {podCIDRs: [10.9.1.0/24]}
+//! ---
+//! apiVersion: v1
+//! kind: Node
+//! metadata: {name: wb, labels: {net.unbounded-cloud.io/site: b}}
+//! status: {addresses: [{type: InternalIP, address: 10.1.0.1}]}
+//! spec: {podCIDRs: [10.8.1.0/24]}
+//! ";
+//! let resolver = Resolver::new(load::from_sources([("cluster.yaml", manifests)]), Settings::default());
+//! assert!(resolver.diagnostics().is_empty());
+//!
+//! // wa's link to wb: min(1500 − GENEVE 58, the peering's cap 1400).
+//! let wa = resolver.plan("wa")?;
+//! assert_eq!((&*wa.links[0].peer, wa.links[0].mtu), ("wb", 1400));
+//!
+//! // Why the route to wb's pods is 1400: the SitePeering's tunnelMTU.
+//! let to_wb: Destination = "10.8.1.9".parse()?;
+//! let route = resolver.explain("wa", to_wb)?;
+//! assert_eq!(route.explanation.bound.object.as_deref(), Some("SitePeering/ab"));
+//!
+//! // What if the peering's cap were 1300? Both nodes' links and routes follow.
+//! let cap = Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 1300 };
+//! let what_if = resolver.what_if(&[cap])?;
+//! assert!(what_if.changes.iter().all(|c| c.after == Some(1300)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`resolver::Resolver`] is the entry point; the modules below it ([`solver`], [`whatif`],
+//! [`incremental`], [`report`]) are what it is built from, for tools that need more control.
 #![cfg_attr(
     not(test),
     deny(

@@ -652,7 +652,7 @@ impl<'t> Solver<'t> {
 
     /// The route MTU of a learned route on node `n` (worker: gateway route; gateway: transit):
     /// the minimum over its next hops of the link, `reach` and (workers) `pubPath`, as
-    /// `min(min of the links, rest)` (see [`RouteClass`]).
+    /// `min(min of the links, rest)` (see `RouteClass`).
     pub fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
         let rest = self.route_rest(l, worker);
         let links = self.via_links(n, &l.via, None);
