@@ -1,4 +1,4 @@
-//! Explanations (`mtu.md` §8): every resolved value points at an interned explanation node.
+//! Explanations: every resolved value points at an interned explanation node.
 //! Leaves are terms (a cap, the agent's `mtu`, an underlay minus an overhead, a published
 //! value); inner nodes are minimums (links, routes, the fabric) or maximums (shared devices) of
 //! other nodes. Nodes are interned structurally, so explanations cost memory per distinct

@@ -1,4 +1,4 @@
-//! The incremental resolver (`mtu.md` §10, invariant 6): objects arrive as add/update/delete
+//! The incremental resolver, which always equals a full resolve of the same objects: objects arrive as add/update/delete
 //! events; each batch re-resolves only what it affects (the same classification as what-if:
 //! per value for cap changes, the nodes around a node for underlay changes, every node when
 //! links or paths may change) and publishes a new whole state. Readers hold an `Arc` of a state:

@@ -1,4 +1,4 @@
-//! Encapsulation overheads (`mtu.md` §1, decision D8): one table, with its byte derivation.
+//! Encapsulation overheads by protocol and outer address family: one table, with its byte derivation.
 
 use topology_core::decode::Protocol;
 

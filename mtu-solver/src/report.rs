@@ -1,4 +1,4 @@
-//! The JSON/YAML shape of `resolve` (`cli.md`): typed, owned and `Send + Sync` (names are the
+//! The JSON/YAML shape of `resolve`: typed, owned and `Send + Sync` (names are the
 //! topology's shared `Arc<str>`s, explanations shared `Arc`s), serialized by serde.
 //! Explanation texts are rendered once per distinct explanation and shared.
 
@@ -235,7 +235,7 @@ impl From<&Diagnostic> for DiagOut {
     }
 }
 
-/// The `apiVersion` of every JSON/YAML document (`cli.md`).
+/// The `apiVersion` of every JSON/YAML document.
 pub const API_VERSION: &str = "unbounded-mtu/v1alpha1";
 
 /// The whole `resolve` document.

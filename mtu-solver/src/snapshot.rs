@@ -1,5 +1,5 @@
 //! Name-keyed values of a node plan: what what-if and the incremental resolver compare.
-//! Items sort in the output order of `cli.md` (link, route, device, fabric, published).
+//! Items sort in `resolve`'s output order (link, route, device, fabric, published).
 
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};

@@ -33,7 +33,8 @@ impl fmt::Display for Severity {
 
 macro_rules! codes {
     ($($variant:ident => $text:literal, $sev:ident, $doc:literal;)*) => {
-        /// Stable diagnostic codes (`spec/model.md`, "Validation").
+        /// Stable diagnostic codes: `E-` errors (the object or field is read as absent or fails
+        /// closed), `W-` warnings and `N-` notes; scripts match on them.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Code {
             $(#[doc = $doc] $variant,)*

@@ -1,5 +1,6 @@
 //! Relations, links and forwarding: who links to whom over which protocol, and which paths
-//! traffic takes (`spec/forwarding.md`).
+//! traffic takes: a breadth-first search per destination over the pools' gateway Sites, where
+//! each gateway pool advertises what its Sites originate to the pools it peers with.
 //!
 //! [`Net`] is a lazily memoizing view over an immutable [`Topology`]. Pair lookups (two Sites, a
 //! Site and a pool, two pools) are computed on first use and memoized with `(x, y)` and `(y, x)`
@@ -99,14 +100,15 @@ pub struct Link {
     pub ipv6_outer: bool,
 }
 
-/// A node's addresses on one link: its underlay address (`model.md`) and where its tunnel
+/// A node's addresses on one link: its underlay address (where it is reached across
+/// the underlay; see [`Net::underlay_addr`]) and where its tunnel
 /// packets are sent ([`Net::endpoint_addr`]).
 struct LinkAddrs {
     underlay: Option<IpAddr>,
     endpoint: Option<IpAddr>,
 }
 
-/// Route types of `cli.md`.
+/// Route types, as `resolve` reports them (`NodePod`, `NodeAddress`, `NodeCidr`, `PodCidr`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RouteType {
     /// A Site's pod block.
@@ -451,7 +453,8 @@ impl<'t> Net<'t> {
         out
     }
 
-    /// Whether the link `a–b` crosses public addresses (`mtu.md` §2).
+    /// Whether the link `a–b` crosses public addresses: its ends are in different Sites, those
+    /// Sites are not `networkPeered`, and at least one end is a gateway of an External pool.
     pub fn crosses_public(&self, a: NodeId, b: NodeId) -> bool {
         let topo = self.topo;
         let (na, nb) = (topo.node(a), topo.node(b));
@@ -465,7 +468,7 @@ impl<'t> Net<'t> {
         external_gw(na) || external_gw(nb)
     }
 
-    /// The underlay address of node `n` on a link (`model.md`): its ExternalIP when the link
+    /// The underlay address of node `n` on a link: its ExternalIP when the link
     /// crosses public addresses and the node is a gateway of an External pool, its InternalIP
     /// otherwise; of either list, the first address of the tunnel IP family, else the first.
     pub fn underlay_addr(&self, n: NodeId, public: bool) -> Option<IpAddr> {
@@ -535,8 +538,7 @@ impl<'t> Net<'t> {
         a.site != b.site || topo.site(a.site).manage_cni
     }
 
-    /// The direct routes the link from `n` carries, in no particular order (`forwarding.md`
-    /// Destinations): the peer's own pod CIDRs (`NodePod`, unless
+    /// The direct routes the link from `n` carries, in no particular order: the peer's own pod CIDRs (`NodePod`, unless
     /// [`Net::carries_node_pods`] says otherwise) and, on a gateway's delivery link across public
     /// addresses, a host route to each InternalIP of the worker (`NodeAddress`).
     pub fn direct_routes(&self, n: NodeId, link: &Link) -> SmallVec<[(IpNet, RouteType); 4]> {
@@ -574,7 +576,12 @@ impl<'t> Net<'t> {
             .copied()
     }
 
-    /// The protocol of a link and who decided it (`mtu.md` §2).
+    /// The protocol of a link and who decided it: the first explicit (non-`Auto`) value among
+    /// its governing objects (the Site of a mesh link inside one Site, the SitePeerings of a mesh
+    /// link across Sites, the assignments of an uplink or delivery link, then the worker's Site
+    /// when the gateway is in it, the GatewayPool of a pool-mesh link, the GatewayPoolPeerings of
+    /// a transit link); `Auto` resolves to the public encapsulation across public addresses and
+    /// to the private one elsewhere.
     pub fn link_protocol(
         &self,
         a: NodeId,
@@ -650,7 +657,7 @@ impl<'t> Net<'t> {
         }
     }
 
-    /// The outer family of a link between these underlay addresses (`mtu.md` §1): IPv6 when the
+    /// The outer family of a link between these underlay addresses: IPv6 when the
     /// tunnel family is IPv6, and also when either end's address is IPv6, which happens when that
     /// node has no address of the tunnel family: the overhead column is the one of the header the
     /// packets really carry, so an IPv6-only node never gets the smaller IPv4 overhead.
