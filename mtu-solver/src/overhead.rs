@@ -1,6 +1,6 @@
 //! Encapsulation overheads (`mtu.md` §1, decision D8): one table, with its byte derivation.
 
-use topology_core::decode::Protocol;
+use topology_core::vocab::Protocol;
 
 /// Outer IPv4 header.
 const IPV4: u32 = 20;
