@@ -146,6 +146,15 @@ fn reachable(arrows: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeMa
     chains
 }
 
+/// Which workspace crates a crate may reach through normal dependencies.
+struct Rule {
+    krate: &'static str,
+    /// Whether `krate` may reach this workspace crate.
+    allows: fn(&str) -> bool,
+    /// The rule in words, for the failure message.
+    says: &'static str,
+}
+
 #[test]
 fn workspace_crates_depend_only_along_the_allowed_arrows() {
     let meta = metadata();
@@ -156,29 +165,29 @@ fn workspace_crates_depend_only_along_the_allowed_arrows() {
             "{krate} is not a workspace crate; the arrows read are {arrows:?}"
         );
     }
-    // Each rule: a crate, whether a reached workspace crate is allowed, and the rule's wording.
-    let rules: [(&str, fn(&str) -> bool, &str); 3] = [
-        (
-            "topology-core",
-            |_| false,
-            "topology-core depends on no workspace crate",
-        ),
-        (
-            "mtu-solver",
-            |to| to == "topology-core",
-            "mtu-solver depends only on topology-core",
-        ),
-        (
-            "dataplane-linux",
-            |to| !["topology-core", "mtu-solver", "agent"].contains(&to),
-            "dataplane-linux depends on neither core crate nor the agent",
-        ),
+    let rules = [
+        Rule {
+            krate: "topology-core",
+            allows: |_| false,
+            says: "topology-core depends on no workspace crate",
+        },
+        Rule {
+            krate: "mtu-solver",
+            allows: |to| to == "topology-core",
+            says: "mtu-solver depends only on topology-core",
+        },
+        Rule {
+            krate: "dataplane-linux",
+            allows: |to| !["topology-core", "mtu-solver", "agent"].contains(&to),
+            says: "dataplane-linux depends on neither core crate nor the agent",
+        },
     ];
-    for (krate, allowed, rule) in rules {
-        for (to, chain) in reachable(&arrows, krate) {
+    for rule in rules {
+        for (to, chain) in reachable(&arrows, rule.krate) {
             assert!(
-                allowed(&to),
-                "forbidden arrow {chain} (normal dependency): {rule}"
+                (rule.allows)(&to),
+                "forbidden arrow {chain} (normal dependency): {}",
+                rule.says
             );
         }
     }
