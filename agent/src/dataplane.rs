@@ -7,8 +7,8 @@ use dataplane_linux::{
 use mtu_solver::{DeviceRef, NodePlan};
 use std::net::IpAddr;
 use std::path::PathBuf;
-use topology_core::decode::Protocol;
 use topology_core::model::Topology;
+use topology_core::vocab::Protocol;
 
 /// Pod-side options of the agent.
 #[derive(Clone, Debug, Default)]

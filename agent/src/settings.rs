@@ -8,8 +8,8 @@ use crate::dataplane::FabricOptions;
 use crate::k8s::client;
 use std::path::PathBuf;
 use std::time::Duration;
-use topology_core::decode::Protocol;
 use topology_core::net::LinkSettings;
+use topology_core::vocab::Protocol;
 
 /// The protocol an `--*-encap` option names.
 pub fn protocol(e: Encap) -> Protocol {

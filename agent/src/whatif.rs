@@ -8,7 +8,7 @@ use mtu_solver::snapshot::Item;
 use mtu_solver::whatif::{self, Input, Mutation};
 use serde::Serialize;
 use std::sync::Arc;
-use topology_core::decode::Kind;
+use topology_core::vocab::Kind;
 
 fn kind_name(spec: &str, flag: &str) -> Result<(Kind, String)> {
     let (k, n) = spec

@@ -13,7 +13,7 @@ use support::{
     End, Mock, NODE, NODES, OWN, POD, POOL_LABEL, Reply, SITE_LABEL, event, node, own_node, site,
 };
 use tokio::sync::mpsc;
-use topology_core::decode::Kind;
+use topology_core::vocab::Kind;
 use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::store::{Change, ReflectOptions, Store, reflect};
 use unbounded_mtu::k8s::{Backoff, ResourceKind};

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use support::{FakeApplier, GPN, Mock, NODE, POD, Reply, node_patched, own_node, site};
-use topology_core::decode::Kind;
+use topology_core::vocab::Kind;
 use unbounded_mtu::agent::applier::Applier;
 use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::ResourceKind;

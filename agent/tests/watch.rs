@@ -11,7 +11,7 @@ use std::time::Duration;
 use support::{End, Mock, Recorded, Reply, event, site};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use topology_core::decode::Kind;
+use topology_core::vocab::Kind;
 use unbounded_mtu::k8s::metrics::ApiMetrics;
 use unbounded_mtu::k8s::store::{Change, ReflectOptions, Store, reflect};
 use unbounded_mtu::k8s::{Backoff, ResourceKind};

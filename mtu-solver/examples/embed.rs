@@ -13,7 +13,7 @@ use mtu_solver::resolver::{Destination, Resolver};
 use mtu_solver::whatif::Mutation;
 use mtu_solver::{Settings, load};
 use std::error::Error;
-use topology_core::decode::Kind;
+use topology_core::vocab::Kind;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

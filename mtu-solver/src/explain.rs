@@ -6,10 +6,10 @@
 
 use ipnet::IpNet;
 use smallvec::SmallVec;
-use topology_core::decode::Protocol;
 use topology_core::ids::{NodeId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::Mtu;
+use topology_core::vocab::Protocol;
 
 /// An interned explanation node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -9,9 +9,10 @@ use crate::solver::{Settings, Solver};
 use crate::whatif::{Change, Input, diff};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use topology_core::decode::{Kind, RawObject};
+use topology_core::decode::RawObject;
 use topology_core::diag::{Diagnostic, sort_diagnostics};
 use topology_core::ids::NodeId;
+use topology_core::vocab::Kind;
 
 /// An object event.
 #[derive(Clone, Debug)]

@@ -24,7 +24,7 @@
 //! use mtu_solver::resolver::{Destination, Resolver};
 //! use mtu_solver::whatif::Mutation;
 //! use mtu_solver::{Settings, load};
-//! use topology_core::decode::Kind;
+//! use topology_core::vocab::Kind;
 //!
 //! // Two Sites peered over GENEVE; a directory would do as well: `load::load(&["manifests/"])`.
 //! let manifests = "

@@ -1,6 +1,6 @@
 //! Encapsulation overheads by protocol and outer address family: one table, with its byte derivation.
 
-use topology_core::decode::Protocol;
+use topology_core::vocab::Protocol;
 
 /// Outer IPv4 header.
 const IPV4: u32 = 20;

@@ -5,11 +5,11 @@ use crate::explain::ExplId;
 use ipnet::IpNet;
 use smallvec::SmallVec;
 use std::net::IpAddr;
-use topology_core::decode::Protocol;
 use topology_core::diag::Diagnostic;
 use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::mtu::Mtu;
 use topology_core::net::{LinkKind, RouteType};
+use topology_core::vocab::Protocol;
 
 /// A resolved value and its explanation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -100,7 +100,7 @@ impl std::str::FromStr for Destination {
 /// assert_eq!(route.explanation.bound.term, "auto");
 /// // A cap on the Site: every value at most 1400.
 /// let cap = mtu_solver::whatif::Mutation::SetCap {
-///     kind: topology_core::decode::Kind::Site,
+///     kind: topology_core::vocab::Kind::Site,
 ///     name: "a".into(),
 ///     mtu: 1400,
 /// };

@@ -9,7 +9,6 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use topology_core::decode::Protocol;
 use topology_core::diag::{Code, Diagnostic};
 use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::{ObjRef, Topology};
@@ -18,6 +17,7 @@ use topology_core::net::{
     Dest, Learned, Link, LinkKind, LinkSettings, Net, Origin, ProtocolSource, RouteType, cut,
     prefix_order,
 };
+use topology_core::vocab::Protocol;
 
 /// Default device names (agent settings).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

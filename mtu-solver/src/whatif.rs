@@ -16,12 +16,13 @@ use rustc_hash::FxHashSet;
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use topology_core::decode::{Kind, Member, POOL_LABEL_KEY, RawCap, RawObject, RawRelation};
+use topology_core::decode::{Member, RawCap, RawObject, RawRelation};
 use topology_core::diag::Diagnostic;
 use topology_core::ids::{NodeId, SiteId};
 use topology_core::model::{NoSuchName, ObjRef, Topology};
 use topology_core::mtu::{MAX_CAP, MIN_MTU, Mtu};
 use topology_core::net::{Dest, Learned, cut};
+use topology_core::vocab::{Kind, POOL_LABEL_KEY};
 
 /// The input of a resolve: decoded objects, decoder findings and settings.
 #[derive(Clone, Debug, Default)]
@@ -664,7 +665,7 @@ struct RemoteRoute {
 /// A next hop of a remote route.
 struct RemoteHop {
     peer: NodeId,
-    protocol: topology_core::decode::Protocol,
+    protocol: topology_core::vocab::Protocol,
     /// The link crosses public addresses (which addresses its ends use).
     public: bool,
     /// The value of the link's configured caps.

@@ -18,8 +18,9 @@ use mtu_solver::report::{Renderer, resolve_out};
 use mtu_solver::whatif::{Input, Mutation, apply, what_if};
 use mtu_solver::{Settings, Solver};
 use std::path::{Path, PathBuf};
-use topology_core::decode::{Decoded, Kind, decode};
+use topology_core::decode::{Decoded, decode};
 use topology_core::model::Topology;
+use topology_core::vocab::Kind;
 
 fn files(target: &str, ext: Option<&str>) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -43,9 +43,10 @@ use mtu_solver::report::Renderer;
 use mtu_solver::{DeviceRef, NodePlan, Settings, Solver};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use topology_core::decode::{Protocol, decode, parse_setting};
+use topology_core::decode::decode;
 use topology_core::model::Topology;
 use topology_core::net::LinkKind;
+use topology_core::vocab::{Protocol, parse_setting};
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")

@@ -8,7 +8,7 @@ use mtu_solver::report::{self, Renderer};
 use mtu_solver::{DeviceRef, NodePlan, RouteKind, Settings, Solver};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use topology_core::decode::{Protocol, decode};
+use topology_core::decode::decode;
 use topology_core::diag::{Diagnostic, sort_diagnostics};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
@@ -17,6 +17,7 @@ use topology_core::reference::{
     self, DeviceKey, RefNode, RefRouteKind, RefSettings, Reference, topology_of,
 };
 use topology_core::testkit::{TopoSpec, arb_spec, join_documents, proptest_config};
+use topology_core::vocab::Protocol;
 
 macro_rules! regressions {
     ($name:literal) => {

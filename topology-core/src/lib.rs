@@ -22,3 +22,4 @@ pub mod schema;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod tree;
+pub mod vocab;

@@ -2,12 +2,13 @@
 //! Built from raw objects in any order; the result depends only on the set of objects.
 
 use crate::decode::{
-    POOL_LABEL_KEY, Protocol, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool, RawRelation,
-    RawSite, RawSlice, RawSliceNode, RawStatusNode, RawUnderlay, site_label,
+    RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool, RawRelation, RawSite, RawSlice,
+    RawSliceNode, RawStatusNode, RawUnderlay, site_label,
 };
 use crate::diag::{Code, Diagnostic, SourceLoc, sort_diagnostics};
 use crate::ids::*;
 use crate::mtu::Mtu;
+use crate::vocab::{POOL_LABEL_KEY, Protocol};
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -443,7 +444,7 @@ impl Builder {
     ) -> Topology {
         self.diags.extend(decode_diags);
         // 1. Group by kind and name; a name given twice within a kind is ignored entirely.
-        let mut by_kind: BTreeMap<(crate::decode::Kind, &str), Vec<&RawObject>> = BTreeMap::new();
+        let mut by_kind: BTreeMap<(crate::vocab::Kind, &str), Vec<&RawObject>> = BTreeMap::new();
         for o in objects {
             // An object with `enabled: false` is absent everywhere, silently.
             if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) =
@@ -833,7 +834,7 @@ impl Builder {
                         None => self.diags.push(warn(
                             Code::MissingSite,
                             &object,
-                            &format!("metadata.labels.{}", crate::decode::SITE_LABEL_KEY),
+                            &format!("metadata.labels.{}", crate::vocab::SITE_LABEL_KEY),
                             format!(
                                 "Site {label} does not exist; membership falls back to nodeCidrs"
                             ),

@@ -8,10 +8,10 @@
 //! need (the prefix table, breadth-first searches per destination, learned routes) is built on
 //! first use, so a worker whose Site has no assignment pays nothing for it.
 
-use crate::decode::Protocol;
 use crate::ids::*;
 use crate::model::{ObjRef, Role, Topology};
 use crate::mtu::Mtu;
+use crate::vocab::Protocol;
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;

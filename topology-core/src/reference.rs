@@ -26,10 +26,10 @@
     clippy::panic
 )]
 
-use crate::decode::Protocol;
 use crate::ids::{NodeId, PoolId, SiteId};
 use crate::model::{Role, Topology};
 use crate::net::{LinkKind, RouteType, cut, prefix_order};
+use crate::vocab::Protocol;
 use ipnet::IpNet;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -21,8 +21,8 @@
 //! four levels deep), never the input's own depth. A suggestion is searched for unknown keys only,
 //! and only for keys short enough to be a misspelling of some name here.
 
-use crate::decode::Kind;
 use crate::tree::{Node, Value};
+use crate::vocab::Kind;
 
 /// What a field holds, as far as the check goes.
 #[derive(Clone, Copy, Debug)]

@@ -3,10 +3,14 @@
 //! features are unified across the workspace) contains an async runtime, a Kubernetes client,
 //! netlink, or an HTTP stack. Filesystem, environment and clock calls are kept out by
 //! `clippy.toml` (`disallowed-methods`) in both crates.
+//!
+//! It also checks the arrows between workspace crates (normal dependencies; dev-dependencies
+//! aside): `topology-core` depends on no workspace crate, `mtu-solver` only on `topology-core`,
+//! and `dataplane-linux` on neither core crate nor the agent.
 
 #![allow(clippy::disallowed_methods)] // tests may read files
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::process::Command;
 
 const FORBIDDEN: &[&str] = &[
@@ -68,8 +72,8 @@ fn closure(meta: &serde_json::Value, root: &str) -> BTreeSet<String> {
     seen
 }
 
-#[test]
-fn the_core_has_no_io_dependencies() {
+/// `cargo metadata` of the workspace, resolved for Linux.
+fn metadata() -> serde_json::Value {
     let out = Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -86,7 +90,112 @@ fn the_core_has_no_io_dependencies() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The normal dependency arrows between workspace crates, by crate name.
+fn workspace_arrows(meta: &serde_json::Value) -> BTreeMap<String, BTreeSet<String>> {
+    let members: BTreeSet<&str> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    let name_of: HashMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut arrows: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for node in meta["resolve"]["nodes"].as_array().unwrap() {
+        let id = node["id"].as_str().unwrap();
+        if !members.contains(id) {
+            continue;
+        }
+        let out = arrows.entry(name_of[id].to_string()).or_default();
+        for d in node["deps"].as_array().unwrap() {
+            let pkg = d["pkg"].as_str().unwrap();
+            let normal = d["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["kind"].is_null());
+            if normal && members.contains(pkg) && pkg != id {
+                out.insert(name_of[pkg].to_string());
+            }
+        }
+    }
+    arrows
+}
+
+/// The workspace crates `from` reaches through normal dependencies, each with the chain of
+/// arrows that reaches it (`a -> b -> c`).
+fn reachable(arrows: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeMap<String, String> {
+    let mut chains: BTreeMap<String, String> = BTreeMap::new();
+    let mut stack = vec![(from.to_string(), from.to_string())];
+    while let Some((krate, chain)) = stack.pop() {
+        for next in arrows.get(&krate).into_iter().flatten() {
+            if next != from && !chains.contains_key(next) {
+                let chain = format!("{chain} -> {next}");
+                chains.insert(next.clone(), chain.clone());
+                stack.push((next.clone(), chain));
+            }
+        }
+    }
+    chains
+}
+
+/// Which workspace crates a crate may reach through normal dependencies.
+struct Rule {
+    krate: &'static str,
+    /// Whether `krate` may reach this workspace crate.
+    allows: fn(&str) -> bool,
+    /// The rule in words, for the failure message.
+    says: &'static str,
+}
+
+#[test]
+fn workspace_crates_depend_only_along_the_allowed_arrows() {
+    let meta = metadata();
+    let arrows = workspace_arrows(&meta);
+    for krate in ["topology-core", "mtu-solver", "dataplane-linux", "agent"] {
+        assert!(
+            arrows.contains_key(krate),
+            "{krate} is not a workspace crate; the arrows read are {arrows:?}"
+        );
+    }
+    let rules = [
+        Rule {
+            krate: "topology-core",
+            allows: |_| false,
+            says: "topology-core depends on no workspace crate",
+        },
+        Rule {
+            krate: "mtu-solver",
+            allows: |to| to == "topology-core",
+            says: "mtu-solver depends only on topology-core",
+        },
+        Rule {
+            krate: "dataplane-linux",
+            allows: |to| !["topology-core", "mtu-solver", "agent"].contains(&to),
+            says: "dataplane-linux depends on neither core crate nor the agent",
+        },
+    ];
+    for rule in rules {
+        for (to, chain) in reachable(&arrows, rule.krate) {
+            assert!(
+                (rule.allows)(&to),
+                "forbidden arrow {chain} (normal dependency): {}",
+                rule.says
+            );
+        }
+    }
+}
+
+#[test]
+fn the_core_has_no_io_dependencies() {
+    let meta = metadata();
     for krate in ["topology-core", "mtu-solver"] {
         let deps = closure(&meta, krate);
         let bad: Vec<&String> = deps

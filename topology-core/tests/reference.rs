@@ -3,12 +3,12 @@
 //! "consequence worth a test" of `forwarding.md`.
 
 use proptest::prelude::*;
-use topology_core::decode::Protocol;
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 use topology_core::net::{LinkKind, LinkSettings, Net, RouteType, cut, prefix_order};
 use topology_core::reference::{self, RefRouteKind, RefSettings, topology_of};
 use topology_core::testkit::{arb_spec, proptest_config};
+use topology_core::vocab::Protocol;
 
 type LinkRow = (String, LinkKind, Protocol);
 type RouteRow = (String, RouteType, RefRouteKind, u32, Vec<String>);

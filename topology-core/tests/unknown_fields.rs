@@ -8,9 +8,10 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
-use topology_core::decode::{Kind, RawObject, decode};
+use topology_core::decode::{RawObject, decode};
 use topology_core::diag::{Code, Diagnostic};
 use topology_core::model::Topology;
+use topology_core::vocab::Kind;
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -7,8 +7,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
-use topology_core::decode::{Decoded, Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
+use topology_core::decode::Decoded;
 use topology_core::model::Topology;
+use topology_core::vocab::{Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
 
 /// The annotation on the agent's own Pod that acknowledges the adopted assignment.
 pub const ACK_ANNOTATION: &str = "mtu.unbounded-cloud.io/adopted-assignment";

@@ -22,7 +22,8 @@ use crate::settings::{self, Apply};
 use kube::Client;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-use topology_core::decode::{Decoded, Kind};
+use topology_core::decode::Decoded;
+use topology_core::vocab::Kind;
 
 /// The API source.
 pub struct Api {

@@ -17,8 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use topology_core::decode::{Decoded, Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
+use topology_core::decode::Decoded;
 use topology_core::model::Topology;
+use topology_core::vocab::{Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
 
 /// The three heavy kinds, watched only while needed.
 pub const HEAVY: [Kind; 3] = [

@@ -13,7 +13,7 @@ use kube::api::{Api, WatchParams};
 use kube::core::WatchEvent;
 use serde_json::Value;
 use tokio::sync::watch;
-use topology_core::decode::{Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
+use topology_core::vocab::{Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
 
 /// What an observation of the own Node means for the process.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use crate::k8s::kinds::ResourceKind;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
-use topology_core::decode::{FORWARDING_ANNOTATION, Kind, UNDERLAY_ANNOTATION};
+use topology_core::vocab::{FORWARDING_ANNOTATION, Kind, UNDERLAY_ANNOTATION};
 
 /// Publishes what changed.
 pub async fn publish(client: &Client, node: &str, p: &Publication) -> Result<(), PublishError> {

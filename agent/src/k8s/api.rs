@@ -80,7 +80,7 @@ pub fn name_of(v: &Value) -> Option<&str> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use topology_core::decode::Kind;
+    use topology_core::vocab::Kind;
 
     #[test]
     fn typed_reads_dynamic_objects_and_keeps_malformed_ones() {

@@ -1,7 +1,7 @@
 //! The resources the adapter reads: the unbounded kinds (cluster-scoped, group
 //! `net.unbounded-cloud.io`, version `v1alpha1`) and core `v1` Nodes.
 
-use topology_core::decode::Kind;
+use topology_core::vocab::Kind;
 
 /// API group of the unbounded kinds.
 pub const GROUP: &str = "net.unbounded-cloud.io";

@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use topology_core::decode::{Decoded, Kind};
+use topology_core::decode::Decoded;
+use topology_core::vocab::Kind;
 
 /// The `source` of objects read from the API.
 pub const SOURCE: &str = "cluster";

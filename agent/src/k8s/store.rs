@@ -408,7 +408,7 @@ pub async fn reflect(
 mod tests {
     use super::*;
     use serde_json::json;
-    use topology_core::decode::Kind;
+    use topology_core::vocab::Kind;
 
     fn obj(v: Value) -> DynamicObject {
         serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))

@@ -866,7 +866,7 @@ pub fn path(kind: unbounded_mtu::k8s::ResourceKind) -> String {
 /// Serves every kind the agent lists and watches: each collection holds the `objects` of its kind
 /// (at resource version 42), the rest empty.
 pub fn serve_collections(mock: &Mock, objects: &[Value]) {
-    use topology_core::decode::Kind;
+    use topology_core::vocab::Kind;
     use unbounded_mtu::k8s::ResourceKind;
     for rk in ResourceKind::ALL {
         let items: Vec<Value> = objects
