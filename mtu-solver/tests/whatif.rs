@@ -6,8 +6,8 @@
 use mtu_solver::Solver;
 use mtu_solver::whatif::{Input, Mutation, WhatIf, compare, what_if, what_if_on};
 use proptest::prelude::*;
+use test_utils::testkit::{TopoSpec, arb_spec, proptest_config};
 use topology_core::decode::{Kind, RawObject, decode};
-use topology_core::testkit::{TopoSpec, arb_spec, proptest_config};
 
 fn examples() -> Vec<(String, Input)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");

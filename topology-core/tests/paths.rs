@@ -5,11 +5,11 @@
 //! compared with the reference oracle in `reference.rs`.)
 
 use ipnet::IpNet;
+use test_utils::testkit::scale::transit_chain;
 use topology_core::decode::decode;
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 use topology_core::net::{LinkSettings, Net};
-use topology_core::testkit::scale::transit_chain;
 
 fn build(yaml: &str) -> Topology {
     let d = decode([("chain.yaml", yaml.as_bytes())]);
