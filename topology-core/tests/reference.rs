@@ -1,6 +1,6 @@
 //! Production links and forwarding (`net.rs`) against the naive reference oracle
-//! (`reference.rs`, a path-vector simulation of `spec/forwarding.md`), plus one unit test per
-//! "consequence worth a test" of `forwarding.md`.
+//! (`test_utils::reference`, a path-vector simulation of `spec/forwarding.md`), plus one unit
+//! test per "consequence worth a test" of `forwarding.md`.
 
 use proptest::prelude::*;
 use test_utils::reference::{self, RefRouteKind, RefSettings, topology_of};
