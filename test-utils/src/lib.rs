@@ -1,6 +1,6 @@
-//! Test utilities of the workspace: the naive reference oracle ([`reference`]) and the test kit
-//! ([`testkit`]: proptest strategies for random topologies and the seeded [`testkit::scale`]
-//! generator).
+//! Test utilities of the workspace: the naive reference oracle ([`crate::reference`]) and the
+//! test kit ([`testkit`]: proptest strategies for random topologies and the seeded
+//! [`testkit::scale`] generator).
 //!
 //! Test oracles live outside the product crates: this crate is `publish = false` and only ever a
 //! dev-dependency of the product crates (`topology-core`, `mtu-solver`, `dataplane-linux`,
