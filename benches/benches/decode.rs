@@ -3,7 +3,7 @@
 use benches::{build, decode_text, report_allocs};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::time::Duration;
-use topology_core::testkit::scale::ScaleSpec;
+use test_utils::testkit::scale::ScaleSpec;
 
 fn bench(c: &mut Criterion) {
     let spec = ScaleSpec::standard();

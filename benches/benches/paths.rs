@@ -8,10 +8,10 @@ use benches::{build, decode_text, report_allocs};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use mtu_solver::{RouteKind, RoutePlan, Settings, Solver};
 use std::time::Duration;
+use test_utils::testkit::scale::transit_chain;
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 use topology_core::net::{LinkSettings, Net};
-use topology_core::testkit::scale::transit_chain;
 
 /// Paths `explain` shows per route by default.
 const SHOWN: usize = 4;

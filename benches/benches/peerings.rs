@@ -6,8 +6,8 @@ use benches::{build, decode_text, index_entries, report_allocs};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use mtu_solver::{Settings, Solver};
 use std::time::Duration;
+use test_utils::testkit::scale::{mesh_peering, pool_peering};
 use topology_core::ids::NodeId;
-use topology_core::testkit::scale::{mesh_peering, pool_peering};
 
 fn bench(c: &mut Criterion) {
     for (label, text) in [

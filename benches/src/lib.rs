@@ -8,10 +8,10 @@ pub mod dataplane;
 use mtu_solver::whatif::{Input, Mutation};
 use mtu_solver::{NodePlan, Settings, Solver};
 use std::time::{Duration, Instant};
+use test_utils::testkit::scale::ScaleSpec;
 use topology_core::decode::{Decoded, decode};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
-use topology_core::testkit::scale::ScaleSpec;
 use topology_core::vocab::Kind;
 
 /// A generated cluster: its YAML text, decoded input and built topology.

@@ -4,11 +4,11 @@
 
 use arbitrary::Arbitrary;
 use mtu_solver::whatif::{Input, Mutation};
-use topology_core::decode::decode;
-use topology_core::testkit::{
+use test_utils::testkit::{
     AssignmentSpec, Family, NodeSpec, PeeringSpec, PoolLabel, PoolPeeringSpec, PoolSpec,
     SHARED_BLOCK, SiteSpec, TopoSpec,
 };
+use topology_core::decode::decode;
 use topology_core::vocab::Kind;
 
 const MAX_SITES: usize = 6;

@@ -4,9 +4,9 @@
 
 use mtu_solver::explain::{ExplId, Explanations, Leaf};
 use proptest::prelude::*;
+use test_utils::testkit::proptest_config;
 use topology_core::ids::NodeId;
 use topology_core::mtu::Mtu;
-use topology_core::testkit::proptest_config;
 
 /// Interns one term per value (values from a small range, so ties are common).
 fn terms(x: &mut Explanations, values: &[u32]) -> Vec<ExplId> {

@@ -8,10 +8,10 @@ use mtu_solver::snapshot::{Item, items};
 use mtu_solver::whatif::{Input, Mutation, apply, diff};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+use test_utils::testkit::{TopoSpec, arb_spec, proptest_config};
 use topology_core::decode::{RawObject, decode};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
-use topology_core::testkit::{TopoSpec, arb_spec, proptest_config};
 use topology_core::vocab::Kind;
 
 fn objects(spec: &TopoSpec) -> Vec<RawObject> {

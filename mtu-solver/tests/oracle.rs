@@ -8,15 +8,15 @@ use mtu_solver::report::{self, Renderer};
 use mtu_solver::{DeviceRef, NodePlan, RouteKind, Settings, Solver};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+use test_utils::reference::{
+    self, DeviceKey, RefNode, RefRouteKind, RefSettings, Reference, topology_of,
+};
+use test_utils::testkit::{TopoSpec, arb_spec, join_documents, proptest_config};
 use topology_core::decode::decode;
 use topology_core::diag::{Diagnostic, sort_diagnostics};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 use topology_core::net::{LinkKind, LinkSettings, RouteType};
-use topology_core::reference::{
-    self, DeviceKey, RefNode, RefRouteKind, RefSettings, Reference, topology_of,
-};
-use topology_core::testkit::{TopoSpec, arb_spec, join_documents, proptest_config};
 use topology_core::vocab::Protocol;
 
 macro_rules! regressions {

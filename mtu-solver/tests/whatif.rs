@@ -6,8 +6,8 @@
 use mtu_solver::Solver;
 use mtu_solver::whatif::{Input, Mutation, WhatIf, compare, what_if, what_if_on};
 use proptest::prelude::*;
+use test_utils::testkit::{TopoSpec, arb_spec, proptest_config};
 use topology_core::decode::{RawObject, decode};
-use topology_core::testkit::{TopoSpec, arb_spec, proptest_config};
 use topology_core::vocab::Kind;
 
 fn examples() -> Vec<(String, Input)> {

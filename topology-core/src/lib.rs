@@ -16,10 +16,6 @@ pub mod ids;
 pub mod model;
 pub mod mtu;
 pub mod net;
-#[cfg(feature = "reference")]
-pub mod reference;
 pub mod schema;
-#[cfg(feature = "testkit")]
-pub mod testkit;
 pub mod tree;
 pub mod vocab;

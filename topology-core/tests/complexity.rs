@@ -2,11 +2,11 @@
 //! linear in N (at most 4N entries), pair lookups memoize only the pairs queried, and a worker
 //! without gateway paths builds no gateway-only index.
 
+use test_utils::testkit::scale::{mesh_peering, pool_peering};
 use topology_core::decode::decode;
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 use topology_core::net::{LinkSettings, Net};
-use topology_core::testkit::scale::{mesh_peering, pool_peering};
 
 fn build(yaml: &str) -> Topology {
     let d = decode([("gen.yaml", yaml.as_bytes())]);

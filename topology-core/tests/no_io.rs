@@ -7,6 +7,10 @@
 //! It also checks the arrows between workspace crates (normal dependencies; dev-dependencies
 //! aside): `topology-core` depends on no workspace crate, `mtu-solver` only on `topology-core`,
 //! and `dataplane-linux` on neither core crate nor the agent.
+//! It also checks the test layout: the reference oracle and the test kit live in the
+//! `publish = false` crate `test-utils`, which no product crate depends on outside its
+//! dev-dependencies, and the core crates have no test-only features and do not list themselves
+//! as dev-dependencies.
 
 #![allow(clippy::disallowed_methods)] // tests may read files
 
@@ -37,7 +41,25 @@ const FORBIDDEN: &[&str] = &[
     "walkdir",
 ];
 
+/// The product crates: what ships in the binary (`benches`, `test-utils` and `fuzz` do not).
+const PRODUCT: &[&str] = &["topology-core", "mtu-solver", "dataplane-linux", "agent"];
+
+/// Names of the packages `root` depends on, transitively, through normal dependencies.
 fn closure(meta: &serde_json::Value, root: &str) -> BTreeSet<String> {
+    closure_of(meta, root, |kind| kind.is_none())
+}
+
+/// Names of the packages `root` depends on, transitively, through normal and build
+/// dependencies (everything but dev-dependencies).
+fn non_dev_closure(meta: &serde_json::Value, root: &str) -> BTreeSet<String> {
+    closure_of(meta, root, |kind| kind != Some("dev"))
+}
+
+fn closure_of(
+    meta: &serde_json::Value,
+    root: &str,
+    follow: impl Fn(Option<&str>) -> bool,
+) -> BTreeSet<String> {
     let packages = meta["packages"].as_array().unwrap();
     let name_of: HashMap<&str, &str> = packages
         .iter()
@@ -62,7 +84,7 @@ fn closure(meta: &serde_json::Value, root: &str) -> BTreeSet<String> {
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|k| k["kind"].is_null());
+                .any(|k| follow(k["kind"].as_str()));
             let pkg = d["pkg"].as_str().unwrap();
             if normal && seen.insert(name_of[pkg].to_string()) {
                 stack.push(pkg);
@@ -227,6 +249,15 @@ fn fs_feature_deps(meta: &serde_json::Value, krate: &str) -> Vec<String> {
     gated
 }
 
+fn package<'a>(meta: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no package {name} in cargo metadata"))
+}
+
 #[test]
 fn the_core_has_no_io_dependencies() {
     let meta = metadata();
@@ -270,5 +301,48 @@ fn clippy_bans_io_calls_in_the_core() {
         ] {
             assert!(text.contains(banned), "{path} does not ban {banned}");
         }
+    }
+}
+
+#[test]
+fn test_utils_stays_out_of_the_product() {
+    let meta = metadata();
+    let tu = package(&meta, "test-utils");
+    assert_eq!(
+        tu["publish"],
+        serde_json::json!([]),
+        "test-utils must be publish = false"
+    );
+    assert!(
+        closure(&meta, "test-utils").contains("topology-core"),
+        "the closure looks wrong"
+    );
+    for krate in PRODUCT {
+        let deps = non_dev_closure(&meta, krate);
+        assert!(
+            !deps.contains("test-utils"),
+            "{krate} depends on test-utils outside dev-dependencies (its tree: {deps:?})"
+        );
+        let pkg = package(&meta, krate);
+        for f in ["reference", "testkit"] {
+            assert!(
+                pkg["features"].get(f).is_none(),
+                "{krate} has a test-only feature {f:?}: test code belongs in test-utils"
+            );
+        }
+        for d in pkg["dependencies"].as_array().unwrap() {
+            assert_ne!(
+                d["name"].as_str(),
+                Some(*krate),
+                "{krate} lists itself as a dependency ({})",
+                d["kind"]
+            );
+        }
+    }
+    for krate in ["topology-core", "mtu-solver"] {
+        assert!(
+            !closure(&meta, krate).contains("proptest"),
+            "{krate} depends on proptest outside dev-dependencies"
+        );
     }
 }

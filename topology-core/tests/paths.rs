@@ -2,14 +2,14 @@
 //! transit chain of `P` pools with `k` gateways each a worker has `k^P` paths to the far end;
 //! the count is exact up to `u64::MAX`, says when it saturates, and the paths shown come first in
 //! forwarding order without the others being walked. (Every path of small random topologies is
-//! compared with the reference oracle in `reference.rs`.)
+//! compared with the reference oracle `test_utils::reference` in `tests/reference.rs`.)
 
 use ipnet::IpNet;
+use test_utils::testkit::scale::transit_chain;
 use topology_core::decode::decode;
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 use topology_core::net::{LinkSettings, Net};
-use topology_core::testkit::scale::transit_chain;
 
 fn build(yaml: &str) -> Topology {
     let d = decode([("chain.yaml", yaml.as_bytes())]);

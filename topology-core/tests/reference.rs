@@ -1,13 +1,13 @@
 //! Production links and forwarding (`net.rs`) against the naive reference oracle
-//! (`reference.rs`, a path-vector simulation of `spec/forwarding.md`), plus one unit test per
-//! "consequence worth a test" of `forwarding.md`.
+//! (`test_utils::reference`, a path-vector simulation of `spec/forwarding.md`), plus one unit
+//! test per "consequence worth a test" of `forwarding.md`.
 
 use proptest::prelude::*;
+use test_utils::reference::{self, RefRouteKind, RefSettings, topology_of};
+use test_utils::testkit::{arb_spec, proptest_config};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 use topology_core::net::{LinkKind, LinkSettings, Net, RouteType, cut, prefix_order};
-use topology_core::reference::{self, RefRouteKind, RefSettings, topology_of};
-use topology_core::testkit::{arb_spec, proptest_config};
 use topology_core::vocab::Protocol;
 
 type LinkRow = (String, LinkKind, Protocol);
@@ -478,7 +478,7 @@ fn generator_covers_interesting_shapes() {
                 has[1] |= x.kind == RefRouteKind::Transit;
                 has[2] |= x.destination != x.advertised;
                 has[3] |= x.paths.len() > 1;
-                has[4] |= x.advertised.to_string() == topology_core::testkit::SHARED_BLOCK;
+                has[4] |= x.advertised.to_string() == test_utils::testkit::SHARED_BLOCK;
             }
         }
         has[5] = t.pools.iter().any(|p| {

@@ -1,9 +1,9 @@
-//! The seeded scale generator (`topology_core::testkit::scale`) produces the standard cluster of
+//! The seeded scale generator (`test_utils::testkit::scale`) produces the standard cluster of
 //! the performance budgets, valid and deterministic.
 
+use test_utils::testkit::scale::{ScaleSpec, mesh_peering, pool_peering};
 use topology_core::diag::Severity;
 use topology_core::model::{Role, Topology};
-use topology_core::testkit::scale::{ScaleSpec, mesh_peering, pool_peering};
 
 fn build(text: &str) -> Topology {
     let d = topology_core::decode::decode([("scale.yaml", text.as_bytes())]);

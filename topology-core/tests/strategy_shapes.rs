@@ -4,11 +4,11 @@
 
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use test_utils::reference::topology_of;
+use test_utils::testkit::{PoolLabel, arb_spec};
 use topology_core::diag::Code;
 use topology_core::model::Topology;
 use topology_core::net::{LinkKind, LinkSettings, Net, RouteType};
-use topology_core::reference::topology_of;
-use topology_core::testkit::{PoolLabel, arb_spec};
 
 #[derive(Default, Debug)]
 struct Seen {
@@ -22,7 +22,7 @@ struct Seen {
     ipv4_outer_links: usize,
 }
 
-fn count(t: &Topology, spec: &topology_core::testkit::TopoSpec, seen: &mut Seen) {
+fn count(t: &Topology, spec: &test_utils::testkit::TopoSpec, seen: &mut Seen) {
     let net = Net::new(t, LinkSettings::default());
     let mut node_address = false;
     let mut unmanaged = false;

@@ -17,9 +17,9 @@ use mtu_solver::incremental::{Event, Incremental};
 use mtu_solver::whatif::{what_if, what_if_on};
 use mtu_solver::{NodePlan, Settings, Solver};
 use std::time::{Duration, Instant};
+use test_utils::testkit::scale::{mesh_peering, pool_peering};
 use topology_core::decode::RawObject;
 use topology_core::ids::NodeId;
-use topology_core::testkit::scale::{mesh_peering, pool_peering};
 
 /// One line of the table.
 struct Row {

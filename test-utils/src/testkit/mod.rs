@@ -1,5 +1,5 @@
-//! Test kit (feature `testkit`, tests and benches only): proptest strategies for random
-//! topologies and a seeded scale generator.
+//! Test kit (tests and benches only): proptest strategies for random topologies and a seeded
+//! scale generator.
 //!
 //! [`arb_spec`] generates a structured [`TopoSpec`] (small: 1–5 Sites, 0–4 pools, 1–4 nodes per
 //! Site) that tests can mutate before rendering it with [`TopoSpec::to_yaml`];

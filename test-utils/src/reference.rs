@@ -1,7 +1,7 @@
-//! The naive reference oracle (feature `reference`, tests and benches only).
+//! The naive reference oracle (tests and benches only; see the crate documentation).
 //!
 //! A direct, deliberately unoptimised reading of `spec/forwarding.md` and `spec/mtu.md`, written
-//! independently of [`crate::net`] and the solver so that it can catch their bugs:
+//! independently of [`topology_core::net`] and the solver so that it can catch their bugs:
 //!
 //! - every relation is expanded eagerly into pairwise matrices (Site×Site, Site×pool, pool×pool);
 //! - links and protocols follow the tables of `forwarding.md` and `mtu.md` §2 by checking every
@@ -26,12 +26,12 @@
     clippy::panic
 )]
 
-use crate::ids::{NodeId, PoolId, SiteId};
-use crate::model::{Role, Topology};
-use crate::net::{LinkKind, RouteType, cut, prefix_order};
-use crate::vocab::Protocol;
 use ipnet::IpNet;
 use std::collections::{BTreeMap, BTreeSet};
+use topology_core::ids::{NodeId, PoolId, SiteId};
+use topology_core::model::{Role, Topology};
+use topology_core::net::{LinkKind, RouteType, cut, prefix_order};
+use topology_core::vocab::Protocol;
 
 /// Encapsulation overhead (`mtu.md` §1), written out again from the spec's table.
 pub fn overhead(p: Protocol, ipv6_outer: bool) -> u32 {
@@ -1040,6 +1040,6 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
 
 /// Decodes a YAML/JSON stream and builds the validated topology (a test convenience).
 pub fn topology_of(yaml: &str) -> Topology {
-    let d = crate::decode::decode([("input.yaml", yaml.as_bytes())]);
+    let d = topology_core::decode::decode([("input.yaml", yaml.as_bytes())]);
     Topology::build(d.objects.iter(), d.diagnostics.iter().cloned())
 }

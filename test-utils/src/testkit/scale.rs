@@ -20,8 +20,8 @@
 // Test-kit code with bounded inputs: plain arithmetic reads better than checked arithmetic here.
 #![allow(clippy::arithmetic_side_effects)]
 
-use crate::decode::{Decoded, RawObject, decode};
 use std::fmt::Write as _;
+use topology_core::decode::{Decoded, RawObject, decode};
 
 /// API version written on the project's objects.
 const API: &str = "net.unbounded-cloud.io/v1alpha1";
