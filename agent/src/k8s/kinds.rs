@@ -1,12 +1,7 @@
 //! The resources the adapter reads: the unbounded kinds (cluster-scoped, group
 //! `net.unbounded-cloud.io`, version `v1alpha1`) and core `v1` Nodes.
 
-use topology_core::vocab::Kind;
-
-/// API group of the unbounded kinds.
-pub const GROUP: &str = "net.unbounded-cloud.io";
-/// API version of the unbounded kinds.
-pub const VERSION: &str = "v1alpha1";
+use topology_core::vocab::{API_GROUP as GROUP, API_VERSION as VERSION, Kind};
 
 /// A listable, watchable, cluster-scoped resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -36,6 +36,7 @@ pub mod scale;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, FileFailurePersistence};
 use std::fmt::Write as _;
+use topology_core::vocab::POOL_LABEL_KEY;
 
 /// A proptest configuration with `cases` cases whose failures persist in `file` (callers pass
 /// `concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/<name>.txt")`, so regressions
@@ -223,9 +224,6 @@ impl NodeSpec {
         v
     }
 }
-
-/// The label key of a Node's pool.
-const POOL_LABEL: &str = "net.unbounded-cloud.io/gateway-pool";
 
 /// A generated topology, before rendering.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -419,13 +417,13 @@ impl TopoSpec {
             }
             match n.pool_label {
                 Some(PoolLabel::Pool(k)) => {
-                    let _ = writeln!(d, "    {POOL_LABEL}: p{k}");
+                    let _ = writeln!(d, "    {POOL_LABEL_KEY}: p{k}");
                 }
                 Some(PoolLabel::True) => {
-                    let _ = writeln!(d, "    {POOL_LABEL}: \"true\"");
+                    let _ = writeln!(d, "    {POOL_LABEL_KEY}: \"true\"");
                 }
                 Some(PoolLabel::Empty) => {
-                    let _ = writeln!(d, "    {POOL_LABEL}: \"\"");
+                    let _ = writeln!(d, "    {POOL_LABEL_KEY}: \"\"");
                 }
                 None => {}
             }

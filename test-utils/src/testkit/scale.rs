@@ -22,9 +22,8 @@
 
 use std::fmt::Write as _;
 use topology_core::decode::{Decoded, RawObject, decode};
+use topology_core::vocab::{API_GROUP, API_VERSION};
 
-/// API version written on the project's objects.
-const API: &str = "net.unbounded-cloud.io/v1alpha1";
 /// The label a pool's `nodeSelector` asks for (value: the pool's name).
 pub const GATEWAY_SELECTOR_KEY: &str = "scale.unbounded-cloud.io/gateway-for";
 
@@ -258,7 +257,7 @@ pub fn generate(spec: &ScaleSpec) -> String {
     for i in 0..spec.sites {
         let _ = write!(
             out,
-            "---\napiVersion: {API}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [{}], podCidrAssignments: [{{cidrBlocks: [{}]}}]{}}}\n",
+            "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [{}], podCidrAssignments: [{{cidrBlocks: [{}]}}]{}}}\n",
             names.site(i),
             node_cidr(i),
             pod_cidr(i, None),
@@ -317,7 +316,7 @@ pub fn generate(spec: &ScaleSpec) -> String {
         let members: Vec<String> = (*a..*b).map(|i| names.site(i)).collect();
         let _ = write!(
             out,
-            "---\napiVersion: {API}\nkind: SitePeering\nmetadata: {{name: mesh-{g:0w$}}}\nspec: {{sites: [{}], meshNodes: true{}}}\n",
+            "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: SitePeering\nmetadata: {{name: mesh-{g:0w$}}}\nspec: {{sites: [{}], meshNodes: true{}}}\n",
             members.join(", "),
             cap_suffix(&mesh_caps, g),
             w = names.site_w
@@ -329,7 +328,7 @@ pub fn generate(spec: &ScaleSpec) -> String {
     for j in 0..pools {
         let _ = write!(
             out,
-            "---\napiVersion: {API}\nkind: GatewayPool\nmetadata: {{name: {}}}\nspec: {{type: External, nodeSelector: {{{GATEWAY_SELECTOR_KEY}: {}}}{}}}\n",
+            "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: GatewayPool\nmetadata: {{name: {}}}\nspec: {{type: External, nodeSelector: {{{GATEWAY_SELECTOR_KEY}: {}}}{}}}\n",
             names.pool(j),
             names.pool(j),
             cap_suffix(&pool_caps, j)
@@ -351,7 +350,7 @@ pub fn generate(spec: &ScaleSpec) -> String {
         let listed: Vec<String> = chosen.iter().map(|j| names.pool(*j)).collect();
         let _ = write!(
             out,
-            "---\napiVersion: {API}\nkind: SiteGatewayPoolAssignment\nmetadata: {{name: assign-{}}}\nspec: {{sites: [{}], gatewayPools: [{}]{}}}\n",
+            "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: SiteGatewayPoolAssignment\nmetadata: {{name: assign-{}}}\nspec: {{sites: [{}], gatewayPools: [{}]{}}}\n",
             names.site(i),
             names.site(i),
             listed.join(", "),
@@ -390,7 +389,7 @@ pub fn generate(spec: &ScaleSpec) -> String {
         };
         let _ = write!(
             out,
-            "---\napiVersion: {API}\nkind: GatewayPoolPeering\nmetadata: {{name: {name}}}\nspec: {{gatewayPools: [{}, {}]{}}}\n",
+            "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: GatewayPoolPeering\nmetadata: {{name: {name}}}\nspec: {{gatewayPools: [{}, {}]{}}}\n",
             names.pool(*a),
             names.pool(*b),
             cap_suffix(&pp_caps, n)
@@ -403,7 +402,7 @@ pub fn generate(spec: &ScaleSpec) -> String {
 fn write_site(out: &mut String, names: &Names, i: usize) {
     let _ = write!(
         out,
-        "---\napiVersion: {API}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [{}], podCidrAssignments: [{{cidrBlocks: [{}]}}]}}\n",
+        "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [{}], podCidrAssignments: [{{cidrBlocks: [{}]}}]}}\n",
         names.site(i),
         node_cidr(i),
         pod_cidr(i, None)
@@ -426,7 +425,7 @@ fn write_worker(out: &mut String, names: &Names, i: usize) {
 fn write_external_pool(out: &mut String, names: &Names, j: usize) {
     let _ = write!(
         out,
-        "---\napiVersion: {API}\nkind: GatewayPool\nmetadata: {{name: {}}}\nspec: {{type: External, nodeSelector: {{{GATEWAY_SELECTOR_KEY}: {}}}}}\n",
+        "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: GatewayPool\nmetadata: {{name: {}}}\nspec: {{type: External, nodeSelector: {{{GATEWAY_SELECTOR_KEY}: {}}}}}\n",
         names.pool(j),
         names.pool(j)
     );
@@ -447,7 +446,7 @@ pub fn mesh_peering(n: usize) -> String {
     let members: Vec<String> = (0..n).map(|i| names.site(i)).collect();
     let _ = write!(
         out,
-        "---\napiVersion: {API}\nkind: SitePeering\nmetadata: {{name: mesh}}\nspec: {{sites: [{}], meshNodes: true}}\n",
+        "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: SitePeering\nmetadata: {{name: mesh}}\nspec: {{sites: [{}], meshNodes: true}}\n",
         members.join(", ")
     );
     out
@@ -463,7 +462,7 @@ pub fn pool_peering(n: usize) -> String {
     let mut out = String::with_capacity(n * 700 + 400);
     let _ = write!(
         out,
-        "---\napiVersion: {API}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [10.0.0.0/16], podCidrAssignments: [{{cidrBlocks: [10.128.0.0/12]}}]}}\n",
+        "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: Site\nmetadata: {{name: {}}}\nspec: {{nodeCidrs: [10.0.0.0/16], podCidrAssignments: [{{cidrBlocks: [10.128.0.0/12]}}]}}\n",
         names.site(0)
     );
     for j in 0..n {
@@ -482,7 +481,7 @@ pub fn pool_peering(n: usize) -> String {
     let members: Vec<String> = (0..n).map(|j| names.pool(j)).collect();
     let _ = write!(
         out,
-        "---\napiVersion: {API}\nkind: GatewayPoolPeering\nmetadata: {{name: peering}}\nspec: {{gatewayPools: [{}]}}\n",
+        "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: GatewayPoolPeering\nmetadata: {{name: peering}}\nspec: {{gatewayPools: [{}]}}\n",
         members.join(", ")
     );
     out
@@ -528,7 +527,7 @@ pub fn transit_chain(pools: usize, gateways_per_pool: usize) -> String {
         if j + 1 < pools {
             let _ = write!(
                 out,
-                "---\napiVersion: {API}\nkind: GatewayPoolPeering\nmetadata: {{name: link-{j:0w$}}}\nspec: {{gatewayPools: [{}, {}]}}\n",
+                "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: GatewayPoolPeering\nmetadata: {{name: link-{j:0w$}}}\nspec: {{gatewayPools: [{}, {}]}}\n",
                 names.pool(j),
                 names.pool(j + 1),
                 w = names.pool_w
@@ -539,7 +538,7 @@ pub fn transit_chain(pools: usize, gateways_per_pool: usize) -> String {
         for (site, pool) in [(0, 0), (sites - 1, pools - 1)] {
             let _ = write!(
                 out,
-                "---\napiVersion: {API}\nkind: SiteGatewayPoolAssignment\nmetadata: {{name: assign-{}}}\nspec: {{sites: [{}], gatewayPools: [{}]}}\n",
+                "---\napiVersion: {API_GROUP}/{API_VERSION}\nkind: SiteGatewayPoolAssignment\nmetadata: {{name: assign-{}}}\nspec: {{sites: [{}], gatewayPools: [{}]}}\n",
                 names.site(site),
                 names.site(site),
                 names.pool(pool)
