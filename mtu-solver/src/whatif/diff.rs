@@ -10,15 +10,17 @@ use crate::report::{ExplOut, Renderer};
 use crate::snapshot::{Item, Prefix, items};
 use crate::solver::Solver;
 use rustc_hash::FxHashSet;
+use serde::Serialize;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 use topology_core::ids::NodeId;
 use topology_core::model::ObjRef;
 use topology_core::net::{Learned, cut};
 
-/// One changed value.
-#[derive(Clone, Debug)]
+/// One changed value. Serializes as an entry of `changes` in `what-if` output (`cli.md`).
+#[derive(Clone, Debug, Serialize)]
 pub struct Change {
     /// Node name.
     pub node: Arc<str>,
@@ -33,7 +35,7 @@ pub struct Change {
 }
 
 /// The result of a what-if.
-#[derive(Debug)]
+#[derive(Debug, Serialize)]
 pub struct WhatIf {
     /// Changes, sorted by node then item.
     pub changes: Vec<Change>,
@@ -49,6 +51,49 @@ impl WhatIf {
         let mut names: Vec<&str> = self.changes.iter().map(|c| &*c.node).collect();
         names.dedup();
         names.len()
+    }
+}
+
+/// A value as text, `-` when it does not exist.
+struct Shown(Option<u32>);
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("-"),
+        }
+    }
+}
+
+impl fmt::Display for Change {
+    /// `NODE ITEM: BEFORE -> AFTER`, `-` for a value that does not exist, and what binds the
+    /// value after: `w1 route 10.1.0.0/16 (gateway): 1400 -> 1300 (bound by ...)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (node, item) = (&self.node, &self.item);
+        let (before, after) = (Shown(self.before), Shown(self.after));
+        write!(f, "{node} {item}: {before} -> {after}")?;
+        match &self.explanation {
+            Some(e) => write!(f, " (bound by {})", e.bound.source),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for WhatIf {
+    /// One line per change, then how many values changed on how many nodes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in &self.changes {
+            writeln!(f, "{c}")?;
+        }
+        let (values, nodes) = (self.changes.len(), self.nodes_affected());
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{values} value{} changed on {nodes} node{}",
+            plural(values),
+            plural(nodes)
+        )
     }
 }
 

@@ -12,6 +12,7 @@ mod engine;
 mod input;
 mod mutation;
 mod reach;
+mod text;
 
 pub use apply::apply;
 pub use classify::obj_ref;
@@ -19,3 +20,4 @@ pub use diff::{Change, WhatIf, compare, diff};
 pub use engine::{what_if, what_if_on};
 pub use input::Input;
 pub use mutation::{Mutation, MutationError, check, check_all, first_refused};
+pub use text::{ParseMutationError, VERBS};
