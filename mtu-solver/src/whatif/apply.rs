@@ -5,11 +5,36 @@ use super::mutation::{Mutation, MutationError, no_such};
 use topology_core::decode::{Kind, Member, POOL_LABEL_KEY, RawCap, RawObject, RawRelation};
 use topology_core::mtu::{MAX_CAP, MIN_MTU};
 
-fn find<'a>(objects: &'a mut [RawObject], kind: Kind, name: &str) -> Vec<&'a mut RawObject> {
-    objects
+/// Every object of `kind` named `name` (duplicates included); an error when there is none.
+fn find<'a>(
+    objects: &'a mut [RawObject],
+    kind: Kind,
+    name: &str,
+) -> Result<Vec<&'a mut RawObject>, MutationError> {
+    let found: Vec<_> = objects
         .iter_mut()
         .filter(|o| o.kind() == kind && o.name() == name)
-        .collect()
+        .collect();
+    if found.is_empty() {
+        return Err(no_such(kind.to_string(), name, []));
+    }
+    Ok(found)
+}
+
+/// Sets the `tunnelMTU` of every object of `kind` named `name` (None removes it).
+fn set_cap(
+    input: &mut Input,
+    kind: Kind,
+    name: &str,
+    cap: Option<RawCap>,
+) -> Result<(), MutationError> {
+    for o in find(&mut input.objects, kind, name)? {
+        let slot = cap_slot(o).ok_or_else(|| {
+            MutationError::NotApplicable(format!("{kind}/{name} has no tunnelMTU"))
+        })?;
+        *slot = cap.clone();
+    }
+    Ok(())
 }
 
 pub(super) fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
@@ -62,39 +87,15 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                     loc: None,
                 })
             };
-            let found = find(&mut input.objects, *kind, name);
-            if found.is_empty() {
-                return Err(no_such(kind.to_string(), name, []));
-            }
-            for o in found {
-                let slot = cap_slot(o).ok_or_else(|| {
-                    MutationError::NotApplicable(format!("{} has no tunnelMTU", label(*kind, name)))
-                })?;
-                *slot = cap.clone();
-            }
+            set_cap(input, *kind, name, cap)?;
         }
-        Mutation::ClearCap { kind, name } => {
-            let found = find(&mut input.objects, *kind, name);
-            if found.is_empty() {
-                return Err(no_such(kind.to_string(), name, []));
-            }
-            for o in found {
-                let slot = cap_slot(o).ok_or_else(|| {
-                    MutationError::NotApplicable(format!("{} has no tunnelMTU", label(*kind, name)))
-                })?;
-                *slot = None;
-            }
-        }
+        Mutation::ClearCap { kind, name } => set_cap(input, *kind, name, None)?,
         Mutation::SetEnabled {
             kind,
             name,
             enabled,
         } => {
-            let found = find(&mut input.objects, *kind, name);
-            if found.is_empty() {
-                return Err(no_such(kind.to_string(), name, []));
-            }
-            for o in found {
+            for o in find(&mut input.objects, *kind, name)? {
                 let r = relation(o).ok_or_else(|| {
                     MutationError::NotApplicable(format!(
                         "only SitePeerings, SiteGatewayPoolAssignments and GatewayPoolPeerings can be enabled or disabled, not {}",
@@ -111,11 +112,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
             member,
             add,
         } => {
-            let found = find(&mut input.objects, *kind, name);
-            if found.is_empty() {
-                return Err(no_such(kind.to_string(), name, []));
-            }
-            for o in found {
+            for o in find(&mut input.objects, *kind, name)? {
                 let k = o.kind();
                 let r = relation(o).ok_or_else(|| {
                     MutationError::NotApplicable(format!("{} has no members", label(*kind, name)))

@@ -285,12 +285,12 @@ impl fmt::Display for Mutation {
             Mutation::Member {
                 kind,
                 name,
-                member_kind,
+                member_kind: of,
                 member,
                 add,
             } => {
                 let verb = if *add { "add-member" } else { "remove-member" };
-                write!(f, "{verb} {kind}/{name}={member_kind}/{member}")
+                write!(f, "{verb} {kind}/{name}={of}/{member}")
             }
             Mutation::Demote { node } => write!(f, "demote {node}"),
             Mutation::Promote { node, pool } => write!(f, "promote {node}={pool}"),
