@@ -14,10 +14,11 @@ use crate::plan::RouteKind;
 use crate::report::Renderer;
 use crate::snapshot::{Item, Prefix, items};
 use crate::solver::Solver;
-use rustc_hash::FxHashMap;
+use ipnet::IpNet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use topology_core::ids::NodeId;
-use topology_core::model::ObjRef;
+use topology_core::model::{NodeInfo, ObjRef};
 use topology_core::mtu::Mtu;
 use topology_core::net::{Learned, cut};
 
@@ -159,32 +160,101 @@ pub(super) fn per_value_shared(
     // Values before come from the explanations after only when every changed cap has a term
     // after (it is set). A cap that is cleared has none: resolve those values on the base caps.
     let from_terms = caps.iter().all(|(_, v)| v.is_some());
-    let mut near_before: FxHashMap<NodeId, FxHashMap<Item, u32>> = FxHashMap::default();
-    let mut rest_before_of: FxHashMap<(NodeId, ipnet::IpNet), Option<u32>> = FxHashMap::default();
+    let mut recorded = Recorded::default();
     if !from_terms {
-        for n in &near_nodes {
-            let p = s.plan(*n);
-            let values = items(t, &p).into_iter().map(|(i, v, _)| (i, v)).collect();
-            near_before.insert(*n, values);
-        }
-        for (key, first) in class_representatives(t, &near_set) {
-            for prefix in &prefixes {
-                if let Some(l) = s.net.learned_for(first, prefix) {
-                    let rb = s.route_rest(&l, !key.0).map(|e| s.expl.value(e).0);
-                    rest_before_of.insert((first, *prefix), rb);
-                }
-            }
-        }
+        recorded = record_before(s, &near_nodes, &near_set, &prefixes);
     }
     // `cap_replacements` names no Site or SitePeering, so this cannot be refused.
     let restore = s.set_caps(caps).unwrap_or_default();
     let mut work = near_set.len();
-    // Near nodes: plan after, values before from the explanations.
+    let mut near = near_changes(s, &near_nodes, &mut recorded.near, &mut before);
+    let rest_before = if from_terms {
+        RestBefore::FromTerms(&mut before)
+    } else {
+        RestBefore::Recorded(&recorded.rest)
+    };
+    let classes = remote_classes(s, &near_set, &prefixes, rest_before);
+    // Every node in order (node IDs order like names).
+    let mut pending: Vec<Pending> = Vec::new();
+    for (i, node) in t.nodes.iter().enumerate() {
+        let id = NodeId::from_idx(i);
+        if let Some(ch) = near.remove(&id) {
+            pending.extend(ch);
+            continue;
+        }
+        let Some(routes) = classes.of(node) else {
+            continue;
+        };
+        work = work.saturating_add(routes.len());
+        remote_changes(s, id, routes, full, &mut pending);
+    }
+    // Back on the base caps; explanations stay valid (the arena only grows).
+    let _ = s.set_caps(&restore);
+    WhatIf {
+        changes: render(s, pending, full),
+        strategy: "per-value",
+        work,
+    }
+}
+
+/// Values on the base caps, recorded before the solver switches to the changed caps (when
+/// they cannot come from the explanations after).
+#[derive(Default)]
+struct Recorded {
+    /// Every value of each near node.
+    near: FxHashMap<NodeId, FxHashMap<Item, u32>>,
+    /// The rest of each class representative's learned route, by prefix.
+    rest: FxHashMap<(NodeId, IpNet), Option<u32>>,
+}
+
+/// Where the rests before of remote routes come from.
+enum RestBefore<'a> {
+    /// The explanations after, with the caps before put back.
+    FromTerms(&'a mut BeforeValues),
+    /// Values recorded on the base caps.
+    Recorded(&'a FxHashMap<(NodeId, IpNet), Option<u32>>),
+}
+
+/// Records the values of the near nodes and the rests of the class representatives' routes
+/// towards `prefixes`, on the base caps.
+fn record_before(
+    s: &mut Solver<'_>,
+    near_nodes: &[NodeId],
+    near_set: &FxHashSet<NodeId>,
+    prefixes: &[IpNet],
+) -> Recorded {
+    let t = s.topo();
+    let mut recorded = Recorded::default();
+    for n in near_nodes {
+        let p = s.plan(*n);
+        let values = items(t, &p).into_iter().map(|(i, v, _)| (i, v)).collect();
+        recorded.near.insert(*n, values);
+    }
+    for (key, first) in class_representatives(t, near_set) {
+        for prefix in prefixes {
+            if let Some(l) = s.net.learned_for(first, prefix) {
+                let rb = s.route_rest(&l, !key.0).map(|e| s.expl.value(e).0);
+                recorded.rest.insert((first, *prefix), rb);
+            }
+        }
+    }
+    recorded
+}
+
+/// The changes of the near nodes: planned after, values before from the explanations (or
+/// from `recorded`, which this empties).
+fn near_changes(
+    s: &mut Solver<'_>,
+    near_nodes: &[NodeId],
+    recorded: &mut FxHashMap<NodeId, FxHashMap<Item, u32>>,
+    before: &mut BeforeValues,
+) -> FxHashMap<NodeId, Vec<Pending>> {
+    let t = s.topo();
     let mut near_changes: FxHashMap<NodeId, Vec<Pending>> = FxHashMap::default();
-    for n in &near_nodes {
+    for n in near_nodes {
         let p = s.plan(*n);
         let mut out = Vec::new();
-        let values_before = near_before.remove(n);
+        let values_before = recorded.remove(n);
         for (item, v, e) in items(t, &p) {
             let b = match &values_before {
                 Some(vb) => vb.get(&item).copied(),
@@ -202,27 +272,37 @@ pub(super) fn per_value_shared(
         }
         near_changes.insert(*n, out);
     }
-    // Remote nodes share learned routes by class: workers of a Site, gateways of a pool in a
-    // Site. Per class, the routes towards the reachable destinations whose rest changed.
+    near_changes
+}
+
+/// Remote nodes share learned routes by class: workers of a Site, gateways of a pool in a
+/// Site. Per class (indexed by its key), the routes towards the reachable destinations whose
+/// rest changed.
+fn remote_classes(
+    s: &mut Solver<'_>,
+    near_set: &FxHashSet<NodeId>,
+    prefixes: &[IpNet],
+    mut rest_before_of: RestBefore<'_>,
+) -> RemoteClasses {
+    let t = s.topo();
     let mut class_of: FxHashMap<(bool, u32, u32), usize> = FxHashMap::default();
     let mut classes: Vec<Vec<RemoteRoute>> = Vec::new();
-    for (key, id) in class_representatives(t, &near_set) {
+    for (key, id) in class_representatives(t, near_set) {
         let node = t.node(id);
         class_of.insert(key, classes.len());
         let gateway = key.0;
         let mut routes = Vec::new();
-        for prefix in &prefixes {
+        for prefix in prefixes {
             let Some(l) = s.net.learned_for(id, prefix) else {
                 continue;
             };
             let rest_after_expl = s.route_rest(&l, !gateway);
             let rest_after = rest_after_expl.map(|e| s.expl.value(e).0);
-            let rest_before = if from_terms {
-                rest_after_expl
+            let rest_before = match &mut rest_before_of {
+                RestBefore::FromTerms(before) => rest_after_expl
                     .and_then(|e| before.value(&s.expl, e))
-                    .map(|m| m.0)
-            } else {
-                rest_before_of.get(&(id, *prefix)).copied().flatten()
+                    .map(|m| m.0),
+                RestBefore::Recorded(rest) => rest.get(&(id, *prefix)).copied().flatten(),
             };
             if rest_before == rest_after {
                 continue;
@@ -259,92 +339,107 @@ pub(super) fn per_value_shared(
         }
         classes.push(routes);
     }
-    // Every node in order (node IDs order like names).
-    let mut pending: Vec<Pending> = Vec::new();
-    for (i, node) in t.nodes.iter().enumerate() {
-        let id = NodeId::from_idx(i);
-        if let Some(ch) = near_changes.remove(&id) {
-            pending.extend(ch);
+    RemoteClasses {
+        index: class_of,
+        routes: classes,
+    }
+}
+
+/// The changed routes of each class of remote nodes.
+struct RemoteClasses {
+    /// Class key ([`class_key`]) to index in `routes`.
+    index: FxHashMap<(bool, u32, u32), usize>,
+    routes: Vec<Vec<RemoteRoute>>,
+}
+
+impl RemoteClasses {
+    /// The changed routes of the class of `node` (None for a near node).
+    fn of(&self, node: &NodeInfo) -> Option<&[RemoteRoute]> {
+        let i = self.index.get(&class_key(node))?;
+        self.routes.get(*i).map(Vec::as_slice)
+    }
+}
+
+/// Appends the changes of remote node `id`, a member of the class whose changed routes are
+/// `routes`: per route `min(links, rest)` before and after, its own links computed by value.
+fn remote_changes(
+    s: &mut Solver<'_>,
+    id: NodeId,
+    routes: &[RemoteRoute],
+    full: bool,
+    pending: &mut Vec<Pending>,
+) {
+    let start = pending.len();
+    let cfg = s.cfg_of(id);
+    let (un, _) = s.underlay(id);
+    for r in routes {
+        let mut links: Option<u32> = None;
+        for h in &r.hops {
+            let (ug, _) = s.underlay(h.peer);
+            // The outer family also depends on this member's own addresses on the link.
+            let o = overhead(h.protocol, s.net.link_ipv6_outer(id, h.peer, h.public));
+            let mut v = un.min(ug).minus_overhead(o).0;
+            if cfg > 0 {
+                v = v.min(cfg);
+            }
+            if let Some(c) = h.caps {
+                v = v.min(c);
+            }
+            links = Some(links.map_or(v, |x| x.min(v)));
+        }
+        let (vb, va) = (min_opt(links, r.rest_before), min_opt(links, r.rest_after));
+        if vb == va {
             continue;
         }
-        let Some(routes) = class_of.get(&class_key(node)).and_then(|c| classes.get(*c)) else {
-            continue;
+        let after = match (r.rest_after_expl, r.rest_after, links) {
+            (Some(e), Some(ra), Some(lv)) if !full && ra < lv => {
+                Some(After::Bound(s.expl.get(e).bound))
+            }
+            _ => {
+                let le = s.via_links(id, &r.learned.via, None);
+                match (le, r.rest_after_expl) {
+                    (Some(a), Some(b)) => s.expl.min(&[a, b]),
+                    (a, b) => a.or(b),
+                }
+                .map(After::Node)
+            }
         };
-        let start = pending.len();
-        let cfg = s.cfg_of(id);
-        let (un, _) = s.underlay(id);
-        for r in routes {
-            work = work.saturating_add(1);
-            let mut links: Option<u32> = None;
-            for h in &r.hops {
-                let (ug, _) = s.underlay(h.peer);
-                // The outer family also depends on this member's own addresses on the link.
-                let o = overhead(h.protocol, s.net.link_ipv6_outer(id, h.peer, h.public));
-                let mut v = un.min(ug).minus_overhead(o).0;
-                if cfg > 0 {
-                    v = v.min(cfg);
-                }
-                if let Some(c) = h.caps {
-                    v = v.min(c);
-                }
-                links = Some(links.map_or(v, |x| x.min(v)));
-            }
-            let (vb, va) = (min_opt(links, r.rest_before), min_opt(links, r.rest_after));
-            if vb == va {
-                continue;
-            }
-            let after = match (r.rest_after_expl, r.rest_after, links) {
-                (Some(e), Some(ra), Some(lv)) if !full && ra < lv => {
-                    Some(After::Bound(s.expl.get(e).bound))
-                }
-                _ => {
-                    let le = s.via_links(id, &r.learned.via, None);
-                    match (le, r.rest_after_expl) {
-                        (Some(a), Some(b)) => s.expl.min(&[a, b]),
-                        (a, b) => a.or(b),
-                    }
-                    .map(After::Node)
-                }
-            };
-            let kind = if r.gateway {
-                RouteKind::Transit
-            } else {
-                RouteKind::Gateway
-            };
-            for piece in &r.pieces {
-                let item = Item::Route {
-                    destination: Prefix(*piece),
-                    kind,
-                };
-                pending.push(Pending {
-                    node: id,
-                    item,
-                    before: vb,
-                    after: va,
-                    expl: after,
-                });
-            }
-            if r.gateway {
-                let item = Item::Published {
-                    destination: Prefix(r.learned.prefix),
-                };
-                pending.push(Pending {
-                    node: id,
-                    item,
-                    before: vb,
-                    after: va,
-                    expl: after,
-                });
-            }
+        let kind = if r.gateway {
+            RouteKind::Transit
+        } else {
+            RouteKind::Gateway
+        };
+        let mut change = |item: Item| {
+            pending.push(Pending {
+                node: id,
+                item,
+                before: vb,
+                after: va,
+                expl: after,
+            })
+        };
+        for piece in &r.pieces {
+            change(Item::Route {
+                destination: Prefix(*piece),
+                kind,
+            });
         }
-        if let Some(mine) = pending.get_mut(start..) {
-            mine.sort_by(|a, b| a.item.cmp(&b.item));
+        if r.gateway {
+            change(Item::Published {
+                destination: Prefix(r.learned.prefix),
+            });
         }
     }
-    // Back on the base caps; explanations stay valid (the arena only grows).
-    let _ = s.set_caps(&restore);
+    if let Some(mine) = pending.get_mut(start..) {
+        mine.sort_by(|a, b| a.item.cmp(&b.item));
+    }
+}
+
+/// The changes with their explanations after rendered.
+fn render(s: &Solver<'_>, pending: Vec<Pending>, full: bool) -> Vec<Change> {
+    let t = s.topo();
     let mut r = Renderer::new(s, full);
-    let changes = pending
+    pending
         .into_iter()
         .map(|p| Change {
             node: t.node(p.node).name.clone(),
@@ -357,10 +452,5 @@ pub(super) fn per_value_shared(
                 None => None,
             },
         })
-        .collect();
-    WhatIf {
-        changes,
-        strategy: "per-value",
-        work,
-    }
+        .collect()
 }
