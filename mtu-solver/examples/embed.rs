@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         what_if.changes.len()
     );
     for c in what_if.changes.iter().filter(|c| *c.node == *node) {
-        println!("  {:?}: {:?} -> {:?}", c.item, c.before, c.after);
+        println!("  {c}");
     }
     Ok(())
 }

@@ -4,7 +4,9 @@
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
 use ipnet::IpNet;
+use serde::{Serialize, Serializer};
 use std::cmp::Ordering;
+use std::fmt;
 use std::sync::Arc;
 use topology_core::model::Topology;
 use topology_core::net::prefix_order;
@@ -55,6 +57,81 @@ pub enum Item {
         /// Prefix.
         destination: Prefix,
     },
+}
+
+impl fmt::Display for Item {
+    /// As the `what-if` table names values: `link b1`, `route 10.1.0.0/16 (gateway)`,
+    /// `device wg0`, `device (wg for b1)`, `fabric`, `published 10.1.0.0/16`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Item::Link { peer } => write!(f, "link {peer}"),
+            Item::Route { destination, kind } => {
+                write!(f, "route {} ({})", destination.0, kind.as_str())
+            }
+            Item::Device {
+                unnamed: false,
+                name,
+                ..
+            } => write!(f, "device {name}"),
+            Item::Device { peer, .. } => write!(f, "device (wg for {peer})"),
+            Item::Fabric => f.write_str("fabric"),
+            Item::Published { destination } => write!(f, "published {}", destination.0),
+        }
+    }
+}
+
+/// The JSON/YAML shape of an [`Item`] (`cli.md`, `what-if`): its `type` and the fields that
+/// name it.
+#[derive(Serialize)]
+struct ItemOut<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destination: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+}
+
+impl Serialize for Item {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut o = ItemOut {
+            ty: "",
+            peer: None,
+            destination: None,
+            kind: None,
+            name: None,
+        };
+        match self {
+            Item::Link { peer } => {
+                o.ty = "link";
+                o.peer = Some(peer);
+            }
+            Item::Route { destination, kind } => {
+                o.ty = "route";
+                o.destination = Some(destination.0.to_string());
+                o.kind = Some(kind.as_str());
+            }
+            Item::Device {
+                unnamed,
+                name,
+                peer,
+            } => {
+                o.ty = "device";
+                o.name = (!*unnamed).then_some(&**name);
+                o.peer = (!peer.is_empty()).then_some(&**peer);
+            }
+            Item::Fabric => o.ty = "fabric",
+            Item::Published { destination } => {
+                o.ty = "published";
+                o.destination = Some(destination.0.to_string());
+            }
+        }
+        o.serialize(serializer)
+    }
 }
 
 /// Every value of a plan, keyed by name, with its explanation.

@@ -1,0 +1,202 @@
+//! Applying a mutation to the decoded objects and settings of an input.
+
+use super::input::Input;
+use super::mutation::{Mutation, MutationError, no_such};
+use topology_core::decode::{Member, RawCap, RawObject, RawRelation};
+use topology_core::mtu::{MAX_CAP, MIN_MTU};
+use topology_core::vocab::{Kind, POOL_LABEL_KEY};
+
+/// Every object of `kind` named `name` (duplicates included); an error when there is none.
+fn find<'a>(
+    objects: &'a mut [RawObject],
+    kind: Kind,
+    name: &str,
+) -> Result<Vec<&'a mut RawObject>, MutationError> {
+    let found: Vec<_> = objects
+        .iter_mut()
+        .filter(|o| o.kind() == kind && o.name() == name)
+        .collect();
+    if found.is_empty() {
+        return Err(no_such(kind.to_string(), name, []));
+    }
+    Ok(found)
+}
+
+/// Sets the `tunnelMTU` of every object of `kind` named `name` (None removes it).
+fn set_cap(
+    input: &mut Input,
+    kind: Kind,
+    name: &str,
+    cap: Option<RawCap>,
+) -> Result<(), MutationError> {
+    for o in find(&mut input.objects, kind, name)? {
+        let slot = cap_slot(o).ok_or_else(|| {
+            MutationError::NotApplicable(format!("{kind}/{name} has no tunnelMTU"))
+        })?;
+        *slot = cap.clone();
+    }
+    Ok(())
+}
+
+pub(super) fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
+    match o {
+        RawObject::Site(s) => Some(&mut s.cap),
+        RawObject::Pool(p) => Some(&mut p.cap),
+        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => {
+            Some(&mut r.cap)
+        }
+        _ => None,
+    }
+}
+
+/// The `tunnelMTU` of an object that has one (read-only [`cap_slot`]).
+pub(super) fn raw_cap(o: &RawObject) -> Option<&Option<RawCap>> {
+    match o {
+        RawObject::Site(s) => Some(&s.cap),
+        RawObject::Pool(p) => Some(&p.cap),
+        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => {
+            Some(&r.cap)
+        }
+        _ => None,
+    }
+}
+
+fn relation(o: &mut RawObject) -> Option<&mut RawRelation> {
+    match o {
+        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// Applies one mutation to an input.
+pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
+    let label = |k: Kind, n: &str| format!("{k}/{n}");
+    match m {
+        Mutation::SetCap { kind, name, mtu } => {
+            let cap = if (i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
+                Some(RawCap {
+                    mtu: u32::try_from(*mtu).unwrap_or(MIN_MTU),
+                    invalid: None,
+                    loc: None,
+                })
+            } else if *mtu == 0 {
+                None
+            } else {
+                Some(RawCap {
+                    mtu: MIN_MTU,
+                    invalid: Some(mtu.to_string()),
+                    loc: None,
+                })
+            };
+            set_cap(input, *kind, name, cap)?;
+        }
+        Mutation::ClearCap { kind, name } => set_cap(input, *kind, name, None)?,
+        Mutation::SetEnabled {
+            kind,
+            name,
+            enabled,
+        } => {
+            for o in find(&mut input.objects, *kind, name)? {
+                let r = relation(o).ok_or_else(|| {
+                    MutationError::NotApplicable(format!(
+                        "only SitePeerings, SiteGatewayPoolAssignments and GatewayPoolPeerings can be enabled or disabled, not {}",
+                        label(*kind, name)
+                    ))
+                })?;
+                r.enabled = *enabled;
+            }
+        }
+        Mutation::Member {
+            kind,
+            name,
+            member_kind,
+            member,
+            add,
+        } => {
+            for o in find(&mut input.objects, *kind, name)? {
+                let k = o.kind();
+                let r = relation(o).ok_or_else(|| {
+                    MutationError::NotApplicable(format!("{} has no members", label(*kind, name)))
+                })?;
+                let (list, field) = match (member_kind, k) {
+                    (Kind::Site, Kind::SitePeering | Kind::SiteGatewayPoolAssignment) => {
+                        (&mut r.sites, "spec.sites")
+                    }
+                    (
+                        Kind::GatewayPool,
+                        Kind::GatewayPoolPeering | Kind::SiteGatewayPoolAssignment,
+                    ) => (&mut r.pools, "spec.gatewayPools"),
+                    _ => {
+                        return Err(MutationError::NotApplicable(format!(
+                            "{} has no {} members",
+                            label(*kind, name),
+                            member_kind
+                        )));
+                    }
+                };
+                if *add {
+                    if !list.iter().any(|x| &x.name == member) {
+                        let field = format!("{field}[{}]", list.len());
+                        list.push(Member {
+                            name: member.clone(),
+                            field,
+                            loc: None,
+                        });
+                    }
+                } else {
+                    list.retain(|x| &x.name != member);
+                }
+            }
+        }
+        Mutation::Demote { node } => {
+            let mut hit = false;
+            for o in input.objects.iter_mut() {
+                match o {
+                    RawObject::Node(n) if n.meta.name == *node => {
+                        n.labels.retain(|(k, _)| k != POOL_LABEL_KEY);
+                        n.labels.push((POOL_LABEL_KEY.to_string(), String::new()));
+                        hit = true;
+                    }
+                    RawObject::Pool(p) => {
+                        let before = p.status_nodes.len();
+                        p.status_nodes.retain(|s| s.name != *node);
+                        hit |= before != p.status_nodes.len();
+                    }
+                    _ => {}
+                }
+            }
+            if !hit {
+                return Err(no_such("node", node, []));
+            }
+        }
+        Mutation::Promote { node, pool } => {
+            if !input
+                .objects
+                .iter()
+                .any(|o| o.kind() == Kind::GatewayPool && o.name() == pool)
+            {
+                return Err(no_such(Kind::GatewayPool.to_string(), pool, []));
+            }
+            let mut hit = false;
+            for o in input.objects.iter_mut() {
+                if let RawObject::Node(n) = o
+                    && n.meta.name == *node
+                {
+                    n.labels.retain(|(k, _)| k != POOL_LABEL_KEY);
+                    n.labels.push((POOL_LABEL_KEY.to_string(), pool.clone()));
+                    hit = true;
+                }
+            }
+            if !hit {
+                return Err(MutationError::NotApplicable(format!(
+                    "node {node} has no Node object to label (promotion needs one)"
+                )));
+            }
+        }
+        Mutation::Underlay { node, mtu } => {
+            input.settings.underlay_overrides.insert(node.clone(), *mtu);
+        }
+        Mutation::AgentMtu(v) => input.settings.cfg_mtu = *v,
+    }
+    Ok(())
+}

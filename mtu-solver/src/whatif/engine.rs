@@ -1,0 +1,456 @@
+//! The per-value engine on one solver: cap changes answered on a solver switched to the changed
+//! caps, values before recovered from the explanations after; and the entry points that choose
+//! it or fall back to comparing two inputs.
+
+use super::apply::apply;
+use super::classify::cap_replacements;
+use super::diff::{Change, WhatIf, diff};
+use super::input::Input;
+use super::mutation::{Mutation, MutationError, check_all};
+use super::reach::{change_reach, class_key, class_representatives};
+use crate::explain::{ExplId, Explanations, Kind as Kind2, Leaf};
+use crate::overhead::overhead;
+use crate::plan::RouteKind;
+use crate::report::Renderer;
+use crate::snapshot::{Item, Prefix, items};
+use crate::solver::Solver;
+use ipnet::IpNet;
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
+use topology_core::ids::NodeId;
+use topology_core::model::{NodeInfo, ObjRef};
+use topology_core::mtu::Mtu;
+use topology_core::net::{Learned, cut};
+
+/// Runs a what-if: `mutations` applied in order to `base`.
+pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatIf, MutationError> {
+    let tb = base.topology();
+    check_all(base, &tb, mutations)?;
+    if let Some(caps) = cap_replacements(&tb, base, mutations) {
+        let mut s = Solver::new(&tb, base.settings.clone());
+        return Ok(per_value_shared(&mut s, &caps, full));
+    }
+    let mut after = base.clone();
+    for m in mutations {
+        apply(&mut after, m)?;
+    }
+    Ok(diff(base, &after, full))
+}
+
+/// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one
+/// gives the same answer; one that already resolved nodes answers faster, its memos being warm).
+/// Cap changes of assignments, pools and pool peerings are answered on that solver itself
+/// ([`Solver::set_caps`]): nothing is rebuilt, values the change cannot touch are never
+/// looked at, and the solver is back on the base caps afterwards. Other mutations fall back to
+/// [`what_if`].
+pub fn what_if_on(
+    solver: &mut Solver<'_>,
+    base: &Input,
+    mutations: &[Mutation],
+    full: bool,
+) -> Result<WhatIf, MutationError> {
+    check_all(base, solver.topo(), mutations)?;
+    match cap_replacements(solver.topo(), base, mutations) {
+        Some(caps) => Ok(per_value_shared(solver, &caps, full)),
+        None => what_if(base, mutations, full),
+    }
+}
+
+/// How a change's explanation after is rendered.
+#[derive(Clone, Copy)]
+enum After {
+    /// The whole explanation node.
+    Node(ExplId),
+    /// Only its binding term (the default output, when the class's rest binds strictly).
+    Bound(ExplId),
+}
+
+/// A change before its explanation is rendered.
+struct Pending {
+    node: NodeId,
+    item: Item,
+    before: Option<u32>,
+    after: Option<u32>,
+    expl: Option<After>,
+}
+
+/// Values of explanation nodes with the replaced caps put back. A cap change keeps every
+/// object, link and path, so a value considers the same terms before and after except the
+/// changed caps' own: its value before is the same minimum (a maximum for devices) over its
+/// terms with the caps before. Memoized by node: values share most of their explanation.
+struct BeforeValues {
+    caps: FxHashMap<ObjRef, Option<Mtu>>,
+    memo: FxHashMap<ExplId, Option<Mtu>>,
+}
+
+impl BeforeValues {
+    fn value(&mut self, x: &Explanations, id: ExplId) -> Option<Mtu> {
+        if let Some(v) = self.memo.get(&id) {
+            return *v;
+        }
+        let node = x.get(id);
+        let v = match &node.kind {
+            Kind2::Leaf(Leaf::Cap { obj }) => match self.caps.get(obj) {
+                Some(before) => *before,
+                None => Some(node.value),
+            },
+            Kind2::Leaf(_) => Some(node.value),
+            Kind2::Min(kids) => kids.iter().filter_map(|k| self.value(x, *k)).min(),
+            Kind2::Max(kids) => kids.iter().filter_map(|k| self.value(x, *k)).max(),
+            Kind2::Link { inner, .. } => self.value(x, *inner),
+        };
+        self.memo.insert(id, v);
+        v
+    }
+}
+
+/// A changed learned route of a class (remote nodes): what its members need.
+struct RemoteRoute {
+    learned: Learned,
+    gateway: bool,
+    /// Rest before and after (values), rest after (explanation).
+    rest_before: Option<u32>,
+    rest_after: Option<u32>,
+    rest_after_expl: Option<ExplId>,
+    /// Per next hop (the class representative's links; every member's links to a next hop
+    /// share the protocol, the peer's address and the caps).
+    hops: SmallVec<[RemoteHop; 4]>,
+    /// Installed pieces (`localCidrs` cut out).
+    pieces: Vec<ipnet::IpNet>,
+}
+
+/// A next hop of a remote route.
+struct RemoteHop {
+    peer: NodeId,
+    protocol: topology_core::vocab::Protocol,
+    /// The link crosses public addresses (which addresses its ends use).
+    public: bool,
+    /// The value of the link's configured caps.
+    caps: Option<u32>,
+}
+
+fn min_opt(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Per value, on one solver switched to the changed caps: the near nodes are planned once
+/// (values before come from their explanations, [`BeforeValues`]), and elsewhere only learned
+/// routes towards the destinations the change can reach are evaluated, by value
+/// (`min(links, rest)`: a remote node's links do not change). Changes come out in node order.
+pub(super) fn per_value_shared(
+    s: &mut Solver<'_>,
+    caps: &[(ObjRef, Option<Mtu>)],
+    full: bool,
+) -> WhatIf {
+    let t = s.topo();
+    let objs: Vec<ObjRef> = caps.iter().map(|(o, _)| *o).collect();
+    let (near_set, prefixes) = change_reach(s, &objs);
+    let mut before = BeforeValues {
+        caps: objs
+            .iter()
+            .map(|o| (*o, t.cap_of(*o).map(|c| c.mtu)))
+            .collect(),
+        memo: FxHashMap::default(),
+    };
+    let mut near_nodes: Vec<NodeId> = near_set.iter().copied().collect();
+    near_nodes.sort();
+    // Values before come from the explanations after only when every changed cap has a term
+    // after (it is set). A cap that is cleared has none: resolve those values on the base caps.
+    let from_terms = caps.iter().all(|(_, v)| v.is_some());
+    let mut recorded = Recorded::default();
+    if !from_terms {
+        recorded = record_before(s, &near_nodes, &near_set, &prefixes);
+    }
+    // `cap_replacements` names no Site or SitePeering, so this cannot be refused.
+    let restore = s.set_caps(caps).unwrap_or_default();
+    let mut work = near_set.len();
+    let mut near = near_changes(s, &near_nodes, &mut recorded.near, &mut before);
+    let rest_before = if from_terms {
+        RestBefore::FromTerms(&mut before)
+    } else {
+        RestBefore::Recorded(&recorded.rest)
+    };
+    let classes = remote_classes(s, &near_set, &prefixes, rest_before);
+    // Every node in order (node IDs order like names).
+    let mut pending: Vec<Pending> = Vec::new();
+    for (i, node) in t.nodes.iter().enumerate() {
+        let id = NodeId::from_idx(i);
+        if let Some(ch) = near.remove(&id) {
+            pending.extend(ch);
+            continue;
+        }
+        let Some(routes) = classes.of(node) else {
+            continue;
+        };
+        work = work.saturating_add(routes.len());
+        remote_changes(s, id, routes, full, &mut pending);
+    }
+    // Back on the base caps; explanations stay valid (the arena only grows).
+    let _ = s.set_caps(&restore);
+    WhatIf {
+        changes: render(s, pending, full),
+        strategy: "per-value",
+        work,
+    }
+}
+
+/// Values on the base caps, recorded before the solver switches to the changed caps (when
+/// they cannot come from the explanations after).
+#[derive(Default)]
+struct Recorded {
+    /// Every value of each near node.
+    near: FxHashMap<NodeId, FxHashMap<Item, u32>>,
+    /// The rest of each class representative's learned route, by prefix.
+    rest: FxHashMap<(NodeId, IpNet), Option<u32>>,
+}
+
+/// Where the rests before of remote routes come from.
+enum RestBefore<'a> {
+    /// The explanations after, with the caps before put back.
+    FromTerms(&'a mut BeforeValues),
+    /// Values recorded on the base caps.
+    Recorded(&'a FxHashMap<(NodeId, IpNet), Option<u32>>),
+}
+
+/// Records the values of the near nodes and the rests of the class representatives' routes
+/// towards `prefixes`, on the base caps.
+fn record_before(
+    s: &mut Solver<'_>,
+    near_nodes: &[NodeId],
+    near_set: &FxHashSet<NodeId>,
+    prefixes: &[IpNet],
+) -> Recorded {
+    let t = s.topo();
+    let mut recorded = Recorded::default();
+    for n in near_nodes {
+        let p = s.plan(*n);
+        let values = items(t, &p).into_iter().map(|(i, v, _)| (i, v)).collect();
+        recorded.near.insert(*n, values);
+    }
+    for (key, first) in class_representatives(t, near_set) {
+        for prefix in prefixes {
+            if let Some(l) = s.net.learned_for(first, prefix) {
+                let rb = s.route_rest(&l, !key.0).map(|e| s.expl.value(e).0);
+                recorded.rest.insert((first, *prefix), rb);
+            }
+        }
+    }
+    recorded
+}
+
+/// The changes of the near nodes: planned after, values before from the explanations (or
+/// from `recorded`, which this empties).
+fn near_changes(
+    s: &mut Solver<'_>,
+    near_nodes: &[NodeId],
+    recorded: &mut FxHashMap<NodeId, FxHashMap<Item, u32>>,
+    before: &mut BeforeValues,
+) -> FxHashMap<NodeId, Vec<Pending>> {
+    let t = s.topo();
+    let mut near_changes: FxHashMap<NodeId, Vec<Pending>> = FxHashMap::default();
+    for n in near_nodes {
+        let p = s.plan(*n);
+        let mut out = Vec::new();
+        let values_before = recorded.remove(n);
+        for (item, v, e) in items(t, &p) {
+            let b = match &values_before {
+                Some(vb) => vb.get(&item).copied(),
+                None => before.value(&s.expl, e).map(|m| m.0),
+            };
+            if b != Some(v) {
+                out.push(Pending {
+                    node: *n,
+                    item,
+                    before: b,
+                    after: Some(v),
+                    expl: Some(After::Node(e)),
+                });
+            }
+        }
+        near_changes.insert(*n, out);
+    }
+    near_changes
+}
+
+/// Remote nodes share learned routes by class: workers of a Site, gateways of a pool in a
+/// Site. Per class (indexed by its key), the routes towards the reachable destinations whose
+/// rest changed.
+fn remote_classes(
+    s: &mut Solver<'_>,
+    near_set: &FxHashSet<NodeId>,
+    prefixes: &[IpNet],
+    mut rest_before_of: RestBefore<'_>,
+) -> RemoteClasses {
+    let t = s.topo();
+    let mut class_of: FxHashMap<(bool, u32, u32), usize> = FxHashMap::default();
+    let mut classes: Vec<Vec<RemoteRoute>> = Vec::new();
+    for (key, id) in class_representatives(t, near_set) {
+        let node = t.node(id);
+        class_of.insert(key, classes.len());
+        let gateway = key.0;
+        let mut routes = Vec::new();
+        for prefix in prefixes {
+            let Some(l) = s.net.learned_for(id, prefix) else {
+                continue;
+            };
+            let rest_after_expl = s.route_rest(&l, !gateway);
+            let rest_after = rest_after_expl.map(|e| s.expl.value(e).0);
+            let rest_before = match &mut rest_before_of {
+                RestBefore::FromTerms(before) => rest_after_expl
+                    .and_then(|e| before.value(&s.expl, e))
+                    .map(|m| m.0),
+                RestBefore::Recorded(rest) => rest.get(&(id, *prefix)).copied().flatten(),
+            };
+            if rest_before == rest_after {
+                continue;
+            }
+            let mut hops: SmallVec<[RemoteHop; 4]> = SmallVec::new();
+            for g in &l.via {
+                let Some(kind) = s.net.link_kind(id, *g) else {
+                    continue;
+                };
+                let (protocol, _, public) = s.net.link_protocol(id, *g, kind);
+                let caps = s.link_caps(id, *g, kind).map(|e| s.expl.value(e).0);
+                hops.push(RemoteHop {
+                    peer: *g,
+                    protocol,
+                    public,
+                    caps,
+                });
+            }
+            let locals = &t.site(node.site).local_cidrs;
+            let pieces = if locals.is_empty() {
+                vec![l.prefix]
+            } else {
+                cut(l.prefix, locals)
+            };
+            routes.push(RemoteRoute {
+                learned: l,
+                gateway,
+                rest_before,
+                rest_after,
+                rest_after_expl,
+                hops,
+                pieces,
+            });
+        }
+        classes.push(routes);
+    }
+    RemoteClasses {
+        index: class_of,
+        routes: classes,
+    }
+}
+
+/// The changed routes of each class of remote nodes.
+struct RemoteClasses {
+    /// Class key ([`class_key`]) to index in `routes`.
+    index: FxHashMap<(bool, u32, u32), usize>,
+    routes: Vec<Vec<RemoteRoute>>,
+}
+
+impl RemoteClasses {
+    /// The changed routes of the class of `node` (None for a near node).
+    fn of(&self, node: &NodeInfo) -> Option<&[RemoteRoute]> {
+        let i = self.index.get(&class_key(node))?;
+        self.routes.get(*i).map(Vec::as_slice)
+    }
+}
+
+/// Appends the changes of remote node `id`, a member of the class whose changed routes are
+/// `routes`: per route `min(links, rest)` before and after, its own links computed by value.
+fn remote_changes(
+    s: &mut Solver<'_>,
+    id: NodeId,
+    routes: &[RemoteRoute],
+    full: bool,
+    pending: &mut Vec<Pending>,
+) {
+    let start = pending.len();
+    let cfg = s.cfg_of(id);
+    let (un, _) = s.underlay(id);
+    for r in routes {
+        let mut links: Option<u32> = None;
+        for h in &r.hops {
+            let (ug, _) = s.underlay(h.peer);
+            // The outer family also depends on this member's own addresses on the link.
+            let o = overhead(h.protocol, s.net.link_ipv6_outer(id, h.peer, h.public));
+            let mut v = un.min(ug).minus_overhead(o).0;
+            if cfg > 0 {
+                v = v.min(cfg);
+            }
+            if let Some(c) = h.caps {
+                v = v.min(c);
+            }
+            links = Some(links.map_or(v, |x| x.min(v)));
+        }
+        let (vb, va) = (min_opt(links, r.rest_before), min_opt(links, r.rest_after));
+        if vb == va {
+            continue;
+        }
+        let after = match (r.rest_after_expl, r.rest_after, links) {
+            (Some(e), Some(ra), Some(lv)) if !full && ra < lv => {
+                Some(After::Bound(s.expl.get(e).bound))
+            }
+            _ => {
+                let le = s.via_links(id, &r.learned.via, None);
+                match (le, r.rest_after_expl) {
+                    (Some(a), Some(b)) => s.expl.min(&[a, b]),
+                    (a, b) => a.or(b),
+                }
+                .map(After::Node)
+            }
+        };
+        let kind = if r.gateway {
+            RouteKind::Transit
+        } else {
+            RouteKind::Gateway
+        };
+        let mut change = |item: Item| {
+            pending.push(Pending {
+                node: id,
+                item,
+                before: vb,
+                after: va,
+                expl: after,
+            })
+        };
+        for piece in &r.pieces {
+            change(Item::Route {
+                destination: Prefix(*piece),
+                kind,
+            });
+        }
+        if r.gateway {
+            change(Item::Published {
+                destination: Prefix(r.learned.prefix),
+            });
+        }
+    }
+    if let Some(mine) = pending.get_mut(start..) {
+        mine.sort_by(|a, b| a.item.cmp(&b.item));
+    }
+}
+
+/// The changes with their explanations after rendered.
+fn render(s: &Solver<'_>, pending: Vec<Pending>, full: bool) -> Vec<Change> {
+    let t = s.topo();
+    let mut r = Renderer::new(s, full);
+    pending
+        .into_iter()
+        .map(|p| Change {
+            node: t.node(p.node).name.clone(),
+            item: p.item,
+            before: p.before,
+            after: p.after,
+            explanation: match p.expl {
+                Some(After::Node(id)) => Some(r.expl(id)),
+                Some(After::Bound(x)) => Some(r.bound_only(x)),
+                None => None,
+            },
+        })
+        .collect()
+}

@@ -1,0 +1,23 @@
+//! What-if (`mtu.md` §9): apply mutations to a base input and report every value that changes,
+//! with its explanation after. Cap changes keep every object, link and path, so they are
+//! answered per value: the nodes near the capped object are re-resolved, and elsewhere only the
+//! learned routes whose next hops' `reach` changed (the cost follows what changed, not the
+//! cluster). Other mutations re-resolve the nodes they can affect, or every node when the
+//! forwarding itself changes.
+
+mod apply;
+mod classify;
+mod diff;
+mod engine;
+mod input;
+mod mutation;
+mod reach;
+mod text;
+
+pub use apply::apply;
+pub use classify::obj_ref;
+pub use diff::{Change, WhatIf, compare, diff};
+pub use engine::{what_if, what_if_on};
+pub use input::Input;
+pub use mutation::{Mutation, MutationError, check, check_all, first_refused};
+pub use text::{ParseMutationError, VERBS};

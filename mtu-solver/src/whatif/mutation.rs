@@ -1,0 +1,197 @@
+//! The mutations of `mtu.md` §9 and the checks a question passes before anything is applied.
+
+use super::input::Input;
+use topology_core::decode::RawObject;
+use topology_core::model::{NoSuchName, Topology};
+use topology_core::mtu::{MAX_CAP, MIN_MTU};
+use topology_core::vocab::Kind;
+
+/// One mutation of `mtu.md` §9.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    /// Set `tunnelMTU`.
+    SetCap {
+        /// Kind.
+        kind: Kind,
+        /// Name.
+        name: String,
+        /// Value (validated like a manifest: outside 576..9000 fails closed to 576).
+        mtu: i64,
+    },
+    /// Remove `tunnelMTU`.
+    ClearCap {
+        /// Kind.
+        kind: Kind,
+        /// Name.
+        name: String,
+    },
+    /// Enable or disable a SitePeering, assignment or pool peering.
+    SetEnabled {
+        /// Kind.
+        kind: Kind,
+        /// Name.
+        name: String,
+        /// Enabled.
+        enabled: bool,
+    },
+    /// Add or remove a member Site or pool.
+    Member {
+        /// Kind of the relationship.
+        kind: Kind,
+        /// Its name.
+        name: String,
+        /// `Site` or `GatewayPool`.
+        member_kind: Kind,
+        /// The member's name.
+        member: String,
+        /// Add (true) or remove (false).
+        add: bool,
+    },
+    /// Demote a gateway to a worker.
+    Demote {
+        /// Node.
+        node: String,
+    },
+    /// Promote a node into a pool.
+    Promote {
+        /// Node.
+        node: String,
+        /// Pool.
+        pool: String,
+    },
+    /// Change a node's underlay MTU.
+    Underlay {
+        /// Node.
+        node: String,
+        /// MTU.
+        mtu: u32,
+    },
+    /// Change the agent `mtu` of every node.
+    AgentMtu(u32),
+}
+
+/// Why a mutation cannot apply.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MutationError {
+    /// The object or node does not exist.
+    #[error(transparent)]
+    NoSuchObject(#[from] NoSuchName),
+    /// The mutation does not fit the object.
+    #[error("{0}")]
+    NotApplicable(String),
+    /// A `tunnelMTU` outside 576..9000 (0 clears the cap): asking what an invalid cap does is
+    /// not a what-if (it would fail closed to 576, `mtu.md` §7).
+    #[error("{mtu} is outside 576..9000 (0 clears the cap)")]
+    CapOutOfRange {
+        /// The value asked for.
+        mtu: i64,
+    },
+    /// Only a gateway can be demoted.
+    #[error("node {0} is not a gateway")]
+    NotAGateway(String),
+}
+
+/// [`MutationError::NoSuchObject`] for `name`, offering the closest of `candidates`.
+pub(super) fn no_such<'a>(
+    what: impl Into<String>,
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> MutationError {
+    MutationError::NoSuchObject(NoSuchName::new(what, name, candidates))
+}
+
+fn names_of(objects: &[RawObject], kind: Kind) -> impl Iterator<Item = &str> {
+    objects
+        .iter()
+        .filter(move |o| o.kind() == kind)
+        .map(|o| o.name())
+}
+
+/// Checks a mutation against the base input before anything is applied: the objects and nodes
+/// it names exist (and the members it adds), caps are within 576..9000 (0 clears), only
+/// gateways are demoted. [`what_if`](super::what_if) and [`what_if_on`](super::what_if_on)
+/// check every mutation first.
+pub fn check(base: &Input, topo: &Topology, m: &Mutation) -> Result<(), MutationError> {
+    let object = |kind: Kind, name: &str| {
+        if base
+            .objects
+            .iter()
+            .any(|o| o.kind() == kind && o.name() == name)
+        {
+            Ok(())
+        } else {
+            Err(no_such(
+                kind.to_string(),
+                name,
+                names_of(&base.objects, kind),
+            ))
+        }
+    };
+    let node = |name: &str| topo.find_node(name).map_err(MutationError::from);
+    match m {
+        Mutation::SetCap { kind, name, mtu } => {
+            if *mtu != 0 && !(i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
+                return Err(MutationError::CapOutOfRange { mtu: *mtu });
+            }
+            object(*kind, name)
+        }
+        Mutation::ClearCap { kind, name } | Mutation::SetEnabled { kind, name, .. } => {
+            object(*kind, name)
+        }
+        Mutation::Member {
+            kind,
+            name,
+            member_kind,
+            member,
+            ..
+        } => {
+            object(*kind, name)?;
+            object(*member_kind, member)
+        }
+        Mutation::Demote { node: n } => {
+            if topo.node(node(n)?).is_gateway() {
+                Ok(())
+            } else {
+                Err(MutationError::NotAGateway(n.clone()))
+            }
+        }
+        Mutation::Promote { node: n, pool } => {
+            node(n)?;
+            object(Kind::GatewayPool, pool)
+        }
+        Mutation::Underlay { node: n, .. } => node(n).map(|_| ()),
+        Mutation::AgentMtu(_) => Ok(()),
+    }
+}
+
+/// [`check`] of every mutation of a question, in order: a node an earlier mutation promoted
+/// may be demoted.
+pub fn check_all(
+    base: &Input,
+    topo: &Topology,
+    mutations: &[Mutation],
+) -> Result<(), MutationError> {
+    match first_refused(base, topo, mutations) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The first mutation [`check_all`] refuses: its index and why.
+pub fn first_refused(
+    base: &Input,
+    topo: &Topology,
+    mutations: &[Mutation],
+) -> Option<(usize, MutationError)> {
+    mutations.iter().enumerate().find_map(|(i, m)| {
+        let promoted_before = matches!(m, Mutation::Demote { node } if mutations
+            .get(..i)
+            .unwrap_or_default()
+            .iter()
+            .any(|e| matches!(e, Mutation::Promote { node: p, .. } if p == node)));
+        if promoted_before {
+            return None;
+        }
+        check(base, topo, m).err().map(|e| (i, e))
+    })
+}
