@@ -314,8 +314,8 @@ pub enum FKind {
 pub enum FMutation {
     /// Set a cap.
     SetCap(FKind, u8, FCap),
-    /// Set a cap to a negative or huge value.
-    SetCapWide(FKind, u8, i64),
+    /// Set a cap to a value outside 576..9000 (refused by the check).
+    SetCapWide(FKind, u8, u32),
     /// Clear a cap.
     ClearCap(FKind, u8),
     /// Enable or disable a relationship.
@@ -358,7 +358,7 @@ impl FMutation {
                 Mutation::SetCap {
                     kind,
                     name,
-                    mtu: i64::from(c.value()),
+                    mtu: c.value(),
                 }
             }
             FMutation::SetCapWide(k, i, v) => {

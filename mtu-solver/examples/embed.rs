@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let node = arg(1, "wa");
     let destination: Destination = arg(2, "10.103.1.10").parse()?;
     let peering = arg(3, "pb-pc");
-    let mtu: i64 = arg(4, "1300").parse()?;
+    let mtu: u32 = arg(4, "1300").parse()?;
 
     // Load and resolve: the same rules as `unbounded-mtu resolve -f DIR`.
     let resolver = Resolver::new(load::load(&[&dir])?, Settings::default());

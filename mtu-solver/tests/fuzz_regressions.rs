@@ -89,7 +89,7 @@ fn kind(s: &str) -> Kind {
 fn mutation(line: &str) -> Mutation {
     let w: Vec<&str> = line.split_whitespace().collect();
     let num = |s: &str| {
-        s.parse::<i64>()
+        s.parse::<u32>()
             .unwrap_or_else(|_| panic!("not a number: {s}"))
     };
     match w.as_slice() {

@@ -115,7 +115,7 @@ proptest! {
         if !caps.is_empty() {
             let (kind, name) = caps[pick.index(caps.len())].clone();
             let mut changed = input(objs.clone());
-            apply(&mut changed, &Mutation::SetCap { kind, name: name.clone(), mtu: new_cap as i64 }).unwrap();
+            apply(&mut changed, &Mutation::SetCap { kind, name: name.clone(), mtu: new_cap }).unwrap();
             let updated = changed.objects.iter().find(|o| o.kind() == kind && o.name() == name).unwrap().clone();
             inc.apply([Event::Apply(updated)]);
             prop_assert!(inc.state().same_values(&State::full(&changed)), "cap update differs");
@@ -142,7 +142,7 @@ proptest! {
         let old = current_cap(&objs, kind, &name).unwrap_or(9000);
         let lower = old.saturating_sub(cut).max(576);
         let mut lowered = base.clone();
-        apply(&mut lowered, &Mutation::SetCap { kind, name: name.clone(), mtu: lower as i64 }).unwrap();
+        apply(&mut lowered, &Mutation::SetCap { kind, name: name.clone(), mtu: lower }).unwrap();
         let after = values(&lowered);
         prop_assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>());
         for (k, v) in &after {
@@ -194,7 +194,7 @@ proptest! {
         let (kind, name) = caps[pick.index(caps.len())].clone();
         let base = input(objs.clone());
         let mut after = base.clone();
-        let m = if clear { Mutation::ClearCap { kind, name: name.clone() } } else { Mutation::SetCap { kind, name: name.clone(), mtu: mtu as i64 } };
+        let m = if clear { Mutation::ClearCap { kind, name: name.clone() } } else { Mutation::SetCap { kind, name: name.clone(), mtu } };
         apply(&mut after, &m).unwrap();
         let tb: Topology = base.topology();
         let ta: Topology = after.topology();

@@ -168,7 +168,7 @@ fn capped_objects(input: &Input) -> Vec<(Kind, String)> {
 fn cap_mutations_equal_two_full_resolves() {
     for (name, base) in examples() {
         for (kind, obj) in capped_objects(&base) {
-            for mtu in [1280i64, 600, 9000] {
+            for mtu in [1280u32, 600, 9000] {
                 check(
                     &name,
                     &base,
@@ -180,7 +180,7 @@ fn cap_mutations_equal_two_full_resolves() {
                 );
             }
             // A cap outside 576..9000 is not a question: refused, not failed closed to 576.
-            for mtu in [100_000i64, 575, -1] {
+            for mtu in [100_000u32, 575, 9001] {
                 let m = Mutation::SetCap {
                     kind,
                     name: obj.clone(),
@@ -319,7 +319,7 @@ fn a_cap_on_an_unrelated_object_changes_nothing_on_a_node() {
         .into_iter()
         .find(|(n, _)| n.contains("02-mesh-peering-cap"))
         .unwrap();
-    for mtu in [576i64, 1000, 1280, 9000] {
+    for mtu in [576u32, 1000, 1280, 9000] {
         let w = what_if(
             &base,
             &[Mutation::SetCap {
@@ -473,8 +473,8 @@ proptest! {
     fn cap_changes_on_random_topologies(
         spec in arb_spec(),
         pick in any::<prop::sample::Index>(),
-        mtu in prop_oneof![Just(0i64), 576i64..9000, Just(1280i64)],
-        second in prop::option::of((any::<prop::sample::Index>(), prop_oneof![Just(0i64), 576i64..9000])),
+        mtu in prop_oneof![Just(0u32), 576u32..9000, Just(1280u32)],
+        second in prop::option::of((any::<prop::sample::Index>(), prop_oneof![Just(0u32), 576u32..9000])),
     ) {
         let base = spec_input(&spec);
         let objs: Vec<(Kind, String)> = capped_objects(&base)

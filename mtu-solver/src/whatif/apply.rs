@@ -73,9 +73,9 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
     let label = |k: Kind, n: &str| format!("{k}/{n}");
     match m {
         Mutation::SetCap { kind, name, mtu } => {
-            let cap = if (i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
+            let cap = if (MIN_MTU..=MAX_CAP).contains(mtu) {
                 Some(RawCap {
-                    mtu: u32::try_from(*mtu).unwrap_or(MIN_MTU),
+                    mtu: *mtu,
                     invalid: None,
                     loc: None,
                 })

@@ -22,8 +22,8 @@ pub(super) fn cap_replacements(
             Mutation::SetCap { kind, name, mtu } => {
                 let v = if *mtu == 0 {
                     None
-                } else if (i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
-                    Some(Mtu(u32::try_from(*mtu).ok()?))
+                } else if (MIN_MTU..=MAX_CAP).contains(mtu) {
+                    Some(Mtu(*mtu))
                 } else {
                     return None;
                 };

@@ -15,8 +15,9 @@ pub enum Mutation {
         kind: Kind,
         /// Name.
         name: String,
-        /// Value (validated like a manifest: outside 576..9000 fails closed to 576).
-        mtu: i64,
+        /// Value: 576..9000, or 0 to clear the cap as a manifest's 0 does; anything else is
+        /// refused by [`check`].
+        mtu: u32,
     },
     /// Remove `tunnelMTU`.
     ClearCap {
@@ -84,7 +85,7 @@ pub enum MutationError {
     #[error("{mtu} is outside 576..9000 (0 clears the cap)")]
     CapOutOfRange {
         /// The value asked for.
-        mtu: i64,
+        mtu: u32,
     },
     /// Only a gateway can be demoted.
     #[error("node {0} is not a gateway")]
@@ -130,7 +131,7 @@ pub fn check(base: &Input, topo: &Topology, m: &Mutation) -> Result<(), Mutation
     let node = |name: &str| topo.find_node(name).map_err(MutationError::from);
     match m {
         Mutation::SetCap { kind, name, mtu } => {
-            if *mtu != 0 && !(i64::from(MIN_MTU)..=i64::from(MAX_CAP)).contains(mtu) {
+            if *mtu != 0 && !(MIN_MTU..=MAX_CAP).contains(mtu) {
                 return Err(MutationError::CapOutOfRange { mtu: *mtu });
             }
             object(*kind, name)
