@@ -123,9 +123,9 @@ fn mutation(line: &str) -> Mutation {
         },
         ["underlay", n, v] => Mutation::Underlay {
             node: n.to_string(),
-            mtu: num(v) as u32,
+            mtu: num(v),
         },
-        ["agent-mtu", v] => Mutation::AgentMtu(num(v) as u32),
+        ["agent-mtu", v] => Mutation::AgentMtu(num(v)),
         _ => panic!("unreadable what-if line: {line}"),
     }
 }

@@ -380,7 +380,7 @@ mod tests {
     fn texts_read_as_written() {
         let cases = [
             ("set SitePeering/ab=1400", "set SitePeering/ab=1400"),
-            ("  set   sitepeering/ab=-5 ", "set SitePeering/ab=-5"),
+            ("  set   sitepeering/ab=99999 ", "set SitePeering/ab=99999"),
             ("clear gatewaypool/p", "clear GatewayPool/p"),
             ("disable SitePeering/ab", "disable SitePeering/ab"),
             (
