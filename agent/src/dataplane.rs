@@ -66,11 +66,11 @@ pub fn desired_state(
             Some(kind) if matches!(d.device, DeviceRef::Shared(_)) => devices.push(TunnelDevice {
                 name,
                 kind,
-                mtu: d.mtu.mtu.0,
+                mtu: d.mtu.mtu.get(),
             }),
             None if d.protocol == Protocol::WireGuard => wireguard_mtus.push(WireguardMtu {
                 name,
-                mtu: d.mtu.mtu.0,
+                mtu: d.mtu.mtu.get(),
             }),
             _ => {}
         }
@@ -104,7 +104,7 @@ pub fn desired_state(
         if !next_hops.is_empty() {
             routes.push(RouteSpec {
                 destination: r.destination,
-                mtu: r.mtu.mtu.0,
+                mtu: r.mtu.mtu.get(),
                 next_hops,
             });
         }
@@ -112,7 +112,7 @@ pub fn desired_state(
     let manage_cni = topo.site(plan.site).manage_cni;
     let fabric = fabric.bridge.as_ref().map(|bridge| Fabric {
         bridge: bridge.clone(),
-        mtu: plan.fabric.mtu.0,
+        mtu: plan.fabric.mtu.get(),
         cni_config: if manage_cni {
             fabric.cni_config.clone()
         } else {

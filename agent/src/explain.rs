@@ -91,7 +91,7 @@ fn explained(r: &Renderer<'_, '_>, solver: &Solver<'_>, item: String, e: ExplId)
     };
     Explained {
         item,
-        value: node.value.0,
+        value: node.value.get(),
         bound: term(node.bound),
         terms: solver.expl.leaves(e).into_iter().map(term).collect(),
         paths: None,

@@ -96,7 +96,7 @@ fn gather(solver: &mut Solver<'_>) -> Facts {
         let a = topo.node(n);
         for l in &plan.links {
             let b = topo.node(l.peer);
-            let (mtu, bound) = (l.mtu.mtu.0, solver.expl.get(l.mtu.expl).bound);
+            let (mtu, bound) = (l.mtu.mtu.get(), solver.expl.get(l.mtu.expl).bound);
             match l.kind {
                 LinkKind::Mesh if a.site == b.site => lower_in(&mut f.in_site, a.site, mtu, bound),
                 LinkKind::Mesh => lower_in(&mut f.site_site, ordered(a.site, b.site), mtu, bound),
@@ -139,14 +139,14 @@ fn gather(solver: &mut Solver<'_>) -> Facts {
                 };
                 for t in dests {
                     if t != a.site && !topo.workers_of(t).is_empty() {
-                        lower_in(&mut f.routes, (a.site, t), rt.mtu.mtu.0, bound);
+                        lower_in(&mut f.routes, (a.site, t), rt.mtu.mtu.get(), bound);
                     }
                 }
             }
         }
         if let (Some(p), Some(published)) = (a.pool(), &plan.published) {
             for pb in published {
-                let mtu = pb.mtu.mtu.0;
+                let mtu = pb.mtu.mtu.get();
                 let origins = solver.net.origins_of(&pb.destination);
                 for o in origins.iter() {
                     let target = match o.dest {
@@ -336,7 +336,7 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
         if let Some((m, b)) = comp.cap
             && (comp.sites.len() > 1 || b != o)
         {
-            lines.push(format!("component cap {} ({})", m.0, topo.label(b)));
+            lines.push(format!("component cap {} ({})", m.get(), topo.label(b)));
         }
         if let Some(l) = f.in_site.get(&sid) {
             lines.push(format!(
@@ -392,7 +392,9 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
         for g in &pool.gateways {
             let node = topo.node(*g);
             for (prefix, mtu) in &node.published {
-                read.entry((*prefix, mtu.0)).or_default().push(&node.name);
+                read.entry((*prefix, mtu.get()))
+                    .or_default()
+                    .push(&node.name);
             }
         }
         for ((prefix, mtu), gws) in &read {

@@ -107,13 +107,13 @@ fn summary<'a>(
                     "worker"
                 },
                 pool: node.pool().map(|x| &*topo.pool(x).name),
-                fabric_mtu: p.fabric.mtu.0,
+                fabric_mtu: p.fabric.mtu.get(),
                 fabric_bound: r
                     .bound_only(solver.expl.get(p.fabric.expl).bound)
                     .bound
                     .term
                     .clone(),
-                lowest_route_mtu: lowest.map(|rt| rt.mtu.mtu.0),
+                lowest_route_mtu: lowest.map(|rt| rt.mtu.mtu.get()),
                 lowest_route_destination: lowest.map(|rt| rt.destination.to_string()),
                 links: p.links.len(),
             }

@@ -66,7 +66,7 @@ impl<'s, 't> Renderer<'s, 't> {
         let (object, field) = self.solver.expl.term_origin(id, topo).unzip();
         TermOut {
             term: self.solver.expl.term_name(id, topo),
-            value: self.solver.expl.value(id).0,
+            value: self.solver.expl.value(id).get(),
             source: self.solver.expl.term_source(id, topo),
             object,
             field,
@@ -253,7 +253,7 @@ pub struct ResolveOut {
 }
 
 fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Arc<ExplOut>) {
-    (v.mtu.0, r.expl(v.expl))
+    (v.mtu.get(), r.expl(v.expl))
 }
 
 /// Builds the output of one node.
@@ -315,7 +315,7 @@ pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> N
         ps.iter()
             .map(|p| PublishedOut {
                 destination: p.destination.to_string(),
-                mtu: p.mtu.mtu.0,
+                mtu: p.mtu.mtu.get(),
             })
             .collect()
     });

@@ -147,7 +147,7 @@ pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
             Item::Link {
                 peer: topo.node(l.peer).name.clone(),
             },
-            l.mtu.mtu.0,
+            l.mtu.mtu.get(),
             l.mtu.expl,
         ));
     }
@@ -157,7 +157,7 @@ pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
                 destination: Prefix(r.destination),
                 kind: r.kind,
             },
-            r.mtu.mtu.0,
+            r.mtu.mtu.get(),
             r.mtu.expl,
         ));
     }
@@ -183,16 +183,16 @@ pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
             },
             DeviceRef::Underlay => continue,
         };
-        out.push((item, d.mtu.mtu.0, d.mtu.expl));
+        out.push((item, d.mtu.mtu.get(), d.mtu.expl));
     }
-    out.push((Item::Fabric, plan.fabric.mtu.0, plan.fabric.expl));
+    out.push((Item::Fabric, plan.fabric.mtu.get(), plan.fabric.expl));
     if let Some(ps) = &plan.published {
         for p in ps {
             out.push((
                 Item::Published {
                     destination: Prefix(p.destination),
                 },
-                p.mtu.mtu.0,
+                p.mtu.mtu.get(),
                 p.mtu.expl,
             ));
         }

@@ -196,7 +196,7 @@ impl<'t> Solver<'t> {
     /// `U(n)` and where it came from.
     pub fn underlay(&mut self, n: NodeId) -> (UnderlayMtu, UnderlaySource) {
         if let Some(Some((u, s))) = self.underlays.get(n.idx()) {
-            return (UnderlayMtu(*u), *s);
+            return (UnderlayMtu::or_min(*u), *s);
         }
         let node = self.topo().node(n);
         let given = self
@@ -240,7 +240,7 @@ impl<'t> Solver<'t> {
         if let Some(slot) = self.underlays.get_mut(n.idx()) {
             *slot = Some(v);
         }
-        (UnderlayMtu(v.0), v.1)
+        (UnderlayMtu::or_min(v.0), v.1)
     }
 
     pub(crate) fn cfg_of(&self, n: NodeId) -> u32 {
@@ -254,7 +254,7 @@ impl<'t> Solver<'t> {
 
     fn cfg_leaf(&mut self, n: NodeId) -> Option<ExplId> {
         let v = self.cfg_of(n);
-        (v > 0).then(|| self.expl.leaf(Leaf::Cfg { node: n }, Mtu(v)))
+        (v > 0).then(|| self.expl.leaf(Leaf::Cfg { node: n }, Mtu::cap_or_min(v)))
     }
 
     /// The term of an object's own cap.
@@ -502,7 +502,7 @@ impl<'t> Solver<'t> {
         let x = self.expl.leaf(
             Leaf::Auto {
                 node,
-                underlay: u.0,
+                underlay: u.get(),
                 source: src,
                 protocol,
                 overhead: o,
@@ -735,7 +735,7 @@ impl<'t> Solver<'t> {
         self.expl.leaf(
             Leaf::Underlay {
                 node: n,
-                underlay: u.0,
+                underlay: u.get(),
                 source: src,
                 minus: Some(Minus {
                     protocol,

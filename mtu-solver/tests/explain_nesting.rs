@@ -18,7 +18,7 @@ fn terms(x: &mut Explanations, values: &[u32]) -> Vec<ExplId> {
                 Leaf::Cfg {
                     node: NodeId::from_idx(i),
                 },
-                Mtu(*v),
+                Mtu::new(*v).unwrap(),
             )
         })
         .collect()
@@ -56,6 +56,6 @@ proptest! {
         prop_assert_eq!(x.leaves(nested), x.leaves(flat));
         // The bound term's value is the minimum (invariant 8).
         let bound = x.get(flat).bound;
-        prop_assert_eq!(x.value(bound), Mtu(*values.iter().min().unwrap()));
+        prop_assert_eq!(x.value(bound), Mtu::new(*values.iter().min().unwrap()).unwrap());
     }
 }

@@ -185,12 +185,12 @@ fn check_line(
                 ("no-link", Some(l)) => Err(format!(
                     "unexpected {} link (MTU {})",
                     kind_name(l.kind),
-                    l.mtu.mtu.0
+                    l.mtu.mtu.get()
                 )),
                 (_, None) => Err("no such link".to_string()),
                 ("link", Some(l)) => {
                     let b = c.bound(l.mtu.expl);
-                    cmp_value("link", l.mtu.mtu.0, b, arg(3)?, &rest(4))
+                    cmp_value("link", l.mtu.mtu.get(), b, arg(3)?, &rest(4))
                 }
                 ("kind", Some(l)) if kind_name(l.kind) == arg(3)? => Ok(()),
                 ("kind", Some(l)) => Err(format!("kind is {}", kind_name(l.kind))),
@@ -236,7 +236,7 @@ fn check_line(
                 ("no-route", Some(r)) => Err(format!(
                     "unexpected {} route (MTU {})",
                     r.kind.as_str(),
-                    r.mtu.mtu.0
+                    r.mtu.mtu.get()
                 )),
                 (_, None) => {
                     let have: Vec<String> = p
@@ -248,7 +248,7 @@ fn check_line(
                 }
                 ("route", Some(r)) => {
                     let b = c.bound(r.mtu.expl);
-                    cmp_value("route", r.mtu.mtu.0, b, arg(4)?, &rest(5))
+                    cmp_value("route", r.mtu.mtu.get(), b, arg(4)?, &rest(5))
                 }
                 ("type", Some(r)) if r.ty.as_str() == arg(4)? => Ok(()),
                 ("type", Some(r)) => Err(format!("type is {}", r.ty.as_str())),
@@ -278,7 +278,7 @@ fn check_line(
         "fabric" => {
             let p = c.plan(arg(1)?)?;
             let b = c.bound(p.fabric.expl);
-            cmp_value("fabric", p.fabric.mtu.0, b, arg(2)?, &rest(3))
+            cmp_value("fabric", p.fabric.mtu.get(), b, arg(2)?, &rest(3))
         }
         "mss" => {
             let p = c.plan(arg(1)?)?;
@@ -297,7 +297,9 @@ fn check_line(
                 .find(|d| c.device_label(&d.device) == arg(2).unwrap_or(""));
             match (arg(0)?, d) {
                 ("no-device", None) => Ok(()),
-                ("no-device", Some(d)) => Err(format!("unexpected device (MTU {})", d.mtu.mtu.0)),
+                ("no-device", Some(d)) => {
+                    Err(format!("unexpected device (MTU {})", d.mtu.mtu.get()))
+                }
                 (_, None) => {
                     let have: Vec<String> = p
                         .devices
@@ -308,7 +310,7 @@ fn check_line(
                 }
                 (_, Some(d)) => {
                     let b = c.bound(d.mtu.expl);
-                    cmp_value("device", d.mtu.mtu.0, b, arg(3)?, &rest(4))
+                    cmp_value("device", d.mtu.mtu.get(), b, arg(3)?, &rest(4))
                 }
             }
         }
@@ -336,20 +338,20 @@ fn check_line(
             match (arg(0)?, v) {
                 ("no-published", None) => Ok(()),
                 ("no-published", Some(v)) => {
-                    Err(format!("unexpected published value {}", v.mtu.mtu.0))
+                    Err(format!("unexpected published value {}", v.mtu.mtu.get()))
                 }
                 (_, None) => {
                     let have: Vec<String> = p
                         .published
                         .iter()
                         .flatten()
-                        .map(|x| format!("{} {}", x.destination, x.mtu.mtu.0))
+                        .map(|x| format!("{} {}", x.destination, x.mtu.mtu.get()))
                         .collect();
                     Err(format!("nothing published; published are {have:?}"))
                 }
                 (_, Some(v)) => {
                     let b = c.bound(v.mtu.expl);
-                    cmp_value("published", v.mtu.mtu.0, b, arg(3)?, &rest(4))
+                    cmp_value("published", v.mtu.mtu.get(), b, arg(3)?, &rest(4))
                 }
             }
         }

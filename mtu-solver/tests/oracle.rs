@@ -117,7 +117,7 @@ fn prod_rows(t: &Topology, p: &NodePlan) -> (Vec<LinkRow>, Vec<RouteRow>) {
     let links = p
         .links
         .iter()
-        .map(|l| (name(t, l.peer), l.kind, l.protocol, l.mtu.mtu.0))
+        .map(|l| (name(t, l.peer), l.kind, l.protocol, l.mtu.mtu.get()))
         .collect();
     let routes = p
         .routes
@@ -129,7 +129,7 @@ fn prod_rows(t: &Topology, p: &NodePlan) -> (Vec<LinkRow>, Vec<RouteRow>) {
                 ref_kind(r.kind),
                 r.distance,
                 r.via.iter().map(|v| name(t, *v)).collect(),
-                r.mtu.mtu.0,
+                r.mtu.mtu.get(),
             )
         })
         .collect();
@@ -168,7 +168,7 @@ fn prod_devices(p: &NodePlan) -> BTreeMap<DeviceKey, u32> {
             DeviceRef::PerPeer { peer, .. } => DeviceKey::PerPeer(*peer),
             DeviceRef::Underlay => continue,
         };
-        out.insert(k, d.mtu.mtu.0);
+        out.insert(k, d.mtu.mtu.get());
     }
     out
 }
@@ -207,16 +207,17 @@ fn oracle(yaml: &str, knobs: &Knobs) -> Result<(), String> {
                 "node {n}: devices\nproduction: {pd:?}\nreference:  {rd:?}"
             ));
         }
-        if p.fabric.mtu.0 != rn.fabric {
+        if p.fabric.mtu.get() != rn.fabric {
             return Err(format!(
                 "node {n}: fabric production {} reference {}",
-                p.fabric.mtu.0, rn.fabric
+                p.fabric.mtu.get(),
+                rn.fabric
             ));
         }
         let pp: Option<Vec<(IpNet, u32)>> = p
             .published
             .as_ref()
-            .map(|v| v.iter().map(|x| (x.destination, x.mtu.mtu.0)).collect());
+            .map(|v| v.iter().map(|x| (x.destination, x.mtu.mtu.get())).collect());
         if pp != rn.published {
             return Err(format!(
                 "node {n}: published\nproduction: {pp:?}\nreference:  {:?}",
@@ -242,7 +243,7 @@ fn safety(yaml: &str, knobs: &Knobs) -> Result<(), String> {
                     name(&t, l.peer)
                 ));
             };
-            let m = l.mtu.mtu.0;
+            let m = l.mtu.mtu.get();
             if m > cfg || m > rl.auto || rl.caps.iter().any(|c| m > *c) {
                 return Err(format!(
                     "node {n}: link to {} mtu {m} above cfg {cfg}, auto {} or caps {:?}",
@@ -251,15 +252,15 @@ fn safety(yaml: &str, knobs: &Knobs) -> Result<(), String> {
                     rl.caps
                 ));
             }
-            if p.fabric.mtu.0 > m {
+            if p.fabric.mtu.get() > m {
                 return Err(format!(
                     "node {n}: fabric {} above link MTU {m}",
-                    p.fabric.mtu.0
+                    p.fabric.mtu.get()
                 ));
             }
         }
         for route in &p.routes {
-            let m = route.mtu.mtu.0;
+            let m = route.mtu.mtu.get();
             if m > cfg {
                 return Err(format!(
                     "node {n}: route {} mtu {m} above cfg {cfg}",
@@ -309,10 +310,12 @@ fn safety(yaml: &str, knobs: &Knobs) -> Result<(), String> {
                         route.destination, nh.device
                     ));
                 };
-                if m > d.mtu.mtu.0 {
+                if m > d.mtu.mtu.get() {
                     return Err(format!(
                         "node {n}: route {} mtu {m} above its device {:?} mtu {}",
-                        route.destination, d.device, d.mtu.mtu.0
+                        route.destination,
+                        d.device,
+                        d.mtu.mtu.get()
                     ));
                 }
             }
@@ -735,7 +738,7 @@ fn fully_cut_learned_prefix_is_still_published() {
         .published
         .iter()
         .flatten()
-        .map(|p| (p.destination.to_string(), p.mtu.mtu.0))
+        .map(|p| (p.destination.to_string(), p.mtu.mtu.get()))
         .collect();
     let r = reference::compute(&t, &RefSettings::default());
     assert_eq!(
@@ -819,7 +822,7 @@ fn route_mtu(p: &NodePlan, dest: &str) -> u32 {
     p.routes
         .iter()
         .find(|r| r.destination.to_string() == dest)
-        .map(|r| r.mtu.mtu.0)
+        .map(|r| r.mtu.mtu.get())
         .unwrap()
 }
 

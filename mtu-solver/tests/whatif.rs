@@ -119,8 +119,8 @@ fn check(name: &str, base: &Input, muts: &[Mutation]) {
             .map(|x| {
                 x.links
                     .iter()
-                    .map(|l| (l.peer.0, l.mtu.mtu.0))
-                    .chain(x.routes.iter().map(|r| (r.kind as u32, r.mtu.mtu.0)))
+                    .map(|l| (l.peer.0, l.mtu.mtu.get()))
+                    .chain(x.routes.iter().map(|r| (r.kind as u32, r.mtu.mtu.get())))
                     .collect()
             })
             .collect()
@@ -501,10 +501,10 @@ fn values(p: &[mtu_solver::NodePlan]) -> Vec<u32> {
         .flat_map(|x| {
             x.links
                 .iter()
-                .map(|l| l.mtu.mtu.0)
-                .chain(x.routes.iter().map(|r| r.mtu.mtu.0))
-                .chain(x.devices.iter().map(|d| d.mtu.mtu.0))
-                .chain([x.fabric.mtu.0])
+                .map(|l| l.mtu.mtu.get())
+                .chain(x.routes.iter().map(|r| r.mtu.mtu.get()))
+                .chain(x.devices.iter().map(|d| d.mtu.mtu.get()))
+                .chain([x.fabric.mtu.get()])
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -524,7 +524,7 @@ fn set_caps_refuses_component_caps_and_restores() {
         // Site and SitePeering caps enter direct-mesh components: refused, nothing changes.
         let site = topology_core::model::ObjRef::Site(topology_core::ids::SiteId(0));
         assert!(
-            s.set_caps(&[(site, Some(topology_core::mtu::Mtu(1300)))])
+            s.set_caps(&[(site, topology_core::mtu::Mtu::cap(1300))])
                 .is_err()
         );
         assert_eq!(values(&s.plan_all()), before, "{name}");
@@ -534,7 +534,7 @@ fn set_caps_refuses_component_caps_and_restores() {
         }
         let pool = topology_core::model::ObjRef::Pool(topology_core::ids::PoolId(0));
         let old = s
-            .set_caps(&[(pool, Some(topology_core::mtu::Mtu(600)))])
+            .set_caps(&[(pool, topology_core::mtu::Mtu::cap(600))])
             .unwrap();
         assert!(old.is_empty());
         let capped = values(&s.plan_all());

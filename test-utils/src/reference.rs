@@ -233,12 +233,12 @@ fn relations(t: &Topology) -> Rel {
         site_cap: t
             .sites
             .iter()
-            .map(|s| s.cap.as_ref().map(|c| c.mtu.0))
+            .map(|s| s.cap.as_ref().map(|c| c.mtu.get()))
             .collect(),
         pool_cap: t
             .pools
             .iter()
-            .map(|p| p.cap.as_ref().map(|c| c.mtu.0))
+            .map(|p| p.cap.as_ref().map(|c| c.mtu.get()))
             .collect(),
     };
     for i in 0..ns {
@@ -255,7 +255,7 @@ fn relations(t: &Topology) -> Rel {
                 }
                 r.netp[a][b] = true;
                 if let Some(c) = &p.cap {
-                    r.peer_cap[a][b] = min_opt(r.peer_cap[a][b], c.mtu.0);
+                    r.peer_cap[a][b] = min_opt(r.peer_cap[a][b], c.mtu.get());
                 }
                 if p.mesh {
                     r.mesh[a][b] = true;
@@ -291,8 +291,8 @@ fn relations(t: &Topology) -> Rel {
     }
     for p in t.site_peerings.iter().filter(|p| p.relates && p.mesh) {
         if let (Some(c), Some(s)) = (&p.cap, p.sites.first()) {
-            let e = comp_cap.entry(label[s.idx()]).or_insert(c.mtu.0);
-            *e = (*e).min(c.mtu.0);
+            let e = comp_cap.entry(label[s.idx()]).or_insert(c.mtu.get());
+            *e = (*e).min(c.mtu.get());
         }
     }
     r.comp_cap = label.iter().map(|l| comp_cap.get(l).copied()).collect();
@@ -302,7 +302,7 @@ fn relations(t: &Topology) -> Rel {
                 let (s, p) = (s.idx(), p.idx());
                 r.assigned[s][p] = true;
                 if let Some(c) = &a.cap {
-                    r.sgpa_cap[s][p] = min_opt(r.sgpa_cap[s][p], c.mtu.0);
+                    r.sgpa_cap[s][p] = min_opt(r.sgpa_cap[s][p], c.mtu.get());
                 }
                 if r.sgpa_proto[s][p].is_none() {
                     r.sgpa_proto[s][p] = a.protocol;
@@ -319,7 +319,7 @@ fn relations(t: &Topology) -> Rel {
                 }
                 r.peered[p][q] = true;
                 if let Some(c) = &g.cap {
-                    r.gpp_cap[p][q] = min_opt(r.gpp_cap[p][q], c.mtu.0);
+                    r.gpp_cap[p][q] = min_opt(r.gpp_cap[p][q], c.mtu.get());
                 }
                 if r.gpp_proto[p][q].is_none() {
                     r.gpp_proto[p][q] = g.protocol;
@@ -888,8 +888,8 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
                     if worker {
                         for h in &path {
                             if let Some(m) = t.node(*h).published_for(prefix) {
-                                v = v.min(m.0);
-                                all_pub.push(m.0);
+                                v = v.min(m.get());
+                                all_pub.push(m.get());
                             }
                         }
                     }

@@ -61,7 +61,7 @@ pub struct Cap {
 impl From<&RawCap> for Cap {
     fn from(r: &RawCap) -> Self {
         Cap {
-            mtu: Mtu(r.mtu),
+            mtu: Mtu::cap_or_min(r.mtu),
             invalid: r.invalid.clone(),
             loc: r.loc.clone(),
         }
@@ -904,7 +904,12 @@ impl Builder {
             };
             let pub_vals = published
                 .get(name)
-                .map(|g| g.published.iter().map(|(p, m)| (*p, Mtu(*m))).collect())
+                .map(|g| {
+                    g.published
+                        .iter()
+                        .map(|(p, m)| (*p, Mtu::new(*m).unwrap_or(Mtu::MIN)))
+                        .collect()
+                })
                 .unwrap_or_default();
             let id = NodeId::from_idx(t.nodes.len());
             let name_arc: Arc<str> = Arc::from(name);

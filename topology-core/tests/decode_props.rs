@@ -280,7 +280,7 @@ spec:
     assert_eq!(t.site_peerings.len(), 1);
     let p = &t.site_peerings[0];
     assert!(p.relates);
-    assert_eq!(p.cap.as_ref().map(|c| c.mtu.0), Some(1400));
+    assert_eq!(p.cap.as_ref().map(|c| c.mtu.get()), Some(1400));
     assert_eq!(t.components.len(), 1);
     assert_eq!(t.components[0].sites.len(), 2);
 }

@@ -36,8 +36,8 @@ fn cap_text(cap: Option<&Cap>) -> String {
     match cap {
         None => String::new(),
         Some(c) => match &c.invalid {
-            None => format!(" cap={}", c.mtu.0),
-            Some(w) => format!(" cap={} (invalid {w})", c.mtu.0),
+            None => format!(" cap={}", c.mtu.get()),
+            Some(w) => format!(" cap={} (invalid {w})", c.mtu.get()),
         },
     }
 }
@@ -148,7 +148,7 @@ pub fn render(t: &Topology) -> String {
         );
         match c.cap {
             Some((m, o)) => {
-                let _ = write!(out, " cap={} by {}", m.0, t.label(o));
+                let _ = write!(out, " cap={} by {}", m.get(), t.label(o));
             }
             None => out.push_str(" cap=-"),
         }
@@ -510,7 +510,7 @@ spec: {tunnelMTU: 1400.0}
 ",
         );
         assert_eq!(find(&t, Code::CapRange), Vec::<&Diagnostic>::new());
-        let cap = t.sites[0].cap.as_ref().map(|c| c.mtu.0);
+        let cap = t.sites[0].cap.as_ref().map(|c| c.mtu.get());
         let ft = find(&t, Code::FieldType).len();
         assert!(
             (cap.is_none() && ft == 1) || (cap == Some(1400) && ft == 0),

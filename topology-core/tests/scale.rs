@@ -104,35 +104,35 @@ fn check_cluster(spec: &ScaleSpec, nodes: usize, sites: usize, pools: usize, com
     let site_caps = capped(
         t.sites
             .iter()
-            .map(|s| s.cap.as_ref().map(|c| c.mtu.0))
+            .map(|s| s.cap.as_ref().map(|c| c.mtu.get()))
             .collect(),
     );
     assert_eq!(site_caps, pct(sites));
     let pool_caps = capped(
         t.pools
             .iter()
-            .map(|s| s.cap.as_ref().map(|c| c.mtu.0))
+            .map(|s| s.cap.as_ref().map(|c| c.mtu.get()))
             .collect(),
     );
     assert_eq!(pool_caps, pct(pools));
     let peering_caps = capped(
         t.site_peerings
             .iter()
-            .map(|s| s.cap.as_ref().map(|c| c.mtu.0))
+            .map(|s| s.cap.as_ref().map(|c| c.mtu.get()))
             .collect(),
     );
     assert_eq!(peering_caps, pct(t.site_peerings.len()));
     let asg_caps = capped(
         t.assignments
             .iter()
-            .map(|s| s.cap.as_ref().map(|c| c.mtu.0))
+            .map(|s| s.cap.as_ref().map(|c| c.mtu.get()))
             .collect(),
     );
     assert_eq!(asg_caps, pct(sites));
     let pp_caps = capped(
         t.pool_peerings
             .iter()
-            .map(|s| s.cap.as_ref().map(|c| c.mtu.0))
+            .map(|s| s.cap.as_ref().map(|c| c.mtu.get()))
             .collect(),
     );
     assert_eq!(pp_caps, pct(pools + spec.chords));

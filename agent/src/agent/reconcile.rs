@@ -149,13 +149,13 @@ fn plan(
             .map(|u| u.mtu),
         forwarding: node_plan.published.as_ref().map(|ps| {
             ps.iter()
-                .map(|p| (p.destination.to_string(), p.mtu.mtu.0))
+                .map(|p| (p.destination.to_string(), p.mtu.mtu.get()))
                 .collect()
         }),
         forwarding_published: info
             .published
             .iter()
-            .map(|(p, m)| (p.to_string(), m.0))
+            .map(|(p, m)| (p.to_string(), m.get()))
             .collect(),
         gateway_pool_node: None,
     };

@@ -66,8 +66,8 @@ impl Solver<'_> {
             identity_addr: self.net.identity_addr(n),
             site: node.site,
             pool: node.pool(),
-            mss_ipv4: fabric.mtu.0.saturating_sub(40),
-            mss_ipv6: fabric.mtu.0.saturating_sub(60),
+            mss_ipv4: fabric.mtu.get().saturating_sub(40),
+            mss_ipv6: fabric.mtu.get().saturating_sub(60),
             fabric,
             links,
             routes,
@@ -482,7 +482,7 @@ impl Solver<'_> {
             kids.push(self.expl.leaf(
                 Leaf::Underlay {
                     node: g,
-                    underlay: u.0,
+                    underlay: u.get(),
                     source: src,
                     minus: None,
                 },
@@ -580,7 +580,7 @@ fn ipv6_floor(
 /// Notes `what` with its value in `low` when `mtu` is below [`IPV6_MIN_MTU`] (`what` is only
 /// rendered then).
 fn below_ipv6_floor(low: &mut Vec<String>, mtu: Mtu, what: impl fmt::Display) {
-    if mtu.0 < IPV6_MIN_MTU {
+    if mtu.get() < IPV6_MIN_MTU {
         low.push(format!("{what} {mtu}"));
     }
 }

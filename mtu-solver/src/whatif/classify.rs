@@ -23,7 +23,7 @@ pub(super) fn cap_replacements(
                 let v = if *mtu == 0 {
                     None
                 } else if (MIN_MTU..=MAX_CAP).contains(mtu) {
-                    Some(Mtu(*mtu))
+                    Mtu::cap(*mtu)
                 } else {
                     return None;
                 };
@@ -78,7 +78,7 @@ pub(super) fn shared_caps(
         if cap.as_ref().is_some_and(|c| c.invalid.is_some()) {
             return None;
         }
-        out.push((o, cap.map(|c| Mtu(c.mtu))));
+        out.push((o, cap.map(|c| Mtu::cap_or_min(c.mtu))));
     }
     Some(out)
 }

@@ -309,20 +309,20 @@ fn route_changes(
     let t = sb.topo();
     let node = t.node(n);
     let ea = sa.learned_value(n, l, worker);
-    let va = ea.map(|e| sa.expl.value(e).0);
+    let va = ea.map(|e| sa.expl.value(e).get());
     // A node outside the near set keeps its links: only `reach` and `pubPath` differ, so the
     // value before reuses the link values just computed (no second link resolution).
     let mut vb: Option<u32> = None;
     for g in &l.via {
         let mut terms = [None, None, None];
-        terms[0] = sa.link_value(n, *g).map(|e| sa.expl.value(e).0);
+        terms[0] = sa.link_value(n, *g).map(|e| sa.expl.value(e).get());
         terms[1] = sb
             .reach(*g, l.prefix, &l.origins)
-            .map(|e| sb.expl.value(e).0);
+            .map(|e| sb.expl.value(e).get());
         if worker {
             terms[2] = sb
                 .pub_path(*g, l.prefix, &l.origins)
-                .map(|e| sb.expl.value(e).0);
+                .map(|e| sb.expl.value(e).get());
         }
         for t in terms.into_iter().flatten() {
             vb = Some(vb.map_or(t, |v| v.min(t)));

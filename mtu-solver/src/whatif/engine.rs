@@ -233,7 +233,7 @@ fn record_before(
     for (key, first) in class_representatives(t, near_set) {
         for prefix in prefixes {
             if let Some(l) = s.net.learned_for(first, prefix) {
-                let rb = s.route_rest(&l, !key.0).map(|e| s.expl.value(e).0);
+                let rb = s.route_rest(&l, !key.0).map(|e| s.expl.value(e).get());
                 recorded.rest.insert((first, *prefix), rb);
             }
         }
@@ -258,7 +258,7 @@ fn near_changes(
         for (item, v, e) in items(t, &p) {
             let b = match &values_before {
                 Some(vb) => vb.get(&item).copied(),
-                None => before.value(&s.expl, e).map(|m| m.0),
+                None => before.value(&s.expl, e).map(|m| m.get()),
             };
             if b != Some(v) {
                 out.push(Pending {
@@ -297,11 +297,11 @@ fn remote_classes(
                 continue;
             };
             let rest_after_expl = s.route_rest(&l, !gateway);
-            let rest_after = rest_after_expl.map(|e| s.expl.value(e).0);
+            let rest_after = rest_after_expl.map(|e| s.expl.value(e).get());
             let rest_before = match &mut rest_before_of {
                 RestBefore::FromTerms(before) => rest_after_expl
                     .and_then(|e| before.value(&s.expl, e))
-                    .map(|m| m.0),
+                    .map(|m| m.get()),
                 RestBefore::Recorded(rest) => rest.get(&(id, *prefix)).copied().flatten(),
             };
             if rest_before == rest_after {
@@ -313,7 +313,7 @@ fn remote_classes(
                     continue;
                 };
                 let (protocol, _, public) = s.net.link_protocol(id, *g, kind);
-                let caps = s.link_caps(id, *g, kind).map(|e| s.expl.value(e).0);
+                let caps = s.link_caps(id, *g, kind).map(|e| s.expl.value(e).get());
                 hops.push(RemoteHop {
                     peer: *g,
                     protocol,
@@ -378,7 +378,7 @@ fn remote_changes(
             let (ug, _) = s.underlay(h.peer);
             // The outer family also depends on this member's own addresses on the link.
             let o = overhead(h.protocol, s.net.link_ipv6_outer(id, h.peer, h.public));
-            let mut v = un.min(ug).minus_overhead(o).0;
+            let mut v = un.min(ug).minus_overhead(o).get();
             if cfg > 0 {
                 v = v.min(cfg);
             }
