@@ -5,7 +5,7 @@
 pub mod alloc;
 pub mod dataplane;
 
-use mtu_solver::whatif::{Input, Mutation};
+use mtu_solver::whatif::{Base, Input, Mutation};
 use mtu_solver::{NodePlan, Settings, Solver};
 use std::time::{Duration, Instant};
 use test_utils::testkit::scale::ScaleSpec;
@@ -20,10 +20,9 @@ pub struct Fixture {
     pub name: String,
     /// The YAML stream.
     pub text: String,
-    /// The what-if / incremental input (decoded objects, default settings).
-    pub input: Input,
-    /// The validated topology.
-    pub topo: Topology,
+    /// The what-if / incremental input (decoded objects, default settings) and the validated
+    /// topology built from it.
+    pub base: Base,
 }
 
 impl Fixture {
@@ -45,7 +44,6 @@ impl Fixture {
     /// Decodes and builds `text`.
     pub fn from_text(name: String, text: String) -> Fixture {
         let d = decode_text(&text);
-        let topo = build(&d);
         let input = Input {
             objects: d.objects,
             diagnostics: d.diagnostics,
@@ -54,24 +52,33 @@ impl Fixture {
         Fixture {
             name,
             text,
-            input,
-            topo,
+            base: Base::new(input),
         }
+    }
+
+    /// The what-if / incremental input.
+    pub fn input(&self) -> &Input {
+        self.base.input()
+    }
+
+    /// The validated topology.
+    pub fn topo(&self) -> &Topology {
+        self.base.topology()
     }
 
     /// A node spread evenly over the cluster (`i` of `n`).
     pub fn spread_node(&self, i: usize, n: usize) -> NodeId {
-        let len = self.topo.nodes.len().max(1);
+        let len = self.topo().nodes.len().max(1);
         NodeId::from_idx(i.saturating_mul(len) / n.max(1) % len)
     }
 
     /// A worker in the middle of the cluster (a typical node: mesh links and gateway routes).
     pub fn typical_worker(&self) -> NodeId {
-        let len = self.topo.nodes.len();
+        let len = self.topo().nodes.len();
         (len / 2..len)
             .chain(0..len / 2)
             .map(NodeId::from_idx)
-            .find(|n| !self.topo.node(*n).is_gateway())
+            .find(|n| !self.topo().node(*n).is_gateway())
             .unwrap_or(NodeId::from_idx(0))
     }
 }

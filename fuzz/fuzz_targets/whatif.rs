@@ -16,8 +16,8 @@ fuzz_target!(|c: WhatIfCase| {
         return;
     };
     // The same question on a solver that already resolved every node (warm memos).
-    let topo = base.topology();
-    let mut solver = Solver::new(&topo, base.settings.clone());
+    let resolved = mtu_solver::whatif::Base::new(base.clone());
+    let mut solver = Solver::new(resolved.topology(), base.settings.clone());
     let _ = solver.plan_all();
     let key = |w: &mtu_solver::whatif::WhatIf| -> Vec<_> {
         w.changes
@@ -25,7 +25,7 @@ fuzz_target!(|c: WhatIfCase| {
             .map(|c| (c.node.clone(), c.item.clone(), c.before, c.after))
             .collect()
     };
-    if let Ok(warm) = what_if_on(&mut solver, &base, &muts, false) {
+    if let Ok(warm) = what_if_on(&mut solver, &resolved, &muts, false) {
         assert!(
             key(&warm) == key(&w),
             "what-if on a resolved solver differs for {muts:?}"

@@ -4,7 +4,7 @@
 #![allow(clippy::disallowed_methods)] // tests read the shipped examples
 
 use mtu_solver::Solver;
-use mtu_solver::whatif::{Input, Mutation, WhatIf, compare, what_if, what_if_on};
+use mtu_solver::whatif::{Base, Input, Mutation, WhatIf, compare, what_if, what_if_on};
 use proptest::prelude::*;
 use test_utils::testkit::{TopoSpec, arb_spec, proptest_config};
 use topology_core::decode::{RawObject, decode};
@@ -96,10 +96,10 @@ fn check(name: &str, base: &Input, muts: &[Mutation]) {
     let oracle = compare(base, &after, false);
     // With every term, and on a solver that already resolved every node (warm memos), which
     // is left on the base caps afterwards.
-    let topo = base.topology();
-    let mut solver = Solver::new(&topo, base.settings.clone());
+    let resolved = Base::new(base.clone());
+    let mut solver = Solver::new(resolved.topology(), base.settings.clone());
     let plans = solver.plan_all();
-    let warm = what_if_on(&mut solver, base, muts, true).unwrap();
+    let warm = what_if_on(&mut solver, &resolved, muts, true).unwrap();
     let oracle_full = compare(base, &after, true);
     assert_eq!(
         key(&warm),
@@ -548,11 +548,11 @@ fn set_caps_refuses_component_caps_and_restores() {
 
 #[test]
 fn repeated_what_ifs_on_one_solver_do_not_grow_it() {
-    for (name, base) in examples() {
-        let topo = base.topology();
-        let mut s = Solver::new(&topo, base.settings.clone());
+    for (name, input) in examples() {
+        let base = Base::new(input.clone());
+        let mut s = Solver::new(base.topology(), input.settings.clone());
         let _ = s.plan_all();
-        let Some((kind, obj)) = capped_objects(&base)
+        let Some((kind, obj)) = capped_objects(&input)
             .into_iter()
             .find(|(k, _)| matches!(k, Kind::SiteGatewayPoolAssignment | Kind::GatewayPool))
         else {
@@ -627,4 +627,33 @@ fn removing_a_nodes_only_ipv4_address_changes_the_column() {
         .map(|(n, i, b, a)| (n, i, a, b))
         .collect();
     assert_eq!(got, want_up, "{:#?}", up.changes);
+}
+
+/// A solver made from another topology than the base's is refused, not answered for the wrong
+/// cluster (here: example 04's solver with example 06's input).
+#[test]
+fn a_solver_of_another_topology_is_refused() {
+    let ex = examples();
+    let input = |n: &str| {
+        ex.iter()
+            .find(|(name, _)| name.contains(n))
+            .map(|(_, i)| i.clone())
+            .unwrap()
+    };
+    let (b04, b06) = (Base::new(input("04-")), Base::new(input("06-")));
+    let mut s04 = Solver::new(b04.topology(), Default::default());
+    let cap = Mutation::SetCap {
+        kind: Kind::GatewayPoolPeering,
+        name: "pa-pb".into(),
+        mtu: 1300,
+    };
+    assert_eq!(
+        what_if_on(&mut s04, &b06, std::slice::from_ref(&cap), false).err(),
+        Some(mtu_solver::whatif::MutationError::OtherTopology)
+    );
+    // The same objects built twice are two topologies too: the solver must be made from the
+    // base it is asked about.
+    let again = Base::new(input("04-"));
+    assert!(what_if_on(&mut s04, &again, std::slice::from_ref(&cap), false).is_err());
+    assert!(what_if_on(&mut s04, &b04, &[cap], false).is_ok());
 }

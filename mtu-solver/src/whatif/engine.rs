@@ -5,7 +5,7 @@
 use super::apply::apply;
 use super::classify::cap_replacements;
 use super::diff::{Change, WhatIf, diff};
-use super::input::Input;
+use super::input::{Base, Input};
 use super::mutation::{Mutation, MutationError, check_all};
 use super::reach::{change_reach, class_key, class_representatives};
 use crate::explain::{ExplId, Explanations, Kind as Kind2, Leaf};
@@ -38,17 +38,22 @@ pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatI
 }
 
 /// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one
-/// gives the same answer; one that already resolved nodes answers faster, its memos being warm).
+/// gives the same answer; one that already resolved nodes answers faster, its memos being warm);
+/// a solver over any other topology is refused ([`MutationError::OtherTopology`]).
 /// Cap changes of assignments, pools and pool peerings are answered on that solver itself
 /// ([`Solver::set_caps`]): nothing is rebuilt, values the change cannot touch are never
 /// looked at, and the solver is back on the base caps afterwards. Other mutations fall back to
 /// [`what_if`].
 pub fn what_if_on(
     solver: &mut Solver<'_>,
-    base: &Input,
+    base: &Base,
     mutations: &[Mutation],
     full: bool,
 ) -> Result<WhatIf, MutationError> {
+    if !std::ptr::eq(solver.topo(), base.topology()) {
+        return Err(MutationError::OtherTopology);
+    }
+    let base = base.input();
     check_all(base, solver.topo(), mutations)?;
     match cap_replacements(solver.topo(), base, mutations) {
         Some(caps) => Ok(per_value_shared(solver, &caps, full)),

@@ -22,3 +22,31 @@ impl Input {
         Topology::build(self.objects.iter(), self.diagnostics.iter().cloned())
     }
 }
+
+/// An input together with the topology built from it: the base a what-if on an already
+/// resolved [`Solver`](crate::Solver) is answered against. A solver made from another base's
+/// topology (another cluster, or another build of the same objects) is refused by
+/// [`what_if_on`](super::what_if_on), so its memos can never answer for the wrong cluster.
+#[derive(Debug)]
+pub struct Base {
+    input: Input,
+    topology: Topology,
+}
+
+impl Base {
+    /// The base of `input`.
+    pub fn new(input: Input) -> Base {
+        let topology = input.topology();
+        Base { input, topology }
+    }
+
+    /// The input.
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// The topology; make the solver of [`what_if_on`](super::what_if_on) from this one.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+}

@@ -1,4 +1,4 @@
-//! What-if (`mtu.md` §9): apply mutations to a base input and report every value that changes,
+//! What-if: apply mutations to a base input and report every value that changes,
 //! with its explanation after. Cap changes keep every object, link and path, so they are
 //! answered per value: the nodes near the capped object are re-resolved, and elsewhere only the
 //! learned routes whose next hops' `reach` changed (the cost follows what changed, not the
@@ -18,6 +18,6 @@ pub use apply::apply;
 pub use classify::obj_ref;
 pub use diff::{Change, WhatIf, compare, diff};
 pub use engine::{what_if, what_if_on};
-pub use input::Input;
+pub use input::{Base, Input};
 pub use mutation::{Mutation, MutationError, check, check_all, first_refused};
 pub use text::{ParseMutationError, VERBS};

@@ -90,6 +90,9 @@ pub enum MutationError {
     /// Only a gateway can be demoted.
     #[error("node {0} is not a gateway")]
     NotAGateway(String),
+    /// The solver was not made from the base's topology.
+    #[error("the solver was made from another topology than the base's")]
+    OtherTopology,
 }
 
 /// [`MutationError::NoSuchObject`] for `name`, offering the closest of `candidates`.
