@@ -12,23 +12,23 @@ use topology_core::decode::{RawCap, RawObject};
 
 fn bench(c: &mut Criterion) {
     let std = Fixture::standard();
-    let Some(m) = site_assignment_cap(&std.topo()) else {
+    let Some(m) = site_assignment_cap(std.topo()) else {
         println!("SKIP: no uncapped single-Site assignment");
         return;
     };
     let muts = [m.clone()];
     report_allocs(&format!("what_if/{}", std.name), || {
-        what_if(&std.input(), &muts, false)
+        what_if(std.input(), &muts, false)
     });
     let mut g = c.benchmark_group("what_if");
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.bench_function(BenchmarkId::from_parameter(&std.name), |b| {
-        b.iter(|| what_if(&std.input(), std::hint::black_box(&muts), false))
+        b.iter(|| what_if(std.input(), std::hint::black_box(&muts), false))
     });
     g.finish();
 
     // The same question on the resolved base (topology built, every node resolved once).
-    let mut base = Solver::new(&std.topo(), Settings::default());
+    let mut base = Solver::new(std.topo(), Settings::default());
     drop(base.plan_all());
     report_allocs(&format!("what_if_on/{}", std.name), || {
         what_if_on(&mut base, &std.base, &muts, false)

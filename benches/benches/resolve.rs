@@ -9,12 +9,12 @@ fn bench(c: &mut Criterion) {
     let std = Fixture::standard();
     let node = std.typical_worker();
     report_allocs(&format!("resolve_node/{}", std.name), || {
-        resolve_one(&std.topo(), node)
+        resolve_one(std.topo(), node)
     });
     let mut g = c.benchmark_group("resolve_node");
     g.sample_size(20).measurement_time(Duration::from_secs(5));
     g.bench_function(BenchmarkId::from_parameter(&std.name), |b| {
-        b.iter(|| resolve_one(&std.topo(), std::hint::black_box(node)))
+        b.iter(|| resolve_one(std.topo(), std::hint::black_box(node)))
     });
     g.finish();
 
@@ -26,11 +26,9 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("resolve_all");
     g.sample_size(10).measurement_time(Duration::from_secs(20));
     for f in &fixtures {
-        report_allocs(&format!("resolve_all/{}", f.name), || {
-            resolve_all(&f.topo())
-        });
+        report_allocs(&format!("resolve_all/{}", f.name), || resolve_all(f.topo()));
         g.bench_function(BenchmarkId::from_parameter(&f.name), |b| {
-            b.iter(|| resolve_all(std::hint::black_box(&f.topo())))
+            b.iter(|| resolve_all(std::hint::black_box(f.topo())))
         });
     }
     g.finish();

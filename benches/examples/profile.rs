@@ -27,7 +27,7 @@ fn main() {
         let t = thread_cpu();
         match what.as_str() {
             "resolve-all" => {
-                let (_, values) = resolve_all(&fx.topo());
+                let (_, values) = resolve_all(fx.topo());
                 let d = thread_cpu().saturating_sub(t);
                 println!(
                     "resolve-all: {d:?}, {:.1} ns/value",
@@ -35,11 +35,11 @@ fn main() {
                 );
             }
             "whatif" => {
-                let Some(m) = site_assignment_cap(&fx.topo()) else {
+                let Some(m) = site_assignment_cap(fx.topo()) else {
                     eprintln!("no uncapped single-Site assignment");
                     std::process::exit(2);
                 };
-                let out = what_if(&fx.input(), &[m], false);
+                let out = what_if(fx.input(), &[m], false);
                 let d = thread_cpu().saturating_sub(t);
                 println!(
                     "whatif: {d:?}, {} changes",
@@ -47,7 +47,7 @@ fn main() {
                 );
             }
             "count" => {
-                let mut s = mtu_solver::Solver::new(&fx.topo(), mtu_solver::Settings::default());
+                let mut s = mtu_solver::Solver::new(fx.topo(), mtu_solver::Settings::default());
                 let plans = s.plan_all();
                 let values: usize = plans.iter().map(mtu_solver::NodePlan::value_count).sum();
                 let links: usize = plans.iter().map(|p| p.links.len()).sum();
@@ -58,10 +58,10 @@ fn main() {
                 );
             }
             "whatif-warm" => {
-                let Some(m) = site_assignment_cap(&fx.topo()) else {
+                let Some(m) = site_assignment_cap(fx.topo()) else {
                     std::process::exit(2);
                 };
-                let mut base = mtu_solver::Solver::new(&fx.topo(), mtu_solver::Settings::default());
+                let mut base = mtu_solver::Solver::new(fx.topo(), mtu_solver::Settings::default());
                 drop(base.plan_all());
                 let t = thread_cpu();
                 let mut n = 0;
@@ -84,13 +84,13 @@ fn main() {
                 let mut n = 0;
                 for i in 0..51 {
                     let node = fx.spread_node(i, 51);
-                    n += benches::resolve_one(&fx.topo(), node).value_count();
+                    n += benches::resolve_one(fx.topo(), node).value_count();
                 }
                 let d = thread_cpu().saturating_sub(t);
                 println!("one: {:?} per node, {n} values", d / 51);
             }
             "near-plans" => {
-                let mut base = mtu_solver::Solver::new(&fx.topo(), mtu_solver::Settings::default());
+                let mut base = mtu_solver::Solver::new(fx.topo(), mtu_solver::Settings::default());
                 drop(base.plan_all());
                 let site = fx
                     .topo()
@@ -99,7 +99,7 @@ fn main() {
                 let mut nodes: Vec<topology_core::ids::NodeId> =
                     fx.topo().workers_of(site).to_vec();
                 for a in fx.topo().assignments_of(site) {
-                    for p in &fx.topo().assignment(*a).pools {
+                    for p in fx.topo().assignment(*a).pools {
                         nodes.extend(fx.topo().pool(*p).gateways.iter().copied());
                     }
                 }
@@ -127,7 +127,7 @@ fn main() {
                     let p = base.plan(n);
                     let d = thread_cpu().saturating_sub(t);
                     let t = thread_cpu();
-                    let it = mtu_solver::snapshot::items(&fx.topo(), &p);
+                    let it = mtu_solver::snapshot::items(fx.topo(), &p);
                     let d2 = thread_cpu().saturating_sub(t);
                     println!(
                         "{}: plan {d:?} items {d2:?}: {} links {} routes {} published",

@@ -303,7 +303,7 @@ fn one_node(t: &mut Table, f: &Fixture) {
     let mut values = 0;
     for i in 0..N {
         let n = f.spread_node(i, N);
-        let ((plan, a), s) = timed(|| counted(|| resolve_one(&f.topo(), n)));
+        let ((plan, a), s) = timed(|| counted(|| resolve_one(f.topo(), n)));
         times.push(s);
         allocs.push(a.count);
         values += plan.value_count();
@@ -332,14 +332,14 @@ fn all_nodes(t: &mut Table, std: &Fixture, dbl: &Fixture, samples: usize) {
     for _ in 0..samples {
         // Standard: resolve every node, then serialize what it produced.
         let ((solver, plans, a), s) = timed(|| {
-            let mut solver = Solver::new(&std.topo(), Settings::default());
+            let mut solver = Solver::new(std.topo(), Settings::default());
             let (plans, a) = counted(|| solver.plan_all());
             (solver, plans, a)
         });
         rs.push(s);
         ra = a;
         vs = plans.iter().map(NodePlan::value_count).sum();
-        let ((b, a), s) = timed(|| counted(|| serialize(&solver, &std.topo(), &plans)));
+        let ((b, a), s) = timed(|| counted(|| serialize(&solver, std.topo(), &plans)));
         ss.push(s);
         sa = a;
         bytes = b;
@@ -347,7 +347,7 @@ fn all_nodes(t: &mut Table, std: &Fixture, dbl: &Fixture, samples: usize) {
         drop(solver);
         // Double.
         let ((plans, a), s) = timed(|| {
-            let mut solver = Solver::new(&dbl.topo(), Settings::default());
+            let mut solver = Solver::new(dbl.topo(), Settings::default());
             counted(|| solver.plan_all())
         });
         rd.push(s);
@@ -398,7 +398,7 @@ fn all_nodes(t: &mut Table, std: &Fixture, dbl: &Fixture, samples: usize) {
 }
 
 fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
-    let Some(m) = site_assignment_cap(&f.topo()) else {
+    let Some(m) = site_assignment_cap(f.topo()) else {
         t.skip(
             "what-if: Site assignment cap none → 1280",
             "≤ 2 µs/change",
@@ -414,7 +414,7 @@ fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
     // The base as a running resolver holds it: the topology built and every node resolved
     // once (warm memos). The query itself is what is measured; a cold what-if (build the
     // topology, fresh solver) is reported next to it.
-    let mut base = Solver::new(&f.topo(), Settings::default());
+    let mut base = Solver::new(f.topo(), Settings::default());
     let (_, prep) = timed(|| std::hint::black_box(base.plan_all()).len());
     let (mut wi, mut cold, mut full) = (Vec::new(), Vec::new(), Vec::new());
     let (mut changes, mut work, mut strategy, mut wa) = (0, 0, "", Allocs::default());
@@ -431,7 +431,7 @@ fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
                 strategy = w.strategy;
             }
         }
-        let (w, s) = timed(|| what_if(&f.input(), &muts, false));
+        let (w, s) = timed(|| what_if(f.input(), &muts, false));
         cold.push(s);
         cold_changes = w.map(|w| w.changes.len()).unwrap_or(0);
         // The full re-resolve it replaces: build the topology, resolve every node.
