@@ -99,7 +99,7 @@ fn main() {
                 let mut nodes: Vec<topology_core::ids::NodeId> =
                     fx.topo().workers_of(site).to_vec();
                 for a in fx.topo().assignments_of(site) {
-                    for p in fx.topo().assignment(*a).pools {
+                    for p in &fx.topo().assignment(*a).pools {
                         nodes.extend(fx.topo().pool(*p).gateways.iter().copied());
                     }
                 }
