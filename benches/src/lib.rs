@@ -10,7 +10,7 @@ use mtu_solver::{NodePlan, Settings, Solver};
 use std::time::{Duration, Instant};
 use test_utils::testkit::scale::ScaleSpec;
 use topology_core::decode::{Decoded, decode};
-use topology_core::ids::NodeId;
+use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::Topology;
 use topology_core::vocab::Kind;
 
@@ -163,12 +163,13 @@ impl IndexEntries {
 
 /// Counts the index entries of a topology.
 pub fn index_entries(t: &Topology) -> IndexEntries {
-    let memberships = t.peerings_of_site.iter().map(|x| x.len()).sum::<usize>()
-        + t.assignments_of_site.iter().map(|x| x.len()).sum::<usize>()
-        + t.assignments_of_pool.iter().map(|x| x.len()).sum::<usize>()
-        + t.pool_peerings_of_pool
-            .iter()
-            .map(|x| x.len())
+    let sites = (0..t.sites.len()).map(SiteId::from_idx);
+    let pools = (0..t.pools.len()).map(PoolId::from_idx);
+    let memberships = sites
+        .map(|s| t.peerings_of(s).len() + t.assignments_of(s).len())
+        .sum::<usize>()
+        + pools
+            .map(|p| t.assignments_of_pool(p).len() + t.pool_peerings_of(p).len())
             .sum::<usize>();
     let hubs = t
         .site_peerings

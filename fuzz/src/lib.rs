@@ -431,30 +431,8 @@ impl WhatIfCase {
     }
 }
 
-/// A mutation as one line of a regression file (`# what-if: ...`), the form that
-/// `mtu-solver/tests/fuzz_regressions.rs` reads back.
+/// A mutation as one line of a regression file (`# what-if: ...`): the library's textual form
+/// of a mutation, which `mtu-solver/tests/fuzz_regressions.rs` reads back.
 pub fn mutation_line(m: &Mutation) -> String {
-    match m {
-        Mutation::SetCap { kind, name, mtu } => format!("# what-if: set-cap {kind} {name} {mtu}"),
-        Mutation::ClearCap { kind, name } => format!("# what-if: clear-cap {kind} {name}"),
-        Mutation::SetEnabled {
-            kind,
-            name,
-            enabled,
-        } => format!("# what-if: enabled {kind} {name} {enabled}"),
-        Mutation::Member {
-            kind,
-            name,
-            member_kind,
-            member,
-            add,
-        } => format!(
-            "# what-if: member {kind} {name} {member_kind} {member} {}",
-            if *add { "add" } else { "remove" }
-        ),
-        Mutation::Demote { node } => format!("# what-if: demote {node}"),
-        Mutation::Promote { node, pool } => format!("# what-if: promote {node} {pool}"),
-        Mutation::Underlay { node, mtu } => format!("# what-if: underlay {node} {mtu}"),
-        Mutation::AgentMtu(v) => format!("# what-if: agent-mtu {v}"),
-    }
+    format!("# what-if: {m}")
 }

@@ -17,6 +17,7 @@ use topology_core::vocab::Kind;
 /// An object event.
 #[derive(Clone, Debug)]
 #[allow(clippy::large_enum_variant)] // events are transient; boxing buys nothing
+#[non_exhaustive]
 pub enum Event {
     /// Add or update: replaces every object of this kind and name.
     Apply(RawObject),

@@ -6,7 +6,7 @@
 
 use crate::report::{self, NodeOut, Renderer, ResolveOut, RouteOut};
 use crate::solver::{Settings, Solver};
-use crate::whatif::{self, Input, Mutation, MutationError, WhatIf};
+use crate::whatif::{self, Base, Input, Mutation, MutationError, WhatIf};
 use ipnet::IpNet;
 use std::net::IpAddr;
 use topology_core::decode::Decoded;
@@ -46,6 +46,7 @@ fn did_you_mean(nearest: &[String]) -> String {
 /// A destination: an address (the route whose prefix contains it, longest first) or a prefix
 /// (the route with exactly that prefix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Destination {
     /// An address.
     Addr(IpAddr),
@@ -66,6 +67,26 @@ impl std::str::FromStr for Destination {
 }
 
 /// One cluster: its objects, settings and validated topology.
+///
+/// Questions are asked by name, never by ID, so no ID of another topology can reach it; this
+/// compiles:
+///
+/// ```
+/// # use mtu_solver::resolver::Resolver;
+/// fn ask(resolver: &Resolver, node: &str) {
+///     let _ = resolver.plan(node);
+/// }
+/// ```
+///
+/// and this, with a `NodeId` (of this cluster or any other), does not:
+///
+/// ```compile_fail
+/// # use mtu_solver::resolver::Resolver;
+/// use topology_core::ids::NodeId;
+/// fn ask(resolver: &Resolver, node: NodeId) {
+///     let _ = resolver.plan(node);
+/// }
+/// ```
 ///
 /// ```
 /// use mtu_solver::resolver::Resolver;
@@ -110,70 +131,68 @@ impl std::str::FromStr for Destination {
 /// ```
 #[derive(Debug)]
 pub struct Resolver {
-    input: Input,
-    topology: Topology,
+    base: Base,
 }
 
 impl Resolver {
     /// A resolver of `decoded` objects under `settings`.
     pub fn new(decoded: Decoded, settings: Settings) -> Resolver {
-        let input = Input {
+        let base = Base::new(Input {
             objects: decoded.objects,
             diagnostics: decoded.diagnostics,
             settings,
-        };
-        let topology = input.topology();
-        Resolver { input, topology }
+        });
+        Resolver { base }
     }
 
     /// The validated topology.
     pub fn topology(&self) -> &Topology {
-        &self.topology
+        self.base.topology()
     }
 
     /// The settings it resolves with.
     pub fn settings(&self) -> &Settings {
-        &self.input.settings
+        &self.base.input().settings
     }
 
     /// Findings about the input (decoder and model), in output order.
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
-        let mut d = self.topology.diagnostics.clone();
+        let mut d = self.base.topology().diagnostics.clone();
         sort_diagnostics(&mut d);
         d
     }
 
     /// The names of the nodes it resolves, in order.
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
-        self.topology.nodes.iter().map(|n| &*n.name)
+        self.base.topology().nodes.iter().map(|n| &*n.name)
     }
 
     /// One node's plan: links, routes, devices, fabric and published values, each explained.
     pub fn plan(&self, node: &str) -> Result<NodeOut, QueryError> {
         let id = self.node_id(node)?;
-        let mut solver = Solver::new(&self.topology, self.input.settings.clone());
+        let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
         let plan = solver.plan(id);
         let mut r = Renderer::new(&solver, true);
-        Ok(report::node_out(&self.topology, &mut r, &plan))
+        Ok(report::node_out(self.base.topology(), &mut r, &plan))
     }
 
     /// Every node's plan and the diagnostics: the `resolve -o json` document.
     pub fn plan_all(&self) -> ResolveOut {
-        let mut solver = Solver::new(&self.topology, self.input.settings.clone());
+        let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
         let plans = solver.plan_all();
-        let mut diags = self.topology.diagnostics.clone();
+        let mut diags = self.base.topology().diagnostics.clone();
         for p in &plans {
             diags.extend(p.diagnostics.iter().cloned());
         }
         sort_diagnostics(&mut diags);
         let mut r = Renderer::new(&solver, false);
-        report::resolve_out(&self.topology, &mut r, &plans, &diags)
+        report::resolve_out(self.base.topology(), &mut r, &plans, &diags)
     }
 
     /// What changes if `mutations` are applied, in order (`mtu.md` §9). A mutation that names
     /// something the cluster does not have, or a cap outside 576..9000, is refused.
     pub fn what_if(&self, mutations: &[Mutation]) -> Result<WhatIf, MutationError> {
-        whatif::what_if(&self.input, mutations, true)
+        whatif::what_if(self.base.input(), mutations, true)
     }
 
     /// The route of `node` that carries `destination`, with every term of its explanation.
@@ -201,7 +220,8 @@ impl Resolver {
     }
 
     fn node_id(&self, name: &str) -> Result<topology_core::ids::NodeId, QueryError> {
-        self.topology
+        self.base
+            .topology()
             .find_node(name)
             .map_err(|e| QueryError::NoSuchNode {
                 name: name.to_string(),

@@ -28,6 +28,7 @@ impl Ord for Prefix {
 
 /// Which value of a node.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Item {
     /// A link, by peer name.
     Link {

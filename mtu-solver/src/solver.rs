@@ -43,21 +43,24 @@ impl Default for DeviceNames {
     }
 }
 
-/// Inputs beyond the topology.
+/// Inputs beyond the topology. Values outside their range fail closed to 576 when used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
-    /// Underlay MTU of nodes without annotations (`--underlay-mtu`, or the agent's own value).
+    /// Underlay MTU of nodes without the `mtu.unbounded-cloud.io/underlay-mtu` annotation
+    /// (`--underlay-mtu`, or the agent's own value). Default 1500; valid 576..65535.
     pub default_underlay: u32,
-    /// The agent's configured `mtu` on every node (0 = none).
+    /// The agent's configured `mtu` on every node: a cap on every link. Default 0 (none); valid
+    /// 576..9000.
     pub cfg_mtu: u32,
-    /// Per-node configured `mtu` overriding `cfg_mtu` (0 = none).
+    /// Per-node configured `mtu` overriding `cfg_mtu` (0 = none). Default empty.
     pub cfg_overrides: BTreeMap<String, u32>,
-    /// What `Auto` resolves to, and the tunnel IP family.
+    /// What `Auto` resolves to, and the tunnel IP family. Default: WireGuard across public
+    /// addresses, GENEVE elsewhere, IPv4 tunnels.
     pub link: LinkSettings,
     /// Underlay MTUs given for nodes (detected by the agent, or a what-if), replacing the
-    /// `underlay-mtu` annotation; `underlay-mtu-max` still caps them.
+    /// `underlay-mtu` annotation; `underlay-mtu-max` still caps them. Default empty.
     pub underlay_overrides: BTreeMap<String, u32>,
-    /// Device names.
+    /// Device names. Default `geneve0`, `vxlan0`, `ipip0` and `wg51820` (the WireGuard mesh).
     pub devices: DeviceNames,
 }
 

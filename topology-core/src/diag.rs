@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 /// Severity of a diagnostic, ordered as output sorts them (errors first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Severity {
     /// Something is wrong; the affected value fails closed.
     Error,
@@ -36,6 +37,7 @@ macro_rules! codes {
         /// Stable diagnostic codes: `E-` errors (the object or field is read as absent or fails
         /// closed), `W-` warnings and `N-` notes; scripts match on them.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
         pub enum Code {
             $(#[doc = $doc] $variant,)*
         }

@@ -17,5 +17,5 @@ pub mod model;
 pub mod mtu;
 pub mod net;
 pub mod schema;
-pub mod tree;
+pub(crate) mod tree;
 pub mod vocab;

@@ -242,19 +242,19 @@ pub struct Topology {
     pool_by_name: FxHashMap<Arc<str>, PoolId>,
     node_by_name: FxHashMap<Arc<str>, NodeId>,
     /// Workers of each Site, sorted.
-    pub site_workers: Vec<Vec<NodeId>>,
+    pub(crate) site_workers: Vec<Vec<NodeId>>,
     /// Gateways located in each Site, sorted.
-    pub site_gateways: Vec<Vec<NodeId>>,
+    pub(crate) site_gateways: Vec<Vec<NodeId>>,
     /// Counting SitePeerings of each Site (the membership index: one entry per membership).
-    pub peerings_of_site: Vec<SmallVec<[PeeringId; 2]>>,
+    pub(crate) peerings_of_site: Vec<SmallVec<[PeeringId; 2]>>,
     /// Counting assignments of each Site.
-    pub assignments_of_site: Vec<SmallVec<[AssignmentId; 2]>>,
+    pub(crate) assignments_of_site: Vec<SmallVec<[AssignmentId; 2]>>,
     /// Counting assignments of each pool.
-    pub assignments_of_pool: Vec<SmallVec<[AssignmentId; 2]>>,
+    pub(crate) assignments_of_pool: Vec<SmallVec<[AssignmentId; 2]>>,
     /// Counting pool peerings of each pool.
-    pub pool_peerings_of_pool: Vec<SmallVec<[PoolPeeringId; 2]>>,
+    pub(crate) pool_peerings_of_pool: Vec<SmallVec<[PoolPeeringId; 2]>>,
     /// Component of each Site.
-    pub comp_of: Vec<CompId>,
+    pub(crate) comp_of: Vec<CompId>,
 }
 
 impl Topology {

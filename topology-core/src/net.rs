@@ -26,7 +26,7 @@ pub struct LinkSettings {
     pub public_encap: Protocol,
     /// `Auto` elsewhere (default GENEVE).
     pub private_encap: Protocol,
-    /// The outer (tunnel) IP family is IPv6.
+    /// The outer (tunnel) IP family is IPv6 (default false: IPv4).
     pub ipv6_outer: bool,
 }
 
@@ -201,7 +201,7 @@ pub struct PairCaps {
 
 /// Distances of one breadth-first search: pools on the best hop list each pool advertises.
 #[derive(Debug)]
-pub struct Bfs {
+pub(crate) struct Bfs {
     /// Per pool: `u32::MAX` when it advertises nothing for this destination.
     pub dist: Vec<u32>,
     /// Pools that originate the destination.
@@ -880,7 +880,7 @@ impl<'t> Net<'t> {
 
     /// Breadth-first search over (pool, gateway Site) vertices for one destination class:
     /// hub vertices are the pool peerings, each expanded once.
-    pub fn bfs(&self, dest: Dest, node_cidr: bool) -> Arc<Bfs> {
+    pub(crate) fn bfs(&self, dest: Dest, node_cidr: bool) -> Arc<Bfs> {
         let key = (dest, node_cidr);
         if let Some(b) = self.bfs.borrow().get(&key) {
             return b.clone();

@@ -142,12 +142,11 @@ fn json_to_node(v: serde_json::Value, depth: usize) -> Node {
 /// One parsed document or the reason it failed.
 #[derive(Debug)]
 pub struct ParsedDoc {
-    /// 1-based line where the document starts.
-    pub line: u32,
     /// The root node, or the parse error (with its 1-based line).
     pub result: Result<Node, (u32, String)>,
 }
 
+#[cfg(test)]
 /// Splits a stream into chunks at `---` document markers (column 0), keeping line offsets.
 /// Each chunk starts at its marker line, so parsers see the marker and lines stay true.
 pub fn split_documents(text: &str) -> Vec<(u32, &str)> {
@@ -208,6 +207,7 @@ pub fn parse_document_chunk(chunk: &str, first_line: u32) -> Vec<ParsedDoc> {
     docs
 }
 
+#[cfg(test)]
 fn is_doc_start(line: &str) -> bool {
     let rest = match line.strip_prefix("---") {
         Some(r) => r,
@@ -216,6 +216,7 @@ fn is_doc_start(line: &str) -> bool {
     rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n'])
 }
 
+#[cfg(test)]
 /// Parses every document of a YAML or JSON stream. Never panics; a document that fails costs
 /// only itself. Empty documents (comments only) are dropped.
 pub fn parse_stream(text: &str) -> Vec<ParsedDoc> {
@@ -251,7 +252,6 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: rustc_hash::FxHashMap<usize, Node> = rustc_hash::FxHashMap::default();
     let mut budget = MAX_NODES;
-    let mut doc_line = first_line;
     let mut root: Option<Node> = None;
     let mut in_doc = false;
     loop {
@@ -261,7 +261,6 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
             Some(Err(e)) => {
                 let line = abs(e.marker().line());
                 out.push(ParsedDoc {
-                    line: doc_line,
                     result: Err((line, e.info().to_string())),
                 });
                 return;
@@ -272,7 +271,6 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
             Event::StreamStart | Event::Nothing => None,
             Event::StreamEnd => break,
             Event::DocumentStart(_) => {
-                doc_line = line;
                 in_doc = true;
                 root = None;
                 anchors.clear();
@@ -282,10 +280,7 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
             Event::DocumentEnd => {
                 if in_doc {
                     if let Some(node) = root.take() {
-                        out.push(ParsedDoc {
-                            line: doc_line,
-                            result: Ok(node),
-                        });
+                        out.push(ParsedDoc { result: Ok(node) });
                     } else {
                         // An empty document: nothing to report.
                     }
@@ -298,7 +293,6 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
                     let size = node.size();
                     if size > budget {
                         out.push(ParsedDoc {
-                            line: doc_line,
                             result: Err((
                                 line,
                                 format!(
@@ -315,7 +309,6 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
                 }
                 None => {
                     out.push(ParsedDoc {
-                        line: doc_line,
                         result: Err((line, "alias to an unknown anchor".to_string())),
                     });
                     return;
@@ -335,7 +328,6 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                 if stack.len() >= MAX_DEPTH {
                     out.push(ParsedDoc {
-                        line: doc_line,
                         result: Err((line, format!("nesting deeper than {MAX_DEPTH} levels"))),
                     });
                     return;
@@ -371,7 +363,6 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
         };
         if budget == 0 {
             out.push(ParsedDoc {
-                line: doc_line,
                 result: Err((line, format!("document exceeds {MAX_NODES} nodes"))),
             });
             return;
@@ -410,10 +401,7 @@ fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
         }
     }
     if in_doc && let Some(node) = root.take() {
-        out.push(ParsedDoc {
-            line: doc_line,
-            result: Ok(node),
-        });
+        out.push(ParsedDoc { result: Ok(node) });
     }
 }
 

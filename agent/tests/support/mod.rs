@@ -888,32 +888,11 @@ pub fn serve_collections(mock: &Mock, objects: &[Value]) {
 pub fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    topology_core::tree::parse_stream(&text)
+    serde_saphyr::from_multiple::<Value>(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .into_iter()
-        .map(|d| match d.result {
-            Ok(n) => tree_json(&n),
-            Err((line, e)) => panic!("{}:{line}: {e}", path.display()),
-        })
         .filter(|v| !v.is_null())
         .collect()
-}
-
-fn tree_json(n: &topology_core::tree::Node) -> Value {
-    use topology_core::tree::Value as T;
-    match &n.value {
-        T::Null => Value::Null,
-        T::Bool(b) => json!(b),
-        T::Int(i) => i64::try_from(*i).map_or_else(|_| json!(i.to_string()), |i| json!(i)),
-        T::Float(f) => json!(f),
-        T::Str(s) => json!(s),
-        T::Seq(items) => Value::Array(items.iter().map(tree_json).collect()),
-        T::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|e| (e.key.clone(), tree_json(&e.node)))
-                .collect(),
-        ),
-    }
 }
 
 /// The repository's `deploy/` directory.

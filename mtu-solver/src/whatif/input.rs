@@ -27,6 +27,29 @@ impl Input {
 /// resolved [`Solver`](crate::Solver) is answered against. A solver made from another base's
 /// topology (another cluster, or another build of the same objects) is refused by
 /// [`what_if_on`](super::what_if_on), so its memos can never answer for the wrong cluster.
+///
+/// A solver borrows the topology it was made from, so it cannot outlive its base; this
+/// compiles:
+///
+/// ```
+/// use mtu_solver::whatif::{Base, Input};
+/// use mtu_solver::{Settings, Solver};
+/// let base = Base::new(Input::default());
+/// let solver = Solver::new(base.topology(), Settings::default());
+/// drop(solver);
+/// ```
+///
+/// and this does not (the base, and its topology, are gone while the solver lives on):
+///
+/// ```compile_fail
+/// use mtu_solver::whatif::{Base, Input};
+/// use mtu_solver::{Settings, Solver};
+/// let solver = {
+///     let base = Base::new(Input::default());
+///     Solver::new(base.topology(), Settings::default())
+/// };
+/// drop(solver);
+/// ```
 #[derive(Debug)]
 pub struct Base {
     input: Input,

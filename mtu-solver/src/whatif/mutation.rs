@@ -8,6 +8,7 @@ use topology_core::vocab::Kind;
 
 /// One mutation of `mtu.md` §9.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Mutation {
     /// Set `tunnelMTU`.
     SetCap {
@@ -73,6 +74,7 @@ pub enum Mutation {
 
 /// Why a mutation cannot apply.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MutationError {
     /// The object or node does not exist.
     #[error(transparent)]

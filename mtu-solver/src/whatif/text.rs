@@ -28,6 +28,7 @@ pub const VERBS: &str =
 /// Why a mutation's text does not parse. Every variant but [`UnknownVerb`](Self::UnknownVerb)
 /// names the form the verb expects (`set KIND/NAME=MTU`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ParseMutationError {
     /// The text does not start with a known verb.
     #[error("unknown mutation {verb:?} (expected one of: {VERBS})")]

@@ -211,7 +211,6 @@ fn parse_chunk(first_line: u32, chunk: &[u8]) -> Vec<tree::ParsedDoc> {
                 .unwrap_or(0);
             let line = first_line.saturating_add(u32::try_from(line).unwrap_or(u32::MAX));
             vec![tree::ParsedDoc {
-                line: first_line,
                 result: Err((line, "not UTF-8 text".to_string())),
             }]
         }
