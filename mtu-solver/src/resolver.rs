@@ -189,7 +189,7 @@ impl Resolver {
         report::resolve_out(self.base.topology(), &mut r, &plans, &diags)
     }
 
-    /// What changes if `mutations` are applied, in order (`mtu.md` §9). A mutation that names
+    /// What changes if `mutations` are applied, in order. A mutation that names
     /// something the cluster does not have, or a cap outside 576..9000, is refused.
     pub fn what_if(&self, mutations: &[Mutation]) -> Result<WhatIf, MutationError> {
         whatif::what_if(self.base.input(), mutations, true)

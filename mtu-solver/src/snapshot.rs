@@ -81,7 +81,7 @@ impl fmt::Display for Item {
     }
 }
 
-/// The JSON/YAML shape of an [`Item`] (`cli.md`, `what-if`): its `type` and the fields that
+/// The JSON/YAML shape of an [`Item`] (in `what-if` output): its `type` and the fields that
 /// name it.
 #[derive(Serialize)]
 struct ItemOut<'a> {

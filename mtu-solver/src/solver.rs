@@ -1,4 +1,4 @@
-//! The resolver (`mtu.md` §3–7): link, route, device, fabric and published MTUs of any node,
+//! The resolver: link, route, device, fabric and published MTUs of any node,
 //! each with an interned explanation. Pure: the topology and the settings are the only inputs.
 
 use crate::explain::{ExplId, Explanations, Leaf, Minus, UnderlaySource};
@@ -388,7 +388,8 @@ impl<'t> Solver<'t> {
         Ok(old)
     }
 
-    /// The configured caps of a link (`mtu.md` §3), symmetric: both ends get the same set.
+    /// The configured caps of a link (the `tunnelMTU` of its Sites, pools, peerings and
+    /// assignments, and the agent's `mtu`), symmetric: both ends get the same set.
     /// `worker_site` is the worker's Site for uplinks and deliveries.
     fn edge_caps(
         &mut self,

@@ -18,7 +18,7 @@ use topology_core::ids::NodeId;
 use topology_core::model::ObjRef;
 use topology_core::net::{Learned, cut};
 
-/// One changed value. Serializes as an entry of `changes` in `what-if` output (`cli.md`).
+/// One changed value. Serializes as an entry of `changes` in `what-if` output.
 #[derive(Clone, Debug, Serialize)]
 pub struct Change {
     /// Node name.

@@ -1,4 +1,5 @@
-//! The mutations of `mtu.md` §9 and the checks a question passes before anything is applied.
+//! The mutations a what-if asks about (caps, relationships, members, gateways, underlays, the
+//! agent's `mtu`) and the checks a question passes before anything is applied.
 
 use super::input::Input;
 use topology_core::decode::RawObject;
@@ -6,7 +7,7 @@ use topology_core::model::{NoSuchName, Topology};
 use topology_core::mtu::{MAX_CAP, MIN_MTU};
 use topology_core::vocab::Kind;
 
-/// One mutation of `mtu.md` §9.
+/// One mutation of the cluster or the agent's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Mutation {
@@ -83,7 +84,7 @@ pub enum MutationError {
     #[error("{0}")]
     NotApplicable(String),
     /// A `tunnelMTU` outside 576..9000 (0 clears the cap): asking what an invalid cap does is
-    /// not a what-if (it would fail closed to 576, `mtu.md` §7).
+    /// not a what-if (a manifest's invalid cap fails closed to 576).
     #[error("{mtu} is outside 576..9000 (0 clears the cap)")]
     CapOutOfRange {
         /// The value asked for.
