@@ -77,11 +77,11 @@ async fn a_503_on_the_initial_list_is_one_request_per_backoff_step() {
     let (task, _rx) = start(client(&mock, &metrics));
     tokio::time::sleep(Duration::from_millis(3500)).await;
     let ls = lists(&mock);
-    // At 0, then 1 s (+ up to 20 %) later, then 2 s (+ up to 20 %) after that.
+    // At 0, then 1 s (+ up to 1 s of jitter) later, then 2 s (+ up to 2 s) after that.
     assert!((2..=3).contains(&ls.len()), "{:?}", gaps(&ls));
     let g = gaps(&ls);
     assert!(
-        g[0] >= Duration::from_secs(1) && g[0] <= Duration::from_millis(1200),
+        g[0] >= Duration::from_secs(1) && g[0] <= Duration::from_secs(2),
         "{g:?}"
     );
     if let Some(g1) = g.get(1) {
@@ -92,7 +92,7 @@ async fn a_503_on_the_initial_list_is_one_request_per_backoff_step() {
     assert!(g.len() >= 5, "{g:?}");
     for (d, base) in g.iter().zip([1, 2, 4, 8, 16]) {
         let base = Duration::from_secs(base);
-        assert!(*d >= base && *d <= base.mul_f64(1.2), "doubling: {g:?}");
+        assert!(*d >= base && *d <= base * 2, "doubling: {g:?}");
     }
     // Each attempt is one request: kube's retries are off.
     assert_eq!(
@@ -129,7 +129,7 @@ async fn a_410_watch_event_relists_once_after_the_backoff() {
     assert_eq!((ls.len(), ws.len()), (2, 2), "no request storm");
     let relist = ls[1].at - ws[0].at;
     assert!(
-        relist >= Duration::from_secs(1) && relist <= Duration::from_millis(1200),
+        relist >= Duration::from_secs(1) && relist <= Duration::from_secs(2),
         "{relist:?}"
     );
     assert_eq!(ws[1].param("resourceVersion").as_deref(), Some("5"));

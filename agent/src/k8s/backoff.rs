@@ -1,48 +1,60 @@
-//! Capped exponential backoff with jitter; also the backoff of kube-runtime's watcher streams.
+//! The agent's one backoff, for watch reconnects, adoption and reconcile retries: kube-runtime's
+//! exponential backoff (`backon`) from 1 s doubling to 60 s, each delay stretched by a random
+//! jitter of up to its own length (as client-go's reflector does), reset after a success.
 
+use kube::runtime::watcher::ExponentialBackoff;
 use std::time::Duration;
 
-/// Doubling delays from `min` to `max`, each stretched by a random jitter of up to `jitter`
-/// (a fraction: 0.2 = up to 20 % longer). Never shorter than the current step.
-#[derive(Clone, Debug)]
+/// Exponential backoff with jitter; also the backoff of kube-runtime's watcher streams.
 pub struct Backoff {
+    inner: ExponentialBackoff,
     min: Duration,
     max: Duration,
-    jitter: f64,
-    next: Duration,
+}
+
+impl std::fmt::Debug for Backoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backoff")
+            .field("min", &self.min)
+            .field("max", &self.max)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Backoff {
-    /// A backoff from `min` doubling to `max`.
-    pub fn new(min: Duration, max: Duration, jitter: f64) -> Backoff {
+    /// Delays from `min` doubling to `max`, each with a jitter of up to its own length.
+    pub fn new(min: Duration, max: Duration) -> Backoff {
+        let builder = backon::ExponentialBuilder::default()
+            .with_min_delay(min)
+            .with_max_delay(max)
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_times();
         Backoff {
+            inner: builder.into(),
             min,
             max,
-            jitter: jitter.clamp(0.0, 1.0),
-            next: min,
         }
     }
 
-    /// Watch reconnects: 1 s doubling to 60 s, up to 20 % jitter.
+    /// The agent's backoff: 1 s doubling to 60 s.
     pub fn watch() -> Backoff {
-        Backoff::new(Duration::from_secs(1), Duration::from_secs(60), 0.2)
+        Backoff::new(Duration::from_secs(1), Duration::from_secs(60))
     }
 
-    /// The step the next delay is based on (without jitter).
+    /// The first step (the shortest delay).
     pub fn base(&self) -> Duration {
-        self.next
+        self.min
     }
 
     /// The next delay, and advance.
     pub fn next_delay(&mut self) -> Duration {
-        let base = self.next;
-        self.next = base.saturating_mul(2).min(self.max);
-        base.mul_f64(1.0 + self.jitter * fastrand::f64())
+        self.inner.next().unwrap_or(self.max)
     }
 
-    /// Back to the first step (after a stream that delivered something).
+    /// Back to the first step (after a success).
     pub fn reset(&mut self) {
-        self.next = self.min;
+        kube::runtime::utils::Backoff::reset(&mut self.inner);
     }
 }
 
@@ -67,17 +79,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn doubles_caps_and_jitters_upwards() {
+    fn doubles_to_the_cap_with_jitter_of_up_to_one_step_and_resets() {
         let mut b = Backoff::watch();
-        let mut bases = Vec::new();
+        let mut base = Duration::from_secs(1);
         for _ in 0..9 {
-            let base = b.base();
             let d = b.next_delay();
-            assert!(d >= base && d <= base.mul_f64(1.2), "{d:?} vs {base:?}");
-            bases.push(base.as_secs());
+            assert!(d >= base && d <= base * 2, "{d:?} for step {base:?}");
+            base = (base * 2).min(Duration::from_secs(60));
         }
-        assert_eq!(bases, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
         b.reset();
-        assert_eq!(b.base(), Duration::from_secs(1));
+        let d = b.next_delay();
+        assert!(
+            d >= Duration::from_secs(1) && d <= Duration::from_secs(2),
+            "{d:?}"
+        );
     }
 }
