@@ -10,7 +10,7 @@ use crate::ids::*;
 use crate::mtu::Mtu;
 use crate::vocab::{POOL_LABEL_KEY, Protocol};
 use ipnet::IpNet;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -561,9 +561,10 @@ impl Builder {
             let object = format!("{kind}/{}", r.meta.name);
             let mut sites: Vec<SiteId> = Vec::new();
             let mut pools: Vec<PoolId> = Vec::new();
-            let mut seen_names: Vec<&str> = Vec::new();
+            // A set, not a list: a relationship of N members is read in O(N).
+            let mut seen_names: FxHashSet<&str> = FxHashSet::default();
             for m in &r.sites {
-                if seen_names.contains(&m.name.as_str()) {
+                if !seen_names.insert(m.name.as_str()) {
                     self.diags.push(warn(
                         Code::DuplicateMember,
                         &object,
@@ -573,7 +574,6 @@ impl Builder {
                     ));
                     continue;
                 }
-                seen_names.push(&m.name);
                 match t.site_id(&m.name) {
                     Some(id) => sites.push(id),
                     None => self.diags.push(warn(
@@ -587,7 +587,7 @@ impl Builder {
             }
             seen_names.clear();
             for m in &r.pools {
-                if seen_names.contains(&m.name.as_str()) {
+                if !seen_names.insert(m.name.as_str()) {
                     self.diags.push(warn(
                         Code::DuplicateMember,
                         &object,
@@ -600,7 +600,6 @@ impl Builder {
                     ));
                     continue;
                 }
-                seen_names.push(&m.name);
                 match t.pool_id(&m.name) {
                     Some(id) => pools.push(id),
                     None => self.diags.push(warn(
@@ -685,6 +684,7 @@ impl Builder {
                     .or_insert((PoolId::from_idx(pi), e));
             }
         }
+        let membership = PoolMembership::new(pools_raw);
         let mut published: BTreeMap<&str, &RawGatewayPoolNode> = BTreeMap::new();
         for g in gpn_raw {
             published.entry(&g.node_name).or_insert(g);
@@ -747,22 +747,7 @@ impl Builder {
                 None => false,
             };
             if !label_decides {
-                let mut matched: Vec<PoolId> = Vec::new();
-                for (pi, p) in pools_raw.iter().enumerate() {
-                    let hit = if !p.status_nodes.is_empty() {
-                        p.status_nodes.iter().any(|e| e.name == name)
-                    } else {
-                        let has_external = !external_ips.is_empty();
-                        !p.node_selector.is_empty()
-                            && p.node_selector
-                                .iter()
-                                .all(|kv| labels.iter().any(|l| l == kv))
-                            && (p.internal || has_external)
-                    };
-                    if hit {
-                        matched.push(PoolId::from_idx(pi));
-                    }
-                }
+                let matched = membership.pools_taking(name, labels, !external_ips.is_empty());
                 if matched.len() > 1 {
                     let names: Vec<String> = matched
                         .iter()
@@ -1160,5 +1145,79 @@ impl Builder {
                 }
             }
         }
+    }
+}
+
+/// Which pools can take a node that its label does not place: a pool with a non-empty
+/// `status.nodes` takes the nodes it lists, any other pool the nodes its `nodeSelector` matches
+/// (all of its labels; an External pool only nodes with an ExternalIP). Indexed by node name and
+/// by one label of each selector, so a node looks at the pools that can take it, not at every
+/// pool: building stays linear in nodes plus pools.
+struct PoolMembership<'a> {
+    pools: &'a [&'a RawPool],
+    by_status: FxHashMap<&'a str, SmallVec<[PoolId; 2]>>,
+    by_selector_label: FxHashMap<(&'a str, &'a str), SmallVec<[PoolId; 2]>>,
+}
+
+impl<'a> PoolMembership<'a> {
+    fn new(pools: &'a [&'a RawPool]) -> PoolMembership<'a> {
+        let mut by_status: FxHashMap<&str, SmallVec<[PoolId; 2]>> = FxHashMap::default();
+        let mut by_selector_label: FxHashMap<(&str, &str), SmallVec<[PoolId; 2]>> =
+            FxHashMap::default();
+        for (pi, p) in pools.iter().enumerate() {
+            let id = PoolId::from_idx(pi);
+            if !p.status_nodes.is_empty() {
+                for e in &p.status_nodes {
+                    let ids = by_status.entry(e.name.as_str()).or_default();
+                    if ids.last() != Some(&id) {
+                        ids.push(id);
+                    }
+                }
+            } else if let Some((k, v)) = p.node_selector.first() {
+                by_selector_label
+                    .entry((k.as_str(), v.as_str()))
+                    .or_default()
+                    .push(id);
+            }
+        }
+        PoolMembership {
+            pools,
+            by_status,
+            by_selector_label,
+        }
+    }
+
+    /// The pools that take node `name` (with `labels`), in pool order (first by name).
+    fn pools_taking(
+        &self,
+        name: &str,
+        labels: &[(String, String)],
+        has_external: bool,
+    ) -> Vec<PoolId> {
+        let mut out: Vec<PoolId> = self
+            .by_status
+            .get(name)
+            .map(|v| v.to_vec())
+            .unwrap_or_default();
+        for (k, v) in labels {
+            let Some(candidates) = self.by_selector_label.get(&(k.as_str(), v.as_str())) else {
+                continue;
+            };
+            for id in candidates {
+                let Some(p) = self.pools.get(id.idx()) else {
+                    continue;
+                };
+                let selected = p
+                    .node_selector
+                    .iter()
+                    .all(|kv| labels.iter().any(|l| l == kv));
+                if selected && (p.internal || has_external) {
+                    out.push(*id);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 }
