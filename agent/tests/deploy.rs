@@ -156,10 +156,21 @@ fn settings_and_environment_name_only_what_the_agent_reads() {
             .map(|o| o["metadata"]["name"].clone())
             .unwrap_or_default()
     );
-    let env: Vec<(&str, &str)> = c["env"]
+    // The one variable for the C library, not the agent: glibc's malloc arenas.
+    let (libc_env, agent_env): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = c["env"]
         .as_array()
         .expect("env")
         .iter()
+        .partition(|e| e["name"] == "MALLOC_ARENA_MAX");
+    assert_eq!(
+        libc_env
+            .iter()
+            .map(|e| e["value"].as_str())
+            .collect::<Vec<_>>(),
+        [Some("2")]
+    );
+    let env: Vec<(&str, &str)> = agent_env
+        .into_iter()
         .map(|e| {
             (
                 e["name"].as_str().expect("name"),

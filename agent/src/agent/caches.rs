@@ -213,14 +213,21 @@ impl Caches {
         let mut d = Decoded::default();
         let (mut slices, mut pools) = (Vec::new(), Vec::new());
         for c in self.caches.iter().filter(|c| c.task.is_some()) {
-            let snap = c.store.snapshot();
-            for obj in snap.values() {
-                d.add_json(SOURCE, obj.clone());
-            }
+            // Slices and pools also make the peers' Node objects below; every other kind goes
+            // to the decoder one object at a time, never held twice.
             match c.store.kind().kind {
-                Kind::SiteNodeSlice => slices.push(snap),
-                Kind::GatewayPool => pools.push(snap),
-                _ => {}
+                Kind::SiteNodeSlice | Kind::GatewayPool => {
+                    let snap = c.store.snapshot();
+                    for obj in snap.values() {
+                        d.add_json(SOURCE, obj.clone());
+                    }
+                    if c.store.kind().kind == Kind::SiteNodeSlice {
+                        slices.push(snap);
+                    } else {
+                        pools.push(snap);
+                    }
+                }
+                _ => c.store.for_each_value(|v| d.add_json(SOURCE, v)),
             }
         }
         let meta = self

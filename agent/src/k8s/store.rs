@@ -3,7 +3,6 @@
 //! which swaps a completed relist in at once (readers never see a half-applied relist). Every
 //! change and every failed request is announced on a queue.
 
-use super::api::typed;
 use super::backoff::Backoff;
 use super::kinds::ResourceKind;
 use super::metrics::classify;
@@ -43,8 +42,6 @@ pub struct Store {
     /// the decoder reports them, as it does for such objects in files. `buffer` collects them
     /// during a LIST, `listed` holds those of the last completed one.
     nameless: Mutex<Nameless>,
-    /// The snapshot of the current contents, built on demand, dropped on every change.
-    cached: Mutex<Option<Arc<Objects>>>,
     synced: AtomicBool,
 }
 
@@ -80,7 +77,6 @@ impl Store {
             reader: writer.as_reader(),
             writer: Mutex::new(writer),
             nameless: Mutex::default(),
-            cached: Mutex::default(),
             synced: AtomicBool::new(false),
         }
     }
@@ -96,31 +92,33 @@ impl Store {
     }
 
     /// A consistent snapshot: every object as JSON (`apiVersion` and `kind` filled in) by name;
-    /// nameless objects under keys of their own that no name can take.
+    /// nameless objects under keys of their own that no name can take. Built on each call and
+    /// not kept: the reflector's store is the one copy that lives on.
     pub fn snapshot(&self) -> Arc<Objects> {
-        let mut cached = lock(&self.cached);
-        if let Some(s) = cached.as_ref() {
-            return s.clone();
-        }
         let mut map = Objects::new();
         for o in self.reader.state() {
-            let Ok(v) = serde_json::to_value(&*o) else {
-                continue;
-            };
-            map.insert(o.name_any(), typed(self.kind, v));
+            map.insert(o.name_any(), self.value(&o));
         }
         for (i, v) in lock(&self.nameless).listed.iter().enumerate() {
             map.insert(format!("\u{0}{i}"), v.clone());
         }
-        let s = Arc::new(map);
-        *cached = Some(s.clone());
-        s
+        Arc::new(map)
+    }
+
+    /// Hands every object as JSON to `f`, one at a time (nothing is collected).
+    pub fn for_each_value(&self, mut f: impl FnMut(Value)) {
+        for o in self.reader.state() {
+            f(self.value(&o));
+        }
+        for v in lock(&self.nameless).listed.iter() {
+            f(v.clone());
+        }
     }
 
     /// Applies one watcher event; returns whether the contents changed (a completed LIST always
     /// counts as a change).
     pub fn apply(&self, ev: &Event<DynamicObject>) -> bool {
-        let changed = match ev {
+        match ev {
             Event::Init => {
                 lock(&self.nameless).buffer.clear();
                 lock(&self.writer).apply_watcher_event(ev);
@@ -157,15 +155,20 @@ impl Store {
                 lock(&self.writer).apply_watcher_event(ev);
                 true
             }
-        };
-        if changed {
-            *lock(&self.cached) = None;
         }
-        changed
     }
 
+    /// An object as JSON with `apiVersion` and `kind` filled in (list items of core kinds omit
+    /// them). The reflector already read it as a `DynamicObject`, so no other check is needed.
     fn value(&self, o: &DynamicObject) -> Value {
-        typed(self.kind, serde_json::to_value(o).unwrap_or(Value::Null))
+        let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut v {
+            m.entry("apiVersion")
+                .or_insert_with(|| Value::String(self.kind.api_version()));
+            m.entry("kind")
+                .or_insert_with(|| Value::String(self.kind.kind.as_str().to_string()));
+        }
+        v
     }
 }
 

@@ -888,9 +888,22 @@ pub fn serve_collections(mock: &Mock, objects: &[Value]) {
 pub fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_saphyr::from_multiple::<Value>(&text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .into_iter()
+    // One parse per document: a multi-document parse has a document budget that the standard
+    // cluster (thousands of documents) exceeds.
+    let mut docs: Vec<String> = vec![String::new()];
+    for line in text.lines() {
+        if line == "---" || line.starts_with("--- ") {
+            docs.push(String::new());
+        } else if let Some(d) = docs.last_mut() {
+            d.push_str(line);
+            d.push('\n');
+        }
+    }
+    docs.iter()
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| {
+            serde_saphyr::from_str::<Value>(d).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        })
         .filter(|v| !v.is_null())
         .collect()
 }
