@@ -199,9 +199,17 @@ fn node_ip(i: usize, k: usize) -> String {
     format!("10.{}.{}.{}", (i / 256) % 128, i % 256, (k + 10) % 256)
 }
 
-/// The `k`-th /24 of Site `i`'s pod block (`k = None`: the block itself, a /19).
+/// The `k`-th /24 of Site `i`'s pod block (`k = None`: the block itself, a /19). The first 1,024
+/// Sites take 10.128.0.0/9; further Sites take 11.0.0.0/8, 12.0.0.0/8, ... (2,048 blocks each),
+/// so no two Sites' blocks overlap however many there are.
 fn pod_cidr(i: usize, k: Option<usize>) -> String {
-    let base: u32 = 0x0A80_0000 + ((i as u32 % 1024) << 13);
+    let i = i as u32;
+    let base: u32 = if i < 1024 {
+        0x0A80_0000 + (i << 13)
+    } else {
+        let j = i - 1024;
+        ((11 + j / 2048) << 24) + ((j % 2048) << 13)
+    };
     match k {
         None => format!("{}/19", std::net::Ipv4Addr::from(base)),
         Some(k) => format!(
