@@ -41,6 +41,11 @@ impl Fixture {
         Fixture::new("double", &ScaleSpec::double())
     }
 
+    /// The hyperscale cluster (65,000 nodes).
+    pub fn hyperscale() -> Fixture {
+        Fixture::new("hyperscale", &ScaleSpec::hyperscale())
+    }
+
     /// Decodes and builds `text`.
     pub fn from_text(name: String, text: String) -> Fixture {
         let d = decode_text(&text);

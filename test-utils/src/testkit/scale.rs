@@ -77,6 +77,17 @@ impl ScaleSpec {
         }
     }
 
+    /// The hyperscale cluster: 13 times the standard one, same shape: 65,000 nodes, 2,600 Sites,
+    /// 650 pools, 130 chords.
+    pub fn hyperscale() -> Self {
+        ScaleSpec {
+            sites: 2600,
+            pools: 650,
+            chords: 130,
+            ..ScaleSpec::standard()
+        }
+    }
+
     /// The total number of nodes.
     pub fn node_count(&self) -> usize {
         self.sites * self.nodes_per_site
