@@ -18,7 +18,11 @@ fn main() {
         );
         return;
     }
-    let fx = Fixture::standard();
+    // `PROFILE_SCALE=hyperscale` profiles the 65,000-node cluster instead of the standard one.
+    let fx = match std::env::var("PROFILE_SCALE").as_deref() {
+        Ok("hyperscale") => Fixture::hyperscale(),
+        _ => Fixture::standard(),
+    };
     if what == "yaml" {
         print!("{}", fx.text);
         return;
