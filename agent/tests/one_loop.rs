@@ -207,14 +207,7 @@ async fn the_nodes_deletion_removes_the_owned_kernel_state_before_exit_4() {
         ),
     );
     // The startup watch stays open until the acknowledgment; the deletion arrives on it.
-    mock.on(
-        "PATCH",
-        POD,
-        vec![Reply::Json(
-            500,
-            support::status(500, "InternalError", "held"),
-        )],
-    );
+    support::refuse_acknowledgment(&mock);
     mock.on_watch_selected(NODES, OWN, vec![Reply::Watch(vec![deleted], End::Hold)]);
     let fake = Arc::new(FakeApplier::default());
     let (task, _stop) = support::spawn_agent(

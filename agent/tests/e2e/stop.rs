@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::kernel::{fix_encap_dst, with_prefix_len};
 use crate::lab::{self, Ns};
-use crate::support::{self, Mock, NODE, NODES, OWN, POD, Reply};
+use crate::support::{self, Mock, NODE, NODES, OWN, Reply};
 
 /// The node namespace with its underlay.
 fn node_ns() -> Ns {
@@ -191,14 +191,7 @@ fn the_nodes_deletion_removes_the_owned_kernel_state_before_exit_4() {
     support::serve_collections(&mock, &[site, n1, n2, slice]);
     mock.on("PATCH", NODE, vec![support::node_patched()]);
     // The acknowledgment fails, so the startup watch of the own Node stays open.
-    mock.on(
-        "PATCH",
-        POD,
-        vec![Reply::Json(
-            500,
-            support::status(500, "InternalError", "held"),
-        )],
-    );
+    support::refuse_acknowledgment(&mock);
     let ch = mock.live_channel();
     mock.on_watch_selected(NODES, OWN, vec![Reply::Live(ch)]);
     let dir = support::tmpdir("exit4");

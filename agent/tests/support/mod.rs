@@ -739,6 +739,16 @@ pub fn acknowledgment(reqs: &[Recorded]) -> (usize, Value) {
     )
 }
 
+/// The acknowledgment (a PATCH of the own Pod) answered with a server error, so the startup watch
+/// of the own Node stays open and an event on it still reaches the agent.
+pub fn refuse_acknowledgment(mock: &Mock) {
+    mock.on(
+        "PATCH",
+        POD,
+        vec![Reply::Json(500, status(500, "InternalError", "held"))],
+    );
+}
+
 /// The own-Node startup watch, held open without events.
 pub fn hold_startup_watch(mock: &Mock) {
     mock.on_watch_selected(NODES, OWN, vec![Reply::Watch(vec![], End::Hold)]);
