@@ -30,6 +30,19 @@ pub enum UnderlaySource {
     Invalid,
 }
 
+impl UnderlaySource {
+    /// How explanations name it after the value, e.g. ` (default)`.
+    pub fn note(self) -> &'static str {
+        match self {
+            UnderlaySource::Annotation => " (annotation)",
+            UnderlaySource::Max => " (underlay-mtu-max)",
+            UnderlaySource::Default => " (default)",
+            UnderlaySource::Override => " (given)",
+            UnderlaySource::Invalid => " (invalid annotation, counted as 576)",
+        }
+    }
+}
+
 /// A term: one bound that was considered.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Leaf {
@@ -460,13 +473,7 @@ impl Explanations {
                 .map(|inv| format!(" (invalid {inv}, fails closed to 576)"))
                 .unwrap_or_default()
         };
-        let under = |s: &UnderlaySource| match s {
-            UnderlaySource::Annotation => " (annotation)",
-            UnderlaySource::Max => " (underlay-mtu-max)",
-            UnderlaySource::Default => " (default)",
-            UnderlaySource::Override => " (given)",
-            UnderlaySource::Invalid => " (invalid annotation, counted as 576)",
-        };
+        let under = |s: &UnderlaySource| s.note();
         match &node.kind {
             Kind::Leaf(l) => match l {
                 Leaf::Cfg { node: n } => {

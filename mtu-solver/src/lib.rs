@@ -93,6 +93,7 @@ pub mod incremental;
 pub mod load;
 pub mod overhead;
 pub mod plan;
+pub mod probe;
 pub mod report;
 pub mod resolver;
 pub mod snapshot;

@@ -176,6 +176,15 @@ impl Resolver {
         Ok(report::node_out(self.base.topology(), &mut r, &plan))
     }
 
+    /// What `node`'s links carry by its plan, to compare with probes of the wire
+    /// ([`crate::probe`]), sorted by peer name.
+    pub fn probe_targets(&self, node: &str) -> Result<Vec<crate::probe::Target>, QueryError> {
+        let id = self.node_id(node)?;
+        let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
+        let plan = solver.plan(id);
+        Ok(crate::probe::targets(&mut solver, &plan))
+    }
+
     /// Every node's plan and the diagnostics: the `resolve -o json` document.
     pub fn plan_all(&self) -> ResolveOut {
         let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());

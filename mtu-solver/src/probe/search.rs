@@ -1,0 +1,198 @@
+//! The search for the largest packet a path carries, packetization-layer style (RFC 4821,
+//! RFC 8899): only answers count, never the ICMP errors a router may or may not send back.
+
+/// What one probe of one size found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Answer {
+    /// The destination answered a packet of that size.
+    Answered,
+    /// Nothing came back in time.
+    Lost,
+    /// The sender's own kernel refused the size (larger than the local device allows).
+    TooBig,
+}
+
+/// Bounds and patience of one search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Search {
+    /// The smallest size tried (576: every IPv4 path carries it).
+    pub min: u32,
+    /// The largest size tried (the local device's MTU, or a link MTU plus one).
+    pub max: u32,
+    /// Tries per size before it counts as not carried: one lost probe never lowers the result.
+    pub attempts: u32,
+}
+
+/// What a search found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// The largest size answered; `None` when not even `min` was.
+    pub largest: Option<u32>,
+    /// Probes sent (every try counts).
+    pub probes: u32,
+}
+
+impl Search {
+    /// Finds the largest size in `[min, max]` that `probe` gets answered. A size counts as
+    /// carried when any of its `attempts` tries is answered, and as not carried after
+    /// `attempts` losses or one local refusal. `max` is tried first (a healthy path costs one
+    /// probe), then `min` (a silent peer costs `attempts` probes), then a binary search in
+    /// between. Sizes carried are assumed to be a prefix of the range, as a path MTU is.
+    pub fn run(&self, mut probe: impl FnMut(u32) -> Answer) -> Found {
+        let mut probes = 0u32;
+        let attempts = self.attempts.max(1);
+        let mut carried = |size: u32| -> bool {
+            for _ in 0..attempts {
+                probes = probes.saturating_add(1);
+                match probe(size) {
+                    Answer::Answered => return true,
+                    Answer::TooBig => return false,
+                    Answer::Lost => {}
+                }
+            }
+            false
+        };
+        let (min, max) = (self.min, self.max.max(self.min));
+        let largest = if carried(max) {
+            Some(max)
+        } else if min == max || !carried(min) {
+            None
+        } else {
+            // Invariant: `lo` carried, `hi` not.
+            let (mut lo, mut hi) = (min, max);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if carried(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            Some(lo)
+        };
+        Found { largest, probes }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path carrying up to `mtu`, a local device of `device`, losing the tries listed in
+    /// `lose` (by global try number, from 0) and every probe when `silent`.
+    struct Path {
+        mtu: u32,
+        device: u32,
+        lose: Vec<u32>,
+        silent: bool,
+        tries: u32,
+        sizes: Vec<u32>,
+    }
+
+    impl Path {
+        fn new(mtu: u32, device: u32) -> Path {
+            Path {
+                mtu,
+                device,
+                lose: Vec::new(),
+                silent: false,
+                tries: 0,
+                sizes: Vec::new(),
+            }
+        }
+        fn probe(&mut self, size: u32) -> Answer {
+            let n = self.tries;
+            self.tries += 1;
+            self.sizes.push(size);
+            if size > self.device {
+                Answer::TooBig
+            } else if self.silent || size > self.mtu || self.lose.contains(&n) {
+                Answer::Lost
+            } else {
+                Answer::Answered
+            }
+        }
+    }
+
+    fn search(max: u32) -> Search {
+        Search {
+            min: 576,
+            max,
+            attempts: 3,
+        }
+    }
+
+    #[test]
+    fn a_healthy_path_costs_one_probe() {
+        let mut p = Path::new(1500, 1500);
+        let f = search(1500).run(|s| p.probe(s));
+        assert_eq!(f, Found { largest: Some(1500), probes: 1 });
+    }
+
+    #[test]
+    fn a_black_hole_is_found_to_the_byte() {
+        for mtu in [577, 1000, 1399, 1400, 1401, 1499] {
+            let mut p = Path::new(mtu, 1500);
+            let f = search(1500).run(|s| p.probe(s));
+            assert_eq!(f.largest, Some(mtu), "path {mtu}");
+            // Each size not carried costs every attempt; the rest one probe.
+            assert!(f.probes <= 3 * 11 + 2, "{} probes for {mtu}", f.probes);
+        }
+    }
+
+    #[test]
+    fn single_lost_probes_do_not_lower_the_result() {
+        // Every carried size loses its first try (tries 0, then after each answer the next).
+        let mut p = Path::new(1400, 1500);
+        // Lose one try of each of the first 40 sizes' first attempt: tries 0, 3, 6...
+        p.lose = (0..200).step_by(3).collect();
+        let f = search(1500).run(|s| p.probe(s));
+        assert_eq!(f.largest, Some(1400));
+        let mut p = Path::new(1500, 1500);
+        p.lose = vec![0, 1];
+        let f = search(1500).run(|s| p.probe(s));
+        assert_eq!(f, Found { largest: Some(1500), probes: 3 });
+    }
+
+    #[test]
+    fn consistent_loss_does_lower_it() {
+        // Every try of 1400 and above lost (a filter, not bad luck): the result is below.
+        let mut p = Path::new(1399, 1500);
+        let f = search(1500).run(|s| p.probe(s));
+        assert_eq!(f.largest, Some(1399));
+        // A lossy path that loses all three tries of a carried size lowers the result: the
+        // search cannot tell, and reports what it saw carried.
+        let mut p = Path::new(1500, 1500);
+        p.lose = vec![0, 1, 2];
+        let f = search(1500).run(|s| p.probe(s));
+        assert!(f.largest.is_some_and(|l| l < 1500), "{f:?}");
+    }
+
+    #[test]
+    fn a_silent_peer_is_unreachable_after_two_sizes() {
+        let mut p = Path::new(1500, 1500);
+        p.silent = true;
+        let f = search(1500).run(|s| p.probe(s));
+        assert_eq!(f, Found { largest: None, probes: 6 });
+        assert_eq!(p.sizes, vec![1500, 1500, 1500, 576, 576, 576]);
+    }
+
+    #[test]
+    fn a_local_refusal_is_final_and_never_retried() {
+        // Searching up to a link MTU plus one over a device of exactly the link MTU.
+        let mut p = Path::new(9000, 1450);
+        let f = search(1451).run(|s| p.probe(s));
+        assert_eq!(f.largest, Some(1450));
+        assert_eq!(p.sizes.iter().filter(|s| **s == 1451).count(), 1);
+    }
+
+    #[test]
+    fn degenerate_bounds() {
+        let mut p = Path::new(1500, 1500);
+        let f = Search { min: 576, max: 576, attempts: 0 }.run(|s| p.probe(s));
+        assert_eq!(f, Found { largest: Some(576), probes: 1 });
+        let mut p = Path::new(500, 1500);
+        let f = Search { min: 576, max: 100, attempts: 2 }.run(|s| p.probe(s));
+        assert_eq!(f, Found { largest: None, probes: 2 });
+    }
+}
