@@ -81,6 +81,7 @@ fn probe_all(r: &Resolver, node: &str, path: u32) -> Vec<(String, Verdict, Optio
                 min: 576,
                 max: 1500,
                 attempts: 2,
+                expect: Some(t.planned_underlay),
             }
             .run(|s| wire(s, path));
             let link = t.tunnel_address.map(|_| {
@@ -88,6 +89,7 @@ fn probe_all(r: &Resolver, node: &str, path: u32) -> Vec<(String, Verdict, Optio
                     min: 576,
                     max: t.link_mtu + 1,
                     attempts: 2,
+                    expect: Some(t.link_mtu),
                 }
                 .run(|s| wire(s + t.overhead, path))
             });
@@ -111,8 +113,15 @@ fn a_path_narrower_than_the_default_underlay_is_a_black_hole_on_every_link() {
     for (peer, verdict, contradicts) in &judged {
         assert_eq!(*verdict, Verdict::BlackHole, "{node}→{peer}");
         let c = contradicts.as_deref().unwrap_or_default();
-        assert!(c.starts_with("underlay of ") && c.contains("1500 (default)"), "{c}");
+        assert!(
+            c.starts_with("underlay of ") && c.contains("1500 (default)"),
+            "{c}"
+        );
     }
     // The same paths at full size: every link ok.
-    assert!(probe_all(&r, &node, 1500).iter().all(|j| j.1 == Verdict::Ok));
+    assert!(
+        probe_all(&r, &node, 1500)
+            .iter()
+            .all(|j| j.1 == Verdict::Ok)
+    );
 }

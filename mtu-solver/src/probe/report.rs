@@ -185,7 +185,10 @@ mod tests {
     fn a_smaller_path_than_the_plan_sends_is_a_black_hole_naming_the_underlay() {
         let p = judge(&wireguard_link(), measured(Some(1400), None));
         assert_eq!(p.verdict, Verdict::BlackHole);
-        assert_eq!(p.contradicts.as_deref(), Some("underlay of a 1500 (default)"));
+        assert_eq!(
+            p.contradicts.as_deref(),
+            Some("underlay of a 1500 (default)")
+        );
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(
             json,
@@ -202,7 +205,10 @@ mod tests {
         let mut t = wireguard_link();
         t.link_mtu = 1280;
         assert_eq!(judge(&t, measured(Some(1400), None)).verdict, Verdict::Ok);
-        assert_eq!(judge(&t, measured(Some(1359), None)).verdict, Verdict::BlackHole);
+        assert_eq!(
+            judge(&t, measured(Some(1359), None)).verdict,
+            Verdict::BlackHole
+        );
         assert_eq!(judge(&t, measured(Some(1360), None)).verdict, Verdict::Ok);
     }
 
@@ -223,7 +229,10 @@ mod tests {
         let mut t = wireguard_link();
         t.planned_underlay = 1400;
         t.link_mtu = 1320;
-        assert_eq!(judge(&t, measured(Some(1500), None)).verdict, Verdict::Headroom);
+        assert_eq!(
+            judge(&t, measured(Some(1500), None)).verdict,
+            Verdict::Headroom
+        );
         assert_eq!(judge(&t, measured(Some(1400), None)).verdict, Verdict::Ok);
         let p = judge(&t, measured(None, None));
         assert_eq!((p.verdict, p.contradicts), (Verdict::Unreachable, None));

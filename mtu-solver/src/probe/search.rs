@@ -21,6 +21,9 @@ pub struct Search {
     pub max: u32,
     /// Tries per size before it counts as not carried: one lost probe never lowers the result.
     pub attempts: u32,
+    /// The size the plan expects the path to carry, tried first: a path that matches the plan
+    /// costs one or two probes (this size, then the next one up).
+    pub expect: Option<u32>,
 }
 
 /// What a search found.
@@ -35,9 +38,11 @@ pub struct Found {
 impl Search {
     /// Finds the largest size in `[min, max]` that `probe` gets answered. A size counts as
     /// carried when any of its `attempts` tries is answered, and as not carried after
-    /// `attempts` losses or one local refusal. `max` is tried first (a healthy path costs one
-    /// probe), then `min` (a silent peer costs `attempts` probes), then a binary search in
-    /// between. Sizes carried are assumed to be a prefix of the range, as a path MTU is.
+    /// `attempts` losses or one local refusal. The expected size is tried first, then `max`
+    /// when the expected size was carried (headroom), else `min` (a silent peer costs
+    /// `attempts` probes of each); then a binary search between the largest size carried and
+    /// the smallest not carried. Sizes carried are assumed to be a prefix of the range, as a
+    /// path MTU is.
     pub fn run(&self, mut probe: impl FnMut(u32) -> Answer) -> Found {
         let mut probes = 0u32;
         let attempts = self.attempts.max(1);
@@ -53,22 +58,34 @@ impl Search {
             false
         };
         let (min, max) = (self.min, self.max.max(self.min));
-        let largest = if carried(max) {
-            Some(max)
-        } else if min == max || !carried(min) {
-            None
-        } else {
-            // Invariant: `lo` carried, `hi` not.
-            let (mut lo, mut hi) = (min, max);
-            while hi - lo > 1 {
-                let mid = lo + (hi - lo) / 2;
-                if carried(mid) {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
+        let first = self.expect.map_or(max, |e| e.clamp(min, max));
+        // `lo`: largest size known carried; `hi`: smallest known not carried.
+        let (lo, hi) = if carried(first) {
+            if first == max || carried(max) {
+                (max, None)
+            } else {
+                (first, Some(max))
             }
-            Some(lo)
+        } else if first == min || !carried(min) {
+            (min, Some(min))
+        } else {
+            (min, Some(first))
+        };
+        let largest = match hi {
+            None => Some(lo),
+            Some(hi) if hi == lo => None,
+            Some(mut hi) => {
+                let mut lo = lo;
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if carried(mid) {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                Some(lo)
+            }
         };
         Found { largest, probes }
     }
@@ -119,6 +136,7 @@ mod tests {
             min: 576,
             max,
             attempts: 3,
+            expect: None,
         }
     }
 
@@ -126,7 +144,13 @@ mod tests {
     fn a_healthy_path_costs_one_probe() {
         let mut p = Path::new(1500, 1500);
         let f = search(1500).run(|s| p.probe(s));
-        assert_eq!(f, Found { largest: Some(1500), probes: 1 });
+        assert_eq!(
+            f,
+            Found {
+                largest: Some(1500),
+                probes: 1
+            }
+        );
     }
 
     #[test]
@@ -151,7 +175,13 @@ mod tests {
         let mut p = Path::new(1500, 1500);
         p.lose = vec![0, 1];
         let f = search(1500).run(|s| p.probe(s));
-        assert_eq!(f, Found { largest: Some(1500), probes: 3 });
+        assert_eq!(
+            f,
+            Found {
+                largest: Some(1500),
+                probes: 3
+            }
+        );
     }
 
     #[test]
@@ -173,7 +203,13 @@ mod tests {
         let mut p = Path::new(1500, 1500);
         p.silent = true;
         let f = search(1500).run(|s| p.probe(s));
-        assert_eq!(f, Found { largest: None, probes: 6 });
+        assert_eq!(
+            f,
+            Found {
+                largest: None,
+                probes: 6
+            }
+        );
         assert_eq!(p.sizes, vec![1500, 1500, 1500, 576, 576, 576]);
     }
 
@@ -189,10 +225,92 @@ mod tests {
     #[test]
     fn degenerate_bounds() {
         let mut p = Path::new(1500, 1500);
-        let f = Search { min: 576, max: 576, attempts: 0 }.run(|s| p.probe(s));
-        assert_eq!(f, Found { largest: Some(576), probes: 1 });
+        let f = Search {
+            min: 576,
+            max: 576,
+            attempts: 0,
+            expect: None,
+        }
+        .run(|s| p.probe(s));
+        assert_eq!(
+            f,
+            Found {
+                largest: Some(576),
+                probes: 1
+            }
+        );
         let mut p = Path::new(500, 1500);
-        let f = Search { min: 576, max: 100, attempts: 2 }.run(|s| p.probe(s));
-        assert_eq!(f, Found { largest: None, probes: 2 });
+        let f = Search {
+            min: 576,
+            max: 100,
+            attempts: 2,
+            expect: None,
+        }
+        .run(|s| p.probe(s));
+        assert_eq!(
+            f,
+            Found {
+                largest: None,
+                probes: 2
+            }
+        );
+    }
+
+    fn expecting(max: u32, expect: u32) -> Search {
+        Search {
+            expect: Some(expect),
+            ..search(max)
+        }
+    }
+
+    #[test]
+    fn a_path_as_planned_costs_two_probes() {
+        // A tunnel searched up to its link MTU plus one, over a device of the link MTU.
+        let mut p = Path::new(9000, 1450);
+        let f = expecting(1451, 1450).run(|s| p.probe(s));
+        assert_eq!(
+            f,
+            Found {
+                largest: Some(1450),
+                probes: 2
+            }
+        );
+        assert_eq!(p.sizes, vec![1450, 1451]);
+        // An underlay as planned, at the device's MTU: one probe.
+        let mut p = Path::new(1500, 1500);
+        let f = expecting(1500, 1500).run(|s| p.probe(s));
+        assert_eq!(
+            f,
+            Found {
+                largest: Some(1500),
+                probes: 1
+            }
+        );
+    }
+
+    #[test]
+    fn expected_sizes_find_black_holes_and_headroom_to_the_byte() {
+        for (path, expect) in [
+            (1400, 1500),
+            (1350, 1450),
+            (1500, 1400),
+            (1450, 1400),
+            (577, 1500),
+        ] {
+            let mut p = Path::new(path, 1500);
+            let f = expecting(1500, expect).run(|s| p.probe(s));
+            assert_eq!(f.largest, Some(path), "path {path}, expected {expect}");
+        }
+        let mut p = Path::new(1500, 1500);
+        p.silent = true;
+        let f = expecting(1500, 1400).run(|s| p.probe(s));
+        assert_eq!(
+            f,
+            Found {
+                largest: None,
+                probes: 6
+            }
+        );
+        assert_eq!(p.sizes, vec![1400, 1400, 1400, 576, 576, 576]);
     }
 }
