@@ -6,7 +6,7 @@
 //!
 //! It also checks the arrows between workspace crates (normal dependencies; dev-dependencies
 //! aside): `topology-core` depends on no workspace crate, `mtu-solver` only on `topology-core`,
-//! and `dataplane-linux` on neither core crate nor the agent.
+//! and the adapters `dataplane-linux` and `probe-linux` on neither core crate nor the agent.
 //! It also checks the test layout: the reference oracle and the test kit live in the
 //! `publish = false` crate `test-utils`, which no product crate depends on outside its
 //! dev-dependencies, and the core crates have no test-only features and do not list themselves
@@ -42,7 +42,13 @@ const FORBIDDEN: &[&str] = &[
 ];
 
 /// The product crates: what ships in the binary (`benches`, `test-utils` and `fuzz` do not).
-const PRODUCT: &[&str] = &["topology-core", "mtu-solver", "dataplane-linux", "agent"];
+const PRODUCT: &[&str] = &[
+    "topology-core",
+    "mtu-solver",
+    "dataplane-linux",
+    "probe-linux",
+    "agent",
+];
 
 /// Names of the packages `root` depends on, transitively, through normal dependencies.
 fn closure(meta: &serde_json::Value, root: &str) -> BTreeSet<String> {
@@ -181,7 +187,13 @@ struct Rule {
 fn workspace_crates_depend_only_along_the_allowed_arrows() {
     let meta = metadata();
     let arrows = workspace_arrows(&meta);
-    for krate in ["topology-core", "mtu-solver", "dataplane-linux", "agent"] {
+    for krate in [
+        "topology-core",
+        "mtu-solver",
+        "dataplane-linux",
+        "probe-linux",
+        "agent",
+    ] {
         assert!(
             arrows.contains_key(krate),
             "{krate} is not a workspace crate; the arrows read are {arrows:?}"
@@ -202,6 +214,11 @@ fn workspace_crates_depend_only_along_the_allowed_arrows() {
             krate: "dataplane-linux",
             allows: |to| !["topology-core", "mtu-solver", "agent"].contains(&to),
             says: "dataplane-linux depends on neither core crate nor the agent",
+        },
+        Rule {
+            krate: "probe-linux",
+            allows: |to| !["topology-core", "mtu-solver", "agent"].contains(&to),
+            says: "probe-linux depends on neither core crate nor the agent",
         },
     ];
     for rule in rules {
