@@ -48,6 +48,16 @@ pub enum Command {
     ///
     /// Example: unbounded-mtu graph -f cluster/ --format svg > cluster.svg
     Graph(GraphArgs),
+    /// Check a node's plan on the wire: the largest packet each link's path really carries,
+    /// found without relying on ICMP errors, against what the plan sends.
+    ///
+    /// Run on the node (or with --netns): for every link, DF probes of the peer's underlay
+    /// address from 576 bytes up to the local device's MTU, and through the tunnel to the peer's
+    /// pod gateway around the link MTU. Verdicts: ok, black-hole (the plan sends more than the
+    /// path carries), headroom (the path carries more than the plan assumed), unreachable.
+    ///
+    /// Example: unbounded-mtu probe -f cluster/ --node wa --fail-on black-hole
+    Probe(ProbeArgs),
     /// Run the node agent (a DaemonSet on every node).
     ///
     /// Example: NODE_NAME=w1 unbounded-mtu agent --dry-run --once
@@ -174,6 +184,11 @@ pub struct Common {
     /// Output format (a table unless asked otherwise, also in a pipe, as kubectl does).
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: Output,
+}
+
+/// `--fail-on` of the commands that report diagnostics.
+#[derive(Args, Debug, Clone)]
+pub struct FailOnArgs {
     /// Exit 1 when diagnostics of this severity (or worse) exist.
     #[arg(long, value_enum)]
     pub fail_on: Option<FailOn>,
@@ -194,6 +209,9 @@ pub struct ResolveArgs {
     /// Common options.
     #[command(flatten)]
     pub common: Common,
+    /// When to exit 1.
+    #[command(flatten)]
+    pub fail: FailOnArgs,
     /// Resolve only this node (repeatable).
     #[arg(long = "node", value_name = "NAME")]
     pub nodes: Vec<String>,
@@ -221,6 +239,9 @@ pub struct ExplainArgs {
     /// Common options.
     #[command(flatten)]
     pub common: Common,
+    /// When to exit 1.
+    #[command(flatten)]
+    pub fail: FailOnArgs,
     /// The node to explain.
     #[arg(long = "node", value_name = "NAME", required = true)]
     pub node: String,
@@ -241,6 +262,9 @@ pub struct WhatIfArgs {
     /// Common options.
     #[command(flatten)]
     pub common: Common,
+    /// When to exit 1.
+    #[command(flatten)]
+    pub fail: FailOnArgs,
     /// Set `tunnelMTU`: KIND/NAME=MTU.
     #[arg(long = "set", value_name = "KIND/NAME=MTU")]
     pub set: Vec<String>,
@@ -279,6 +303,103 @@ pub struct WhatIfArgs {
     pub explain: ExplainLevel,
 }
 
+/// What makes `probe` exit 1.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeFailOn {
+    /// An error diagnostic in the input.
+    Error,
+    /// An error or warning diagnostic in the input.
+    Warning,
+    /// A link whose path carries less than the plan sends.
+    BlackHole,
+    /// A link whose peer answered no probe.
+    Unreachable,
+}
+
+/// How probes are sent.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeMethod {
+    /// ICMP echo when the process may open a raw socket (CAP_NET_RAW), else UDP.
+    Auto,
+    /// ICMP echo requests (CAP_NET_RAW).
+    Icmp,
+    /// UDP to unused ports, answered by the peer's port-unreachable, as tracepath does (no
+    /// privileges).
+    Udp,
+}
+
+/// How links are probed (the `probe` command and the agent's background probes).
+#[derive(Args, Debug, Clone)]
+pub struct ProbeFlags {
+    /// How probes are sent.
+    #[arg(long, env = "PROBE_METHOD", value_enum, default_value = "auto")]
+    pub probe_method: ProbeMethod,
+    /// Tries per size before a size counts as not carried (one lost probe never lowers a
+    /// result).
+    #[arg(long, env = "PROBE_ATTEMPTS", value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub probe_attempts: u32,
+    /// How long one probe waits for its answer (e.g. 300ms, 1s).
+    #[arg(long, env = "PROBE_TIMEOUT", value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
+    pub probe_timeout: std::time::Duration,
+    /// Pause between two probes of one link (the rate limit).
+    #[arg(long, env = "PROBE_SPACING", value_name = "DURATION", default_value = "10ms", value_parser = parse_duration)]
+    pub probe_spacing: std::time::Duration,
+    /// Links probed at the same time.
+    #[arg(long, env = "PROBE_CONCURRENCY", value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub probe_concurrency: u32,
+    /// Bound on one whole probe run; links not finished by then report what they found so far.
+    #[arg(long, env = "PROBE_DEADLINE", value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub probe_deadline: std::time::Duration,
+}
+
+/// A duration: a number with a unit (`ms`, `s`, `m`, `h`).
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let split = s
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{s:?} has no unit (expected e.g. 300ms, 30s, 5m, 1h)"))?;
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} does not start with a number (expected e.g. 30s)"))?;
+    let ms = match unit {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit {unit:?} (expected ms, s, m or h)"
+            ));
+        }
+    };
+    ms.map(std::time::Duration::from_millis)
+        .ok_or_else(|| format!("{s:?} is too long"))
+}
+
+/// `probe`.
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// The node whose links are probed: the node this runs on (or whose namespace --netns
+    /// names).
+    #[arg(long = "node", value_name = "NAME", required = true)]
+    pub node: String,
+    /// Probe only the link to this peer (repeatable).
+    #[arg(long = "peer", value_name = "NAME")]
+    pub peers: Vec<String>,
+    /// Probe from this network namespace (a path such as /run/netns/NAME).
+    #[arg(long, value_name = "PATH")]
+    pub netns: Option<std::path::PathBuf>,
+    /// How links are probed.
+    #[command(flatten)]
+    pub probe: ProbeFlags,
+    /// Exit 1 when any of these is found (comma-separated or repeated).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub fail_on: Vec<ProbeFailOn>,
+}
+
 /// Graph formats.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GraphFormat {
@@ -294,6 +415,9 @@ pub struct GraphArgs {
     /// Common options.
     #[command(flatten)]
     pub common: Common,
+    /// When to exit 1.
+    #[command(flatten)]
+    pub fail: FailOnArgs,
     /// Output format.
     #[arg(long, value_enum, default_value = "dot")]
     pub format: GraphFormat,
@@ -417,4 +541,17 @@ pub struct AgentArgs {
     /// Log format on standard error (`RUST_LOG` filters, `info` by default).
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Probe this node's links on the wire in the background this often, and after each
+    /// reconcile that changed a link (off by default; e.g. 5m). Needs CAP_NET_RAW for ICMP
+    /// probes, nothing for UDP ones.
+    #[arg(long, env = "PROBE_INTERVAL", value_name = "DURATION", value_parser = parse_duration)]
+    pub probe_interval: Option<std::time::Duration>,
+    /// Let a probed underlay below the assumed one become this node's underlay (lowered only,
+    /// never raised by a probe; each result expires after three probe intervals plus one probe
+    /// deadline unless a new probe confirms it). Needs --probe-interval.
+    #[arg(long, env = "UNDERLAY_FROM_PROBE", requires = "probe_interval")]
+    pub underlay_from_probe: bool,
+    /// How links are probed.
+    #[command(flatten)]
+    pub probe: ProbeFlags,
 }

@@ -111,8 +111,8 @@ pub fn topology(decoded: &Decoded) -> Topology {
 }
 
 /// Exit 1 when `--fail-on` matches.
-pub fn fail_on(c: &Common, diags: &[Diagnostic]) -> Result<()> {
-    let Some(level) = c.fail_on else {
+pub fn fail_on(level: Option<FailOn>, diags: &[Diagnostic]) -> Result<()> {
+    let Some(level) = level else {
         return Ok(());
     };
     let limit = match level {

@@ -291,7 +291,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         Output::Table => common::write_text(&text(&doc, &diags))?,
         out => common::write_data(&doc, out)?,
     }
-    common::fail_on(&args.common, &diags)
+    common::fail_on(args.fail.fail_on, &diags)
 }
 
 /// A term's source, with where it was written when it was read from a file.

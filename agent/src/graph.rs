@@ -681,7 +681,7 @@ pub fn run(args: &GraphArgs) -> Result<()> {
         let mut err = std::io::stderr().lock();
         err.write_all(common::diagnostics_table(&topo.diagnostics).as_bytes())?;
     }
-    common::fail_on(&args.common, &topo.diagnostics)
+    common::fail_on(args.fail.fail_on, &topo.diagnostics)
 }
 
 /// Renders DOT to SVG with Graphviz; exit 2 when Graphviz is missing.

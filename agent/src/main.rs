@@ -2,7 +2,7 @@
 
 use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
-use unbounded_mtu::{agent, cli, common, explain, graph, resolve, whatif};
+use unbounded_mtu::{agent, cli, common, explain, graph, probe, resolve, whatif};
 
 fn main() -> ExitCode {
     let matches = cli::Cli::command().get_matches();
@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         cli::Command::WhatIf(a) => whatif::run(a, matches.subcommand_matches("what-if")),
         cli::Command::Explain(a) => explain::run(a),
         cli::Command::Graph(a) => graph::run(a),
+        cli::Command::Probe(a) => probe::command::run(a),
         cli::Command::Agent(a) => agent::main(a),
         cli::Command::Completion(a) => common::completion(a.shell),
         cli::Command::Man => common::man_page(),

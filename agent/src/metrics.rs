@@ -41,6 +41,13 @@ pub struct ItemLabel {
     pub item: String,
 }
 
+/// Label: a link's peer.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PeerLabel {
+    /// The peer node's name.
+    pub peer: String,
+}
+
 /// Every metric the agent exports.
 pub struct Metrics {
     /// Reconciles by result.
@@ -57,6 +64,10 @@ pub struct Metrics {
     pub applied_mtu: Family<ItemLabel, Gauge>,
     /// 1 once a reconcile has succeeded.
     pub ready: Gauge,
+    /// The largest packet each link's underlay path answered in the last probe run.
+    pub link_probed: Family<PeerLabel, Gauge>,
+    /// Links of the last probe run whose path carries less than the plan sends.
+    pub link_black_holes: Gauge,
     registry: Registry,
 }
 
@@ -90,6 +101,8 @@ impl Metrics {
             })
             .set(1);
         let ready = Gauge::default();
+        let link_probed = Family::<PeerLabel, Gauge>::default();
+        let link_black_holes = Gauge::default();
         registry.register("reconciles", "Reconciles by result", reconciles.clone());
         registry.register(
             "reconcile_duration_seconds",
@@ -110,6 +123,16 @@ impl Metrics {
         );
         registry.register("build_info", "The build: version and commit", build_info);
         registry.register("ready", "1 once a reconcile has succeeded", ready.clone());
+        registry.register(
+            "link_probed_bytes",
+            "The largest packet each link's underlay path answered in the last probe run",
+            link_probed.clone(),
+        );
+        registry.register(
+            "link_black_holes",
+            "Links whose path carried less than the plan sends in the last probe run",
+            link_black_holes.clone(),
+        );
         Metrics {
             reconciles,
             reconcile_seconds,
@@ -118,6 +141,8 @@ impl Metrics {
             active_watches,
             applied_mtu,
             ready,
+            link_probed,
+            link_black_holes,
             registry,
         }
     }

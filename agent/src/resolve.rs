@@ -46,7 +46,7 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
         }
         (_, true) => common::write_data(&summary(&solver, &mut r, &plans, &diags), out)?,
     }
-    common::fail_on(&args.common, &diags)
+    common::fail_on(args.fail.fail_on, &diags)
 }
 
 /// One node of `resolve --summary`.

@@ -3,9 +3,10 @@
 //! source). Nothing else reads `Common` or `AgentArgs` fields, so a flag means the same in every
 //! command and every mode of the agent.
 
-use crate::cli::{AgentArgs, Common, Encap, Family, LogFormat};
+use crate::cli::{AgentArgs, Common, Encap, Family, LogFormat, ProbeFlags, ProbeMethod};
 use crate::dataplane::FabricOptions;
 use crate::k8s::client;
+use crate::probe::runner::{self, MethodChoice};
 use std::path::PathBuf;
 use std::time::Duration;
 use topology_core::net::LinkSettings;
@@ -56,6 +57,38 @@ pub fn offline(c: &Common) -> mtu_solver::Settings {
         private: c.private_encap,
     }
     .settings()
+}
+
+/// Probe settings from the probe flags, probing from `netns` (default: the current
+/// namespace).
+pub fn probe(f: &ProbeFlags, netns: Option<PathBuf>) -> runner::Settings {
+    runner::Settings {
+        method: match f.probe_method {
+            ProbeMethod::Auto => MethodChoice::Auto,
+            ProbeMethod::Icmp => MethodChoice::Icmp,
+            ProbeMethod::Udp => MethodChoice::Udp,
+        },
+        netns,
+        attempts: f.probe_attempts,
+        timeout: f.probe_timeout,
+        spacing: f.probe_spacing,
+        concurrency: usize::try_from(f.probe_concurrency).unwrap_or(1),
+        deadline: f.probe_deadline,
+    }
+}
+
+/// The agent's background probes (`--probe-interval`).
+#[derive(Clone, Debug)]
+pub struct Probing {
+    /// How often the links are probed.
+    pub interval: Duration,
+    /// How probes are sent.
+    pub run: runner::Settings,
+    /// A probed underlay below the assumed one lowers the node's underlay
+    /// (`--underlay-from-probe`).
+    pub lower_underlay: bool,
+    /// How long such a lowering lasts without a new probe confirming it.
+    pub expiry: Duration,
 }
 
 /// Where the agent's own underlay MTU comes from.
@@ -137,6 +170,8 @@ pub struct Agent {
     pub debounce: Duration,
     /// Periodic resync.
     pub resync: Duration,
+    /// Background probes of the node's links (`None`: off).
+    pub probing: Option<Probing>,
 }
 
 /// A setting the flags cannot make.
@@ -237,6 +272,15 @@ impl Agent {
             log_format: a.log_format,
             debounce: DEBOUNCE,
             resync: RESYNC,
+            probing: a.probe_interval.map(|interval| Probing {
+                interval,
+                run: probe(&a.probe, a.netns.as_ref().map(PathBuf::from)),
+                lower_underlay: a.underlay_from_probe,
+                // Three runs may fail to confirm it, each taking up to its deadline.
+                expiry: interval
+                    .saturating_mul(3)
+                    .saturating_add(a.probe.probe_deadline),
+            }),
         })
     }
 }

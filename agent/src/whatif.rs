@@ -163,5 +163,5 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
         }
         out => common::write_data(&doc, out)?,
     }
-    common::fail_on(&args.common, &diags)
+    common::fail_on(args.fail.fail_on, &diags)
 }

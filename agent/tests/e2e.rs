@@ -19,6 +19,9 @@
 //! `e2e/stop.rs` (issue 16): SIGTERM during a long apply, and the own Node's deletion removing
 //! the owned kernel state before exit 4 (API mode against the scripted API server).
 //!
+//! `e2e/probe.rs` (issue 20): a black hole behind routers that drop their own ICMP errors,
+//! found by `unbounded-mtu probe` and repaired by the agent's `--underlay-from-probe`.
+//!
 //! Root only (skipped with a printed reason otherwise):
 //! `cargo test -p agent --features e2e --test e2e -- --test-threads=1 --nocapture`
 #![cfg(feature = "e2e")]
@@ -31,6 +34,8 @@ mod kernel;
 mod lab;
 #[path = "e2e/nat.rs"]
 mod nat;
+#[path = "e2e/probe.rs"]
+mod probe;
 #[path = "e2e/stop.rs"]
 mod stop;
 #[path = "support/mod.rs"]

@@ -51,22 +51,32 @@ pub struct Outcome {
     pub mtus: Vec<(String, u32)>,
     /// What to publish.
     pub publication: Publication,
+    /// The node's own underlay before any probe lowered it (stated or detected).
+    pub base_underlay: u32,
+    /// The plan's links as probes see them.
+    pub targets: Vec<mtu_solver::probe::Target>,
 }
 
-/// Resolves `decoded` for the settings' node and applies it through `applier`.
+/// Resolves `decoded` for the settings' node and applies it through `applier`. `probed` is
+/// the lowest underlay the node's probes found below the plan (`--underlay-from-probe`): it
+/// lowers the node's own underlay, never raises it.
 pub fn reconcile(
     s: &settings::Agent,
     decoded: &Decoded,
     applier: &dyn Applier,
+    probed: Option<u32>,
 ) -> Result<Outcome, Failure> {
     let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
-    let underlay = own_underlay(s, &topo, applier)?;
+    let base_underlay = own_underlay(s, &topo, applier)?;
+    let underlay = probed.map_or(base_underlay, |p| p.min(base_underlay));
     let mut solver_settings = s.solver.clone();
     solver_settings
         .underlay_overrides
         .insert(s.node.clone(), underlay);
-    // Peers without an annotation: the agent's own value bounds what it can see (`model.md`).
-    solver_settings.default_underlay = underlay;
+    // Peers without an annotation: the agent's own value bounds what it can see (`model.md`),
+    // as stated or detected; a probe's lowering is about the paths towards one peer, not the
+    // other nodes' underlays.
+    solver_settings.default_underlay = base_underlay;
     let planned = plan(&topo, &s.node, solver_settings, &s.fabric)?;
     let applied = applier
         .apply(&planned.desired)
@@ -88,6 +98,8 @@ pub fn reconcile(
             gateway_pool_node: gateway_pool_node(decoded, &s.node),
             ..planned.publication
         },
+        base_underlay,
+        targets: planned.targets,
     })
 }
 
@@ -100,6 +112,7 @@ struct Planned {
     desired: dataplane_linux::DesiredState,
     peers: Vec<IpAddr>,
     publication: Publication,
+    targets: Vec<mtu_solver::probe::Target>,
 }
 
 /// The own underlay: as stated, or detected towards the link peers of a first plan (the lowest
@@ -160,6 +173,7 @@ fn plan(
         gateway_pool_node: None,
     };
     let peers = node_plan.links.iter().filter_map(|l| l.peer_addr).collect();
+    let targets = mtu_solver::probe::targets(&mut solver, &node_plan);
     let values = node_plan.value_count();
     let site = topo.site(node_plan.site).name.to_string();
     let pool = node_plan.pool.map(|p| topo.pool(p).name.to_string());
@@ -175,6 +189,7 @@ fn plan(
         desired,
         peers,
         publication,
+        targets,
     })
 }
 

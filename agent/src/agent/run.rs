@@ -9,6 +9,7 @@ use super::Exit;
 use super::api_source;
 use super::applier::{self, Applier};
 use super::failure::{Failure, KernelError, Step};
+use super::probing::{self, LastRun, Lowerings};
 use super::reconcile::{Outcome, reconcile};
 use super::source::{Files, Source, Wake};
 use super::status::{self, Status};
@@ -145,6 +146,97 @@ struct Loop<'a> {
     backoff: Backoff,
     retry_at: Option<tokio::time::Instant>,
     printed: Option<Value>,
+    probes: Option<Probes>,
+}
+
+/// The background probes (`--probe-interval`) between reconciles.
+struct Probes {
+    settings: settings::Probing,
+    /// The last plan's links.
+    targets: Vec<mtu_solver::probe::Target>,
+    /// The node's underlay before probes lowered it, in the last plan.
+    base: u32,
+    lowerings: Lowerings,
+    /// The probed underlay the last reconcile used.
+    in_use: Option<u32>,
+    running: Option<tokio::task::JoinHandle<ProbeRun>>,
+    /// When the next run is due (`None`: after the first plan).
+    due: Option<tokio::time::Instant>,
+}
+
+/// What one background run returns.
+type ProbeRun = (
+    Vec<mtu_solver::probe::Target>,
+    Duration,
+    Result<Vec<mtu_solver::probe::LinkProbe>, crate::probe::runner::ProbeError>,
+);
+
+/// What woke the loop on the probes' side.
+enum ProbeEvent {
+    /// A run is due.
+    Due,
+    /// A run finished.
+    Finished(Result<ProbeRun, tokio::task::JoinError>),
+    /// A lowering expired.
+    Expired,
+}
+
+impl Probes {
+    /// Waits for the next probe event (cancel-safe: a finished run stays in `running` until
+    /// it is taken here).
+    async fn next(&mut self) -> ProbeEvent {
+        let expiry = self
+            .lowerings
+            .next_expiry()
+            .map(tokio::time::Instant::from_std);
+        let idle = self.running.is_none();
+        let due = self.due;
+        let ev = {
+            let running = async {
+                match self.running.as_mut() {
+                    Some(h) => h.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = running => ProbeEvent::Finished(r),
+                _ = sleep_until(due), if idle => ProbeEvent::Due,
+                _ = sleep_until(expiry) => ProbeEvent::Expired,
+            }
+        };
+        if matches!(ev, ProbeEvent::Finished(_)) {
+            self.running = None;
+        }
+        ev
+    }
+
+    /// Starts a run over the last plan's links on a blocking thread.
+    fn start(&mut self) {
+        self.due = Some(tokio::time::Instant::now() + self.settings.interval);
+        let targets = self.targets.clone();
+        let run = self.settings.run.clone();
+        self.running = Some(tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let result = crate::probe::runner::probe_links(&targets, &run);
+            (targets, started.elapsed(), result)
+        }));
+    }
+
+    /// The probed underlay the next reconcile uses (`--underlay-from-probe`), if any.
+    fn lowered(&self) -> Option<u32> {
+        if !self.settings.lower_underlay {
+            return None;
+        }
+        let (u, _) = self.lowerings.effective(self.base, Instant::now());
+        (u < self.base).then_some(u)
+    }
+}
+
+async fn next_probe_event(p: &mut Option<Probes>) -> ProbeEvent {
+    match p {
+        Some(p) => p.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The loop until `stop`, `--once` done, or the source ends the process.
@@ -162,6 +254,20 @@ pub async fn run<S: Source>(
         backoff: Backoff::watch(),
         retry_at: None,
         printed: None,
+        // One reconcile with --once: nothing would wait for a probe.
+        probes: s
+            .probing
+            .clone()
+            .filter(|_| !s.once)
+            .map(|settings| Probes {
+                settings,
+                targets: Vec::new(),
+                base: 0,
+                lowerings: Lowerings::default(),
+                in_use: None,
+                running: None,
+                due: None,
+            }),
     };
     let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + s.resync, s.resync);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -181,6 +287,11 @@ pub async fn run<S: Source>(
                 },
                 _ = resync.tick() => {}
                 _ = sleep_until(l.retry_at), if l.retry_at.is_some() => {}
+                ev = next_probe_event(&mut l.probes) => {
+                    if !l.on_probe_event(ev) {
+                        continue;
+                    }
+                }
                 _ = stop.wait() => return Ok(Exit::Done),
             }
         }
@@ -194,7 +305,11 @@ pub async fn run<S: Source>(
                 continue;
             }
         };
-        match reconcile_on_thread(s, decoded, l.applier.clone()).await {
+        let probed = l.probes.as_mut().and_then(|p| {
+            p.in_use = p.lowered();
+            p.in_use
+        });
+        match reconcile_on_thread(s, decoded, l.applier.clone(), probed).await {
             Ok(outcome) => match source.after_success(&outcome).await {
                 Ok(exit) => {
                     l.succeeded(started, &outcome, source.node_uid());
@@ -253,6 +368,76 @@ impl Loop<'_> {
         }
         self.backoff.reset();
         self.retry_at = None;
+        self.plan_probes(o);
+    }
+
+    /// After a plan: the probes take its links, and probe now when a link changed (or at the
+    /// first plan), unless a run is in progress (the next one then comes at its interval).
+    fn plan_probes(&mut self, o: &Outcome) {
+        let Some(p) = self.probes.as_mut() else {
+            return;
+        };
+        let changed = probing::links_changed(&p.targets, &o.targets);
+        p.targets = o.targets.clone();
+        p.base = o.base_underlay;
+        if (changed || p.due.is_none()) && p.running.is_none() && !p.targets.is_empty() {
+            p.start();
+        }
+    }
+
+    /// Handles a probe event; true when the node's underlay changed and the loop must
+    /// reconcile.
+    fn on_probe_event(&mut self, ev: ProbeEvent) -> bool {
+        let Some(p) = self.probes.as_mut() else {
+            return false;
+        };
+        let now = Instant::now();
+        match ev {
+            ProbeEvent::Due => {
+                if !p.targets.is_empty() {
+                    p.start();
+                } else {
+                    p.due = Some(tokio::time::Instant::now() + p.settings.interval);
+                }
+                false
+            }
+            ProbeEvent::Expired => {
+                p.lowerings.record(p.base, &[], &[], now, p.settings.expiry);
+                p.lowered() != p.in_use
+            }
+            ProbeEvent::Finished(Err(e)) => {
+                tracing::warn!(error = %e, "the probe task failed");
+                false
+            }
+            ProbeEvent::Finished(Ok((_, _, Err(e)))) => {
+                tracing::warn!(error = %e, "cannot probe the links");
+                self.status.probe_failed(&e.to_string());
+                false
+            }
+            ProbeEvent::Finished(Ok((targets, took, Ok(links)))) => {
+                p.lowerings
+                    .record(p.base, &targets, &links, now, p.settings.expiry);
+                let run = LastRun {
+                    at: std::time::SystemTime::now(),
+                    took,
+                    links,
+                };
+                for l in &run.links {
+                    tracing::info!(peer = %l.peer, verdict = %l.verdict,
+                        probed_underlay = ?l.probed_underlay, planned_underlay = l.planned_underlay,
+                        link_mtu = l.link_mtu, probed_link_mtu = ?l.probed_link_mtu,
+                        contradicts = ?l.contradicts, "probed");
+                }
+                let lowered = p.lowered();
+                self.status
+                    .probed(&run, &p.lowerings.current(now), p.settings.lower_underlay);
+                if lowered != p.in_use {
+                    tracing::warn!(underlay = ?lowered, base = p.base,
+                        "the probes changed the node's underlay; reconciling");
+                }
+                lowered != p.in_use
+            }
+        }
     }
 
     /// Records a failure and schedules the retry; with `--once` the failure ends the agent.
@@ -295,9 +480,10 @@ async fn reconcile_on_thread(
     s: &settings::Agent,
     decoded: Decoded,
     applier: Arc<dyn Applier>,
+    probed: Option<u32>,
 ) -> Result<Outcome, Failure> {
     let s = s.clone();
-    tokio::task::spawn_blocking(move || reconcile(&s, &decoded, applier.as_ref()))
+    tokio::task::spawn_blocking(move || reconcile(&s, &decoded, applier.as_ref(), probed))
         .await
         .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?
 }

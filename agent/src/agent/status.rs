@@ -8,6 +8,7 @@
 use super::adopt::BrokenAssignment;
 use super::failure::{Failure, Step};
 use crate::k8s::metrics::ApiMetrics;
+use crate::metrics::PeerLabel;
 use crate::metrics::{ItemLabel, Metrics, ResultLabel, StepLabel};
 use crate::settings::PodRef;
 use bytes::Bytes;
@@ -62,6 +63,8 @@ struct Inner {
     node: Option<String>,
     underlay: Option<u32>,
     plan: Option<Value>,
+    /// The last background probe run (`--probe-interval`).
+    probes: Option<Value>,
 }
 
 impl Status {
@@ -114,6 +117,53 @@ impl Status {
             .applied_mtu
             .get_or_create(&ItemLabel { item: item.into() })
             .set(i64::from(mtu));
+    }
+
+    /// Records a background probe run: `/status` shows it per link with the lowerings in
+    /// force, and the metrics the probed underlay per peer and the number of black holes.
+    pub fn probed(
+        &self,
+        run: &super::probing::LastRun,
+        lowered: &BTreeMap<String, u32>,
+        lowering_on: bool,
+    ) {
+        // RFC 3339, as Kubernetes writes times.
+        let at = k8s_openapi::jiff::Timestamp::try_from(run.at)
+            .map(|t| t.to_string())
+            .ok();
+        self.lock().probes = Some(json!({
+            "at": at,
+            "tookSeconds": run.took.as_secs_f64(),
+            "blackHoles": run.black_holes(),
+            "underlayFromProbe": lowering_on,
+            "lowered": lowered,
+            "error": null,
+            "links": run.links,
+        }));
+        self.metrics.link_probed.clear();
+        for l in &run.links {
+            if let Some(u) = l.probed_underlay {
+                self.metrics
+                    .link_probed
+                    .get_or_create(&PeerLabel {
+                        peer: l.peer.to_string(),
+                    })
+                    .set(i64::from(u));
+            }
+        }
+        self.metrics
+            .link_black_holes
+            .set(i64::try_from(run.black_holes()).unwrap_or(i64::MAX));
+    }
+
+    /// Records a probe run that could not start (no socket of the method could be opened).
+    pub fn probe_failed(&self, error: &str) {
+        let mut g = self.lock();
+        let mut doc = g.probes.take().unwrap_or_else(|| json!({}));
+        if let Some(o) = doc.as_object_mut() {
+            o.insert("error".into(), Value::String(error.to_string()));
+        }
+        g.probes = Some(doc);
     }
 
     /// Records the adopted assignment (`<uid>/<Site>/<pool or ->`); it is no longer broken.
@@ -240,6 +290,7 @@ impl Status {
             "activeWatches": watches,
             "lastReconcile": last,
             "apiErrors": g.api_errors,
+            "probes": g.probes,
             "plan": g.plan,
         })
     }
@@ -572,6 +623,75 @@ impl Drop for Events {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn probe_of(peer: &str, probed: Option<u32>) -> mtu_solver::probe::LinkProbe {
+        let t = mtu_solver::probe::Target {
+            peer: peer.into(),
+            address: Some("192.0.2.1".parse().expect("address")),
+            tunnel_address: None,
+            device: None,
+            protocol: topology_core::vocab::Protocol::Vxlan,
+            overhead: 50,
+            planned_underlay: 1500,
+            node_underlay: 1500,
+            peer_underlay: 1500,
+            link_mtu: 1450,
+            underlay_term: "underlay of a 1500 (default)".into(),
+            link_term: String::new(),
+        };
+        mtu_solver::probe::judge(
+            &t,
+            mtu_solver::probe::Measured {
+                underlay: probed,
+                link: None,
+                probes: 3,
+            },
+        )
+    }
+
+    #[test]
+    fn a_probe_run_shows_on_status_and_in_the_metrics() {
+        let s = Status::default();
+        assert_eq!(s.document()["probes"], Value::Null);
+        let run = crate::agent::probing::LastRun {
+            at: std::time::SystemTime::now(),
+            took: Duration::from_millis(1500),
+            links: vec![probe_of("b", Some(1400)), probe_of("c", None)],
+        };
+        let lowered = BTreeMap::from([("b".to_string(), 1400)]);
+        s.probed(&run, &lowered, true);
+        let doc = s.document();
+        let p = &doc["probes"];
+        assert_eq!(p["blackHoles"], 1);
+        assert_eq!(p["lowered"]["b"], 1400);
+        assert_eq!(p["links"][0]["verdict"], "black-hole");
+        assert_eq!(p["links"][1]["verdict"], "unreachable");
+        assert!(p["at"].as_str().is_some_and(|t| t.ends_with('Z')), "{p}");
+        let m = s.metrics();
+        assert!(
+            m.contains("unbounded_mtu_link_probed_bytes{peer=\"b\"} 1400"),
+            "{m}"
+        );
+        assert!(
+            !m.contains("peer=\"c\""),
+            "an unanswered link has no probed size: {m}"
+        );
+        assert!(m.contains("unbounded_mtu_link_black_holes 1"), "{m}");
+        // The next run finds the path repaired: the gauge follows, the old peer label goes.
+        let run = crate::agent::probing::LastRun {
+            links: vec![probe_of("d", Some(1500))],
+            ..run
+        };
+        s.probed(&run, &BTreeMap::new(), true);
+        let m = s.metrics();
+        assert!(m.contains("unbounded_mtu_link_black_holes 0"), "{m}");
+        assert!(!m.contains("peer=\"b\""), "{m}");
+        s.probe_failed("cannot open probe sockets (icmp): EPERM");
+        assert_eq!(
+            s.document()["probes"]["error"],
+            "cannot open probe sockets (icmp): EPERM"
+        );
+    }
 
     #[test]
     fn ready_only_after_a_success() {

@@ -167,6 +167,8 @@ mod tests {
             protocol: Protocol::WireGuard,
             overhead: 80,
             planned_underlay: 1500,
+            node_underlay: 1500,
+            peer_underlay: 1500,
             link_mtu: 1420,
             underlay_term: "underlay of a 1500 (default)".into(),
             link_term: "underlay of a 1500 (default) − WireGuard overhead 80".into(),

@@ -76,8 +76,9 @@ impl Search {
             Some(hi) if hi == lo => None,
             Some(mut hi) => {
                 let mut lo = lo;
-                while hi - lo > 1 {
-                    let mid = lo + (hi - lo) / 2;
+                // `lo < hi` throughout, so the differences cannot underflow.
+                while hi.saturating_sub(lo) > 1 {
+                    let mid = lo.saturating_add(hi.saturating_sub(lo) / 2);
                     if carried(mid) {
                         lo = mid;
                     } else {

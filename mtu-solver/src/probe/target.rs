@@ -28,6 +28,10 @@ pub struct Target {
     pub overhead: u32,
     /// The underlay the plan assumed for the link: `min(U(node), U(peer))`.
     pub planned_underlay: u32,
+    /// `U(node)`: the probing node's own underlay in the plan.
+    pub node_underlay: u32,
+    /// `U(peer)`.
+    pub peer_underlay: u32,
     /// The link's MTU.
     pub link_mtu: u32,
     /// The underlay term, e.g. `underlay of a 1500 (default)`: what a probed underlay below
@@ -76,6 +80,8 @@ pub fn targets(solver: &mut Solver<'_>, plan: &NodePlan) -> Vec<Target> {
                 protocol: link.protocol,
                 overhead,
                 planned_underlay: u,
+                node_underlay: ua.get(),
+                peer_underlay: ub.get(),
                 link_mtu: link.mtu.mtu.get(),
                 underlay_term: underlay_term(&topo.node(end).name, u, src),
                 link_term: binding_term(solver, link.mtu.expl),

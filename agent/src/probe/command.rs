@@ -1,0 +1,123 @@
+//! `unbounded-mtu probe`: one node's plan checked on the wire, link by link.
+
+use super::runner;
+use crate::cli::{Output, ProbeArgs, ProbeFailOn};
+use crate::common::{self, ExitError, counted, table, usage};
+use anyhow::{Result, bail};
+use mtu_solver::probe::{ProbeReport, Verdict};
+use mtu_solver::resolver::Resolver;
+use topology_core::diag::Severity;
+
+/// Runs `probe`.
+pub fn run(args: &ProbeArgs) -> Result<()> {
+    let decoded = common::load(&args.common)?;
+    let resolver = Resolver::new(decoded, crate::settings::offline(&args.common));
+    let mut targets = resolver
+        .probe_targets(&args.node)
+        .map_err(|e| usage(e.to_string()))?;
+    if !args.peers.is_empty() {
+        for p in &args.peers {
+            if !targets.iter().any(|t| &*t.peer == p) {
+                let peers: Vec<&str> = targets.iter().map(|t| &*t.peer).collect();
+                bail!(usage(format!(
+                    "--peer {p}: node {} has no link to it (its peers: {})",
+                    args.node,
+                    if peers.is_empty() {
+                        "none".to_string()
+                    } else {
+                        peers.join(", ")
+                    }
+                )));
+            }
+        }
+        targets.retain(|t| args.peers.iter().any(|p| **p == *t.peer));
+    }
+    let settings = crate::settings::probe(&args.probe, args.netns.clone());
+    let links = runner::probe_links(&targets, &settings).map_err(|e| usage(e.to_string()))?;
+    let report = ProbeReport::new(args.node.as_str().into(), links);
+    match common::output(&args.common) {
+        Output::Table => common::write_text(&render_table(&report))?,
+        out => common::write_data(&report, out)?,
+    }
+    let diags = resolver.diagnostics();
+    fail_on(&args.fail_on, &report, &diags)
+}
+
+/// The table: one line per link.
+fn render_table(r: &ProbeReport) -> String {
+    let opt = |v: Option<u32>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+    let rows: Vec<Vec<String>> = r
+        .links
+        .iter()
+        .map(|l| {
+            vec![
+                l.peer.to_string(),
+                l.address.map_or_else(|| "-".to_string(), |a| a.to_string()),
+                l.planned_underlay.to_string(),
+                opt(l.probed_underlay),
+                l.link_mtu.to_string(),
+                opt(l.probed_link_mtu),
+                l.verdict.to_string(),
+                l.contradicts.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut s = format!(
+        "node {}: {}\n",
+        r.node,
+        counted(r.links.len(), "link", "links")
+    );
+    s.push_str(&table(
+        &[
+            "PEER",
+            "ADDRESS",
+            "PLANNED-UNDERLAY",
+            "PROBED-UNDERLAY",
+            "LINK-MTU",
+            "PROBED-LINK-MTU",
+            "VERDICT",
+            "CONTRADICTS",
+        ],
+        &rows,
+    ));
+    s
+}
+
+/// Exit 1 when a `--fail-on` condition holds.
+fn fail_on(
+    wanted: &[ProbeFailOn],
+    r: &ProbeReport,
+    diags: &[topology_core::diag::Diagnostic],
+) -> Result<()> {
+    let mut found = Vec::new();
+    for w in wanted {
+        let n = match w {
+            ProbeFailOn::BlackHole => r.count(Verdict::BlackHole),
+            ProbeFailOn::Unreachable => r.count(Verdict::Unreachable),
+            ProbeFailOn::Error => diags
+                .iter()
+                .filter(|d| d.severity <= Severity::Error)
+                .count(),
+            ProbeFailOn::Warning => diags
+                .iter()
+                .filter(|d| d.severity <= Severity::Warning)
+                .count(),
+        };
+        if n > 0 {
+            let what = match w {
+                ProbeFailOn::BlackHole => counted(n, "black hole", "black holes"),
+                ProbeFailOn::Unreachable => counted(n, "unreachable peer", "unreachable peers"),
+                ProbeFailOn::Error => counted(n, "error diagnostic", "error diagnostics"),
+                ProbeFailOn::Warning => counted(n, "diagnostic", "diagnostics"),
+            };
+            found.push(what);
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    bail!(ExitError {
+        code: 1,
+        message: format!("{} (--fail-on)", found.join(", ")),
+    })
+}
