@@ -241,6 +241,27 @@ fn explain_refuses_a_peer_that_is_not_linked() {
 }
 
 #[test]
+fn probe_refuses_what_it_cannot_probe_before_sending_anything() {
+    let base = ["probe", "-f", "examples/04-transit-chain"];
+    let with = |extra: &[&'static str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        a
+    };
+    refused(&with(&["--node", "wx"]), &["wx", "wa"]);
+    refused(
+        &with(&["--node", "wa", "--peer", "gc"]),
+        &["--peer gc", "no link", "its peers: ga"],
+    );
+    let (code, _, err) = run(&with(&["--node", "wa", "--fail-on", "black-holes"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("black-hole"), "the valid values are listed: {err}");
+    let (code, _, err) = run(&with(&["--node", "wa", "--probe-timeout", "300"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("has no unit"), "{err}");
+}
+
+#[test]
 fn errors_name_what_exists_once() {
     refused(
         &["resolve", "-f", "examples/04-transit-chain", "--node", "wx"],
