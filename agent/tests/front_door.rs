@@ -255,7 +255,10 @@ fn probe_refuses_what_it_cannot_probe_before_sending_anything() {
     );
     let (code, _, err) = run(&with(&["--node", "wa", "--fail-on", "black-holes"]));
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("black-hole"), "the valid values are listed: {err}");
+    assert!(
+        err.contains("black-hole"),
+        "the valid values are listed: {err}"
+    );
     let (code, _, err) = run(&with(&["--node", "wa", "--probe-timeout", "300"]));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("has no unit"), "{err}");

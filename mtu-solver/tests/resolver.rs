@@ -29,6 +29,8 @@ fn results_and_the_resolver_are_send_and_sync() {
     send_sync::<mtu_solver::whatif::WhatIf>();
     send_sync::<QueryError>();
     send_sync::<MutationError>();
+    send_sync::<mtu_solver::probe::Target>();
+    send_sync::<mtu_solver::probe::ProbeReport>();
 }
 
 #[test]

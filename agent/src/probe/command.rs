@@ -34,12 +34,19 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
     }
     let settings = crate::settings::probe(&args.probe, args.netns.clone());
     let links = runner::probe_links(&targets, &settings).map_err(|e| usage(e.to_string()))?;
-    let report = ProbeReport::new(args.node.as_str().into(), links);
+    let diags = resolver.diagnostics();
+    let report = ProbeReport::new(args.node.as_str().into(), links, &diags);
     match common::output(&args.common) {
-        Output::Table => common::write_text(&render_table(&report))?,
+        Output::Table => {
+            let mut text = render_table(&report);
+            if !diags.is_empty() {
+                text.push('\n');
+                text.push_str(&common::diagnostics_table(&diags));
+            }
+            common::write_text(&text)?
+        }
         out => common::write_data(&report, out)?,
     }
-    let diags = resolver.diagnostics();
     fail_on(&args.fail_on, &report, &diags)
 }
 

@@ -133,17 +133,28 @@ pub struct ProbeReport {
     pub node: Arc<str>,
     /// Its links, sorted by peer name.
     pub links: Vec<LinkProbe>,
+    /// Findings about the input the plan was resolved from.
+    pub diagnostics: Vec<crate::report::DiagOut>,
 }
 
 impl ProbeReport {
-    /// A report of `node`'s links (sorted here by peer name).
-    pub fn new(node: Arc<str>, mut links: Vec<LinkProbe>) -> ProbeReport {
+    /// A report of `node`'s links (sorted here by peer name) and the input's diagnostics (in
+    /// output order).
+    pub fn new(
+        node: Arc<str>,
+        mut links: Vec<LinkProbe>,
+        diagnostics: &[topology_core::diag::Diagnostic],
+    ) -> ProbeReport {
         links.sort_by(|a, b| a.peer.cmp(&b.peer));
         ProbeReport {
             api_version: "unbounded-mtu/v1alpha1",
             kind: "ProbeReport",
             node,
             links,
+            diagnostics: diagnostics
+                .iter()
+                .map(crate::report::DiagOut::from)
+                .collect(),
         }
     }
 
@@ -245,7 +256,7 @@ mod tests {
         let mut a = judge(&wireguard_link(), measured(Some(1400), None));
         a.peer = "z".into();
         let b = judge(&wireguard_link(), measured(None, None));
-        let r = ProbeReport::new("a".into(), vec![a, b]);
+        let r = ProbeReport::new("a".into(), vec![a, b], &[]);
         assert_eq!(&*r.links[0].peer, "b");
         assert_eq!(r.count(Verdict::BlackHole), 1);
         assert_eq!(r.count(Verdict::Unreachable), 1);
