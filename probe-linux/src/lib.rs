@@ -293,6 +293,17 @@ mod tests {
     }
 
     #[test]
+    fn an_icmp_prober_opens_with_cap_net_raw_or_says_it_needs_it() {
+        match Prober::open(Method::Icmp, None) {
+            Ok(p) => assert_eq!(p.method(), Method::Icmp),
+            Err(e) => {
+                assert!(e.is_permission_denied(), "{e}");
+                assert!(e.to_string().contains("needs CAP_NET_RAW"), "{e}");
+            }
+        }
+    }
+
+    #[test]
     fn an_unsupported_family_is_reported_when_used() {
         let s = Slot::new(Err(Error::Socket {
             kind: "UDPv6",
