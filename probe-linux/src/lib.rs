@@ -31,6 +31,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 mod error;
 mod icmp;
 mod netns;
@@ -39,7 +41,9 @@ mod sock;
 mod sockopt;
 mod udp;
 
+use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::net::IpAddr;
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -155,8 +159,9 @@ const BUF_LEN: usize = 65_536;
 
 /// Sends probes of one [`Method`] from one network namespace, one at a time.
 ///
-/// It owns its sockets (IPv4 and IPv6) for its whole life. It is `Send`: open one per worker
-/// thread; several probers may probe concurrently, each matches only its own answers.
+/// It owns its sockets (IPv4 and IPv6) for its whole life. It is `Send` but not `Sync`: open
+/// one per worker thread; several probers may probe concurrently, each matches only its own
+/// answers.
 pub struct Prober {
     method: Method,
     sockets: Sockets,
@@ -165,6 +170,8 @@ pub struct Prober {
     /// The sequence number of the last probe sent.
     seq: u16,
     buf: Vec<u8>,
+    /// Not `Sync`: `local_mtu` reconnects a shared socket, so one thread at a time uses it.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 impl fmt::Debug for Prober {
@@ -197,6 +204,7 @@ impl Prober {
             ident: next_ident(),
             seq: 0,
             buf: vec![0; BUF_LEN],
+            _not_sync: PhantomData,
         })
     }
 
@@ -290,6 +298,17 @@ mod tests {
             assert!(matches!(r, Err(Error::Size { .. })), "{size}: {r:?}");
         }
         assert_eq!(p.seq, 0, "a refused size sends nothing");
+    }
+
+    #[test]
+    fn an_icmp_prober_opens_with_cap_net_raw_or_says_it_needs_it() {
+        match Prober::open(Method::Icmp, None) {
+            Ok(p) => assert_eq!(p.method(), Method::Icmp),
+            Err(e) => {
+                assert!(e.is_permission_denied(), "{e}");
+                assert!(e.to_string().contains("needs CAP_NET_RAW"), "{e}");
+            }
+        }
     }
 
     #[test]
