@@ -13,6 +13,12 @@ use std::time::{Duration, Instant};
 /// The smallest size tried: every IPv4 path carries 576 bytes.
 pub const MIN_PROBE: u32 = 576;
 
+/// After a lost UDP probe, the next one to that peer waits this long: Linux answers UDP with
+/// ICMP errors rate-limited per destination (a burst of 6, then one per second by default), so
+/// retries sent faster would look lost when only the answer was withheld. Echo replies are not
+/// rate-limited, so ICMP probes need no such pause.
+pub const UDP_RECOVERY: Duration = Duration::from_secs(1);
+
 /// How probes are sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MethodChoice {
@@ -158,6 +164,15 @@ pub fn probe_link(
     deadline: Instant,
 ) -> LinkProbe {
     let mut measured = Measured::default();
+    let mut pace = Pace {
+        spacing: s.spacing,
+        after_loss: if prober.method() == Method::Udp {
+            UDP_RECOVERY.max(s.spacing)
+        } else {
+            s.spacing
+        },
+        last_lost: false,
+    };
     if let Some(addr) = target.address {
         let device = prober.local_mtu(addr).unwrap_or(target.planned_underlay);
         let found = Search {
@@ -166,7 +181,7 @@ pub fn probe_link(
             attempts: s.attempts,
             expect: Some(target.planned_underlay),
         }
-        .run(|size| send(prober, addr, size, s, deadline));
+        .run(|size| send(prober, &mut pace, addr, size, s.timeout, deadline));
         measured.underlay = found.largest;
         measured.probes = found.probes;
     }
@@ -177,22 +192,43 @@ pub fn probe_link(
             attempts: s.attempts,
             expect: Some(target.link_mtu),
         }
-        .run(|size| send(prober, gw, size, s, deadline));
+        .run(|size| send(prober, &mut pace, gw, size, s.timeout, deadline));
         measured.link = found.largest;
         measured.probes = measured.probes.saturating_add(found.probes);
     }
     judge(target, measured)
 }
 
+/// The pause before each probe of one link.
+struct Pace {
+    spacing: Duration,
+    /// The pause after a lost probe.
+    after_loss: Duration,
+    last_lost: bool,
+}
+
 /// One rate-limited probe; past the deadline nothing is sent and the probe counts as lost.
-fn send(prober: &mut Prober, to: IpAddr, size: u32, s: &Settings, deadline: Instant) -> Answer {
+fn send(
+    prober: &mut Prober,
+    pace: &mut Pace,
+    to: IpAddr,
+    size: u32,
+    timeout: Duration,
+    deadline: Instant,
+) -> Answer {
     if Instant::now() >= deadline {
         return Answer::Lost;
     }
-    std::thread::sleep(s.spacing);
-    match prober.probe(to, size, s.timeout) {
+    std::thread::sleep(if pace.last_lost {
+        pace.after_loss
+    } else {
+        pace.spacing
+    });
+    let answer = match prober.probe(to, size, timeout) {
         Ok(probe_linux::Answer::Answered) => Answer::Answered,
         Ok(probe_linux::Answer::TooBig) => Answer::TooBig,
         Ok(probe_linux::Answer::Lost) | Err(_) => Answer::Lost,
-    }
+    };
+    pace.last_lost = answer == Answer::Lost;
+    answer
 }
