@@ -1,6 +1,6 @@
-//! 1,000- and 2,000-member peerings: one mesh SitePeering of N Sites (one node each) and one
-//! GatewayPoolPeering of N pools (one gateway each): building the topology and resolving one
-//! node. The two sizes side by side show whether a build is linear.
+//! 1,000-, 2,000- and 4,000-member peerings: one mesh SitePeering of N Sites (one node each) and
+//! one GatewayPoolPeering of N pools (one gateway each): building the topology and resolving one
+//! node. The sizes side by side show whether a build is linear.
 
 use benches::{build, decode_text, index_entries, report_allocs};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -13,8 +13,10 @@ fn bench(c: &mut Criterion) {
     for (label, text) in [
         ("site-peering-1000", mesh_peering(1000)),
         ("site-peering-2000", mesh_peering(2000)),
+        ("site-peering-4000", mesh_peering(4000)),
         ("pool-peering-1000", pool_peering(1000)),
         ("pool-peering-2000", pool_peering(2000)),
+        ("pool-peering-4000", pool_peering(4000)),
     ] {
         let d = decode_text(&text);
         let topo = build(&d);

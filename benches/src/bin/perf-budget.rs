@@ -237,7 +237,7 @@ fn main() {
         incremental_event(&mut t, &std);
     }
     if o.wants("peerings") {
-        peerings(&mut t);
+        peerings(&mut t, o.samples);
     }
     if o.wants("hyperscale") {
         eprintln!("generating the hyperscale cluster (65,000 nodes) ...");
@@ -526,44 +526,94 @@ fn incremental_event(t: &mut Table, f: &Fixture) {
     );
 }
 
-fn peerings(t: &mut Table) {
-    for n in [1000usize, 2000] {
-        for (kind, text) in [
-            ("SitePeering", mesh_peering(n)),
-            ("GatewayPoolPeering", pool_peering(n)),
-        ] {
-            let d = decode_text(&text);
-            let ((topo, ba), b) = timed(|| counted(|| build(&d)));
-            let e = index_entries(&topo);
-            t.budget(
-                &format!("index entries, {n}-member {kind}"),
-                format!("{} ({:.2} N)", e.total(), e.total() as f64 / n as f64),
-                "≤ 4 N",
-                e.total() <= 4 * n,
-                format!(
-                    "{} memberships + {} hub entries (+{} component entries); build {} ({})",
-                    e.memberships,
-                    e.hubs,
-                    e.components,
-                    both(b),
-                    ba.human()
-                ),
-            );
-            let node = NodeId::from_idx(topo.nodes.len() / 2);
-            let mut solver = Solver::new(&topo, Settings::default());
-            let ((plan, a), d) = timed(|| counted(|| solver.plan(node)));
-            t.info(
-                &format!("pair memo after one node, {n}-member {kind}"),
-                format!("{}", solver.net.pair_memo_len()),
-                format!(
-                    "resolve one node {} ({} values; {})",
-                    both(d),
-                    plan.value_count(),
-                    a.human()
-                ),
-            );
+/// Sizes of the peering fixtures: each doubling of members should double the build.
+const PEERING_SIZES: [usize; 3] = [1000, 2000, 4000];
+
+fn peerings(t: &mut Table, samples: usize) {
+    for (kind, make) in [
+        ("SitePeering", mesh_peering as fn(usize) -> String),
+        ("GatewayPoolPeering", pool_peering as fn(usize) -> String),
+    ] {
+        let decoded: Vec<_> = PEERING_SIZES
+            .iter()
+            .map(|n| decode_text(&make(*n)))
+            .collect();
+        // Builds of every size interleaved, `samples` rounds (at least 5): the ratios compare
+        // medians taken under the same load.
+        let mut builds: Vec<Vec<Sample>> = vec![Vec::new(); PEERING_SIZES.len()];
+        for _ in 0..samples.max(5) {
+            for (i, d) in decoded.iter().enumerate() {
+                let (topo, s) = timed(|| build(d));
+                drop(topo);
+                builds[i].push(s);
+            }
         }
+        let build_time: Vec<Sample> = builds.iter().map(|b| medians(b)).collect();
+        for (i, n) in PEERING_SIZES.iter().enumerate() {
+            peering_size(t, kind, *n, &decoded[i], build_time[i]);
+        }
+        let ratio = |i: usize| {
+            build_time[i].cpu.as_secs_f64() / build_time[i - 1].cpu.as_secs_f64().max(1e-12)
+        };
+        let r2 = ratio(1);
+        t.budget(
+            &format!("index build, 2000-member {kind} / 1000-member"),
+            format!("{r2:.2} ×"),
+            "≤ 2.3 ×",
+            r2 <= 2.3,
+            format!(
+                "{} vs {} (medians of {} interleaved builds)",
+                both(build_time[1]),
+                both(build_time[0]),
+                samples.max(5)
+            ),
+        );
+        t.info(
+            &format!("index build, 4000-member {kind} / 2000-member"),
+            format!("{:.2} ×", ratio(2)),
+            format!("{} vs {}", both(build_time[2]), both(build_time[1])),
+        );
     }
+}
+
+/// One peering fixture: its index entries (judged), its build's allocations, and the pair memo
+/// and cost of resolving one node.
+fn peering_size(
+    t: &mut Table,
+    kind: &str,
+    n: usize,
+    d: &topology_core::decode::Decoded,
+    build_time: Sample,
+) {
+    let (topo, ba) = counted(|| build(d));
+    let e = index_entries(&topo);
+    t.budget(
+        &format!("index entries, {n}-member {kind}"),
+        format!("{} ({:.2} N)", e.total(), e.total() as f64 / n as f64),
+        "≤ 4 N",
+        e.total() <= 4 * n,
+        format!(
+            "{} memberships + {} hub entries (+{} component entries); build {} ({})",
+            e.memberships,
+            e.hubs,
+            e.components,
+            both(build_time),
+            ba.human()
+        ),
+    );
+    let node = NodeId::from_idx(topo.nodes.len() / 2);
+    let mut solver = Solver::new(&topo, Settings::default());
+    let ((plan, a), d) = timed(|| counted(|| solver.plan(node)));
+    t.info(
+        &format!("pair memo after one node, {n}-member {kind}"),
+        format!("{}", solver.net.pair_memo_len()),
+        format!(
+            "resolve one node {} ({} values; {})",
+            both(d),
+            plan.value_count(),
+            a.human()
+        ),
+    );
 }
 
 fn dataplane(t: &mut Table, samples: usize) {
