@@ -8,10 +8,11 @@ use super::failure::{Failure, KernelError, ResolveError};
 use crate::dataplane::{self, FabricOptions};
 use crate::settings::{self, Underlay};
 use mtu_solver::Solver;
+use mtu_solver::report::ResolveOut;
 use mtu_solver::report::{self, Renderer};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use topology_core::decode::{Decoded, RawObject};
 use topology_core::diag::sort_diagnostics;
 use topology_core::model::Topology;
@@ -37,7 +38,7 @@ pub struct Publication {
 pub struct Outcome {
     /// The node's plan: the `resolve -o json` document for this node alone (what `--dry-run`
     /// prints and `/status` shows).
-    pub document: Value,
+    pub document: Arc<ResolveOut>,
     /// Values in the plan.
     pub values: usize,
     /// The node's Site.
@@ -59,14 +60,21 @@ pub struct Outcome {
 
 /// Resolves `decoded` for the settings' node and applies it through `applier`. `probed` is
 /// the lowest underlay the node's probes found below the plan (`--underlay-from-probe`): it
-/// lowers the node's own underlay, never raises it.
+/// lowers the node's own underlay, never raises it. The decoded objects are dropped once the
+/// topology is built, so they never share the peak with the plan.
 pub fn reconcile(
     s: &settings::Agent,
-    decoded: &Decoded,
+    decoded: Decoded,
     applier: &dyn Applier,
     probed: Option<u32>,
 ) -> Result<Outcome, Failure> {
-    let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
+    let gateway_pool_node = gateway_pool_node(&decoded, &s.node);
+    let Decoded {
+        objects,
+        diagnostics,
+    } = decoded;
+    let topo = Topology::build(objects.iter(), diagnostics);
+    drop(objects);
     let base_underlay = own_underlay(s, &topo, applier)?;
     let underlay = probed.map_or(base_underlay, |p| p.min(base_underlay));
     let mut solver_settings = s.solver.clone();
@@ -95,7 +103,7 @@ pub fn reconcile(
         mtus,
         publication: Publication {
             underlay,
-            gateway_pool_node: gateway_pool_node(decoded, &s.node),
+            gateway_pool_node,
             ..planned.publication
         },
         base_underlay,
@@ -105,7 +113,7 @@ pub fn reconcile(
 
 /// A resolved plan and what derives from it.
 struct Planned {
-    document: Value,
+    document: Arc<ResolveOut>,
     values: usize,
     site: String,
     pool: Option<String>,
@@ -181,8 +189,7 @@ fn plan(
     let mut r = Renderer::new(&solver, false);
     let doc = report::resolve_out(topo, &mut r, &plans, &diags);
     Ok(Planned {
-        // A document of strings and numbers always encodes.
-        document: serde_json::to_value(&doc).unwrap_or(Value::Null),
+        document: Arc::new(doc),
         values,
         site,
         pool,

@@ -19,7 +19,7 @@ use crate::k8s::metrics::ApiMetrics;
 use crate::settings::{self, Apply};
 use anyhow::Result;
 use kube::Client;
-use serde_json::Value;
+use mtu_solver::report::ResolveOut;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -145,7 +145,7 @@ struct Loop<'a> {
     applier: Arc<dyn Applier>,
     backoff: Backoff,
     retry_at: Option<tokio::time::Instant>,
-    printed: Option<Value>,
+    printed: Option<Arc<ResolveOut>>,
     probes: Option<Probes>,
 }
 
@@ -457,19 +457,15 @@ impl Loop<'_> {
         Ok(())
     }
 
-    /// Prints the plan when it differs from the last one printed (`--dry-run`).
-    fn print_changed(&mut self, doc: &Value) {
-        if self.printed.as_ref() == Some(doc) {
+    /// Prints the plan when it differs from the last one printed (`--dry-run`), streamed to
+    /// standard output.
+    fn print_changed(&mut self, doc: &Arc<ResolveOut>) {
+        if self.printed.as_deref() == Some(&**doc) {
             return;
         }
-        match serde_json::to_string_pretty(doc) {
-            // Never a panic on a closed standard output: the agent goes on, and says why.
-            Ok(text) => {
-                if let Err(e) = crate::common::write_text(&format!("{text}\n")) {
-                    tracing::warn!(error = %e, "cannot print the plan");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot print the plan"),
+        // Never a panic on a closed standard output: the agent goes on, and says why.
+        if let Err(e) = crate::common::write_data(&**doc, crate::cli::Output::Json) {
+            tracing::warn!(error = %e, "cannot print the plan");
         }
         self.printed = Some(doc.clone());
     }
@@ -483,7 +479,7 @@ async fn reconcile_on_thread(
     probed: Option<u32>,
 ) -> Result<Outcome, Failure> {
     let s = s.clone();
-    tokio::task::spawn_blocking(move || reconcile(&s, &decoded, applier.as_ref(), probed))
+    tokio::task::spawn_blocking(move || reconcile(&s, decoded, applier.as_ref(), probed))
         .await
         .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?
 }

@@ -19,6 +19,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use mtu_solver::report::ResolveOut;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -62,7 +63,8 @@ struct Inner {
     last_detail: Option<Value>,
     node: Option<String>,
     underlay: Option<u32>,
-    plan: Option<Value>,
+    /// The last plan (typed: serialised when `/status` is read).
+    plan: Option<Arc<ResolveOut>>,
     /// The last background probe run (`--probe-interval`).
     probes: Option<Value>,
 }
@@ -215,12 +217,12 @@ impl Status {
     }
 
     /// Records a successful reconcile and its plan; the agent becomes ready.
-    pub fn reconciled(&self, took: Duration, plan: Value) {
+    pub fn reconciled(&self, took: Duration, plan: Arc<ResolveOut>) {
         self.reconciled_with(took, plan, None);
     }
 
     /// [`Status::reconciled`] with more about it (merged into `lastReconcile`).
-    pub fn reconciled_with(&self, took: Duration, plan: Value, detail: Option<Value>) {
+    pub fn reconciled_with(&self, took: Duration, plan: Arc<ResolveOut>, detail: Option<Value>) {
         self.count("ok", took);
         let mut g = self.lock();
         g.ready = true;
@@ -291,7 +293,8 @@ impl Status {
             "lastReconcile": last,
             "apiErrors": g.api_errors,
             "probes": g.probes,
-            "plan": g.plan,
+            // A document of strings and numbers always encodes.
+            "plan": g.plan.as_deref().map(|p| serde_json::to_value(p).unwrap_or(Value::Null)),
         })
     }
 
@@ -624,6 +627,15 @@ impl Drop for Events {
 mod tests {
     use super::*;
 
+    fn empty_plan() -> Arc<ResolveOut> {
+        Arc::new(ResolveOut {
+            api_version: "unbounded-mtu/v1alpha1",
+            kind: "Resolution",
+            nodes: Vec::new(),
+            diagnostics: Vec::new(),
+        })
+    }
+
     fn probe_of(peer: &str, probed: Option<u32>) -> mtu_solver::probe::LinkProbe {
         let t = mtu_solver::probe::Target {
             peer: peer.into(),
@@ -721,7 +733,7 @@ mod tests {
         assert_eq!(s.document()["apiErrors"], json!({}));
         s.set_adopted("u/a/-");
         s.set_watch("node/n1", true);
-        s.reconciled(Duration::from_millis(5), json!({"nodes": []}));
+        s.reconciled(Duration::from_millis(5), empty_plan());
         assert_eq!(respond(&s, "/readyz").status(), 200);
         let d = s.document();
         assert_eq!(d["adoptedAssignment"], "u/a/-");
@@ -782,7 +794,7 @@ mod tests {
         s.applied_mtu("device/vxlan0", 1400);
         s.reconciled_with(
             Duration::from_millis(3),
-            json!({}),
+            empty_plan(),
             Some(json!({"writes": 7, "values": 12, "dryRun": false})),
         );
         let d = s.document();
