@@ -4,6 +4,7 @@
 
 pub mod alloc;
 pub mod dataplane;
+pub mod memory;
 
 use mtu_solver::whatif::{Base, Input, Mutation};
 use mtu_solver::{NodePlan, Settings, Solver};

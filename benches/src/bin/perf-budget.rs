@@ -200,7 +200,7 @@ fn opts() -> Opts {
                      --no-dataplane  skip the 10,000-route dataplane comparison\n  \
                      --quick         2 samples per figure instead of 3\n  \
                      --only LIST     comma-separated sections: decode, one, all, whatif,\n                  \
-                     incremental, peerings, hyperscale, dataplane (for profiling)"
+                     incremental, peerings, hyperscale, memory, dataplane (for profiling)"
                 );
                 std::process::exit(0);
             }
@@ -239,10 +239,15 @@ fn main() {
     if o.wants("peerings") {
         peerings(&mut t, o.samples);
     }
-    if o.wants("hyperscale") {
+    if o.wants("hyperscale") || o.wants("memory") {
         eprintln!("generating the hyperscale cluster (65,000 nodes) ...");
         let hyper = Fixture::hyperscale();
-        hyperscale(&mut t, &std, &hyper, o.samples);
+        if o.wants("hyperscale") {
+            hyperscale(&mut t, &std, &hyper, o.samples);
+        }
+        if o.wants("memory") {
+            memory(&mut t, &std, &hyper);
+        }
     }
     if !o.wants("dataplane") {
     } else if o.dataplane {
@@ -614,6 +619,37 @@ fn peering_size(
             a.human()
         ),
     );
+}
+
+/// The agent's peak resident memory, one worker, `--manifests --dry-run --once` as the
+/// DaemonSet runs it (`MALLOC_ARENA_MAX=2`): the standard cluster as information, the hyperscale
+/// one judged.
+fn memory(t: &mut Table, std: &Fixture, hyper: &Fixture) {
+    const FIG: &str = "agent peak resident memory, hyperscale-65000, one worker";
+    const BUDGET: &str = "≤ 64 MiB";
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    match benches::memory::agent_peak(&std.text, "node-000-02") {
+        Ok(p) => t.info(
+            "agent peak resident memory, standard-5000, one worker",
+            format!("{:.1} MiB", mib(p.bytes)),
+            format!("--manifests --dry-run --once, {} wall", ms(p.took)),
+        ),
+        Err(reason) => t.skip("agent peak resident memory, standard-5000", "-", reason),
+    }
+    match benches::memory::agent_peak(&hyper.text, "node-0000-02") {
+        Ok(p) => t.budget(
+            FIG,
+            format!("{:.1} MiB", mib(p.bytes)),
+            BUDGET,
+            p.bytes <= 64 * 1024 * 1024,
+            format!(
+                "--manifests ({:.1} MB of YAML) --dry-run --once, MALLOC_ARENA_MAX=2, {} wall",
+                hyper.text.len() as f64 / 1e6,
+                ms(p.took)
+            ),
+        ),
+        Err(reason) => t.skip(FIG, BUDGET, reason),
+    }
 }
 
 fn dataplane(t: &mut Table, samples: usize) {

@@ -1,0 +1,108 @@
+//! The node agent's peak resident memory on a generated cluster: the release binary run as the
+//! DaemonSet runs it (`MALLOC_ARENA_MAX=2`) with `--manifests FILE --dry-run --once` for one
+//! worker, its peak read from `/proc/PID/status` (`VmHWM`) while it runs.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What one run of the agent measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Peak {
+    /// Peak resident set size in bytes.
+    pub bytes: u64,
+    /// Wall-clock time of the run.
+    pub took: Duration,
+}
+
+/// The release agent binary beside the running executable (`target/release/unbounded-mtu`).
+fn agent_binary() -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let bin = me
+        .parent()
+        .map(|d| d.join("unbounded-mtu"))
+        .ok_or("no directory for the running executable")?;
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} is missing: run `cargo build --release -p agent` first",
+            bin.display()
+        ))
+    }
+}
+
+/// Runs the agent for `node` over `yaml` (written to a temporary file) and returns its peak:
+/// the largest `VmHWM` (the kernel's high-water mark of the process's own resident set) read
+/// from `/proc` every millisecond until the process exits. `ru_maxrss` cannot be used: a child
+/// started by `posix_spawn` counts the parent's peak as its own. The agent's peak comes while it
+/// resolves, well before it prints and exits, so the last reading holds it.
+pub fn agent_peak(yaml: &str, node: &str) -> Result<Peak, String> {
+    let bin = agent_binary()?;
+    let file = std::env::temp_dir().join(format!("perf-budget-{}.yaml", std::process::id()));
+    std::fs::write(&file, yaml).map_err(|e| format!("write {}: {e}", file.display()))?;
+    let result = run_and_watch(&bin, &file, node);
+    let _ = std::fs::remove_file(&file);
+    result
+}
+
+fn run_and_watch(
+    bin: &std::path::Path,
+    file: &std::path::Path,
+    node: &str,
+) -> Result<Peak, String> {
+    let started = Instant::now();
+    let mut child = Command::new(bin)
+        .args(["agent", "--node-name", node, "--manifests"])
+        .arg(file)
+        .args([
+            "--dry-run",
+            "--once",
+            "--status-address",
+            "off",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("MALLOC_ARENA_MAX", "2")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("run {}: {e}", bin.display()))?;
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Some(kib) = std::fs::read_to_string(&status_file)
+            .ok()
+            .as_deref()
+            .and_then(vm_hwm_kib)
+        {
+            peak_kib = peak_kib.max(kib);
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    };
+    let took = started.elapsed();
+    if !status.success() {
+        return Err(format!("the agent failed ({status})"));
+    }
+    if peak_kib == 0 {
+        return Err("no VmHWM was read from /proc".into());
+    }
+    Ok(Peak {
+        bytes: peak_kib.saturating_mul(1024),
+        took,
+    })
+}
+
+/// `VmHWM:   12345 kB` from `/proc/PID/status`.
+fn vm_hwm_kib(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
