@@ -238,3 +238,105 @@ pub(crate) fn parse_route(payload: &[u8], names: &HashMap<u32, String>) -> Optio
         hops,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use netlink_packet_core::Emitable;
+    use netlink_packet_route::AddressFamily;
+    use netlink_packet_route::route::{
+        RouteAddress, RouteAttribute, RouteIp6Tunnel, RouteIp6TunnelFlags, RouteLwEnCapType,
+        RouteLwTunnelEncap, RouteMessage, RouteMetric, RouteNextHop, RouteNextHopFlags, RouteType,
+    };
+
+    use super::*;
+
+    fn payload(m: &RouteMessage) -> Vec<u8> {
+        let mut buf = vec![0; m.buffer_len()];
+        m.emit(&mut buf);
+        buf
+    }
+
+    /// `netlink-packet-route` encodes, this module reads back: an IPv6 multipath route with
+    /// per-hop `encap ip6 ... csum`, a locked MTU and a table above 255.
+    #[test]
+    fn reads_what_netlink_packet_route_writes() {
+        let hop = |ifindex: u32, gw: &str, dst: &str| {
+            let mut nh = RouteNextHop::default();
+            nh.interface_index = ifindex;
+            nh.flags = RouteNextHopFlags::Onlink;
+            nh.attributes
+                .push(RouteAttribute::Gateway(RouteAddress::Inet6(
+                    gw.parse().unwrap(),
+                )));
+            nh.attributes
+                .push(RouteAttribute::EncapType(RouteLwEnCapType::Ip6));
+            nh.attributes.push(RouteAttribute::Encap(vec![
+                RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Id(7)),
+                RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Destination(dst.parse().unwrap())),
+                RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Flags(RouteIp6TunnelFlags::Checksum)),
+            ]));
+            nh
+        };
+        let mut m = RouteMessage::default();
+        m.header.address_family = AddressFamily::Inet6;
+        m.header.destination_prefix_length = 64;
+        m.header.protocol = 250.into();
+        m.header.kind = RouteType::Unicast;
+        m.attributes.push(RouteAttribute::Table(1000));
+        m.attributes
+            .push(RouteAttribute::Destination(RouteAddress::Inet6(
+                "fd00:2::".parse().unwrap(),
+            )));
+        m.attributes.push(RouteAttribute::Metrics(vec![
+            RouteMetric::Lock(RTAX_MTU_LOCK),
+            RouteMetric::Mtu(1380),
+        ]));
+        m.attributes.push(RouteAttribute::MultiPath(vec![
+            hop(3, "fd00:2::1", "2001:db8::2"),
+            hop(3, "fd00:2::2", "2001:db8::3"),
+        ]));
+        let names = HashMap::from([(3, "vxlan0".to_string())]);
+        let r = parse_route(&payload(&m), &names).unwrap();
+        assert_eq!(r.table, 1000);
+        assert_eq!(r.destination.to_string(), "fd00:2::/64");
+        assert_eq!(r.protocol, 250);
+        assert_eq!((r.mtu, r.mtu_locked), (Some(1380), true));
+        assert_eq!(r.hops.len(), 2);
+        let h = &r.hops[0];
+        assert_eq!(h.device, "vxlan0");
+        assert_eq!(h.gateway, Some("fd00:2::1".parse().unwrap()));
+        assert!(h.onlink);
+        assert_eq!(
+            h.encap,
+            Some(Encap {
+                id: 7,
+                dst: "2001:db8::2".parse().unwrap(),
+                csum: true
+            })
+        );
+    }
+
+    /// A single-hop IPv4 route names an unknown device by index; other route types are skipped.
+    #[test]
+    fn single_hop_and_other_types() {
+        let mut m = RouteMessage::default();
+        m.header.address_family = AddressFamily::Inet;
+        m.header.destination_prefix_length = 24;
+        m.header.table = 100;
+        m.header.kind = RouteType::Unicast;
+        m.attributes
+            .push(RouteAttribute::Destination(RouteAddress::Inet(
+                "10.2.0.0".parse().unwrap(),
+            )));
+        m.attributes.push(RouteAttribute::Oif(9));
+        m.attributes
+            .push(RouteAttribute::Metrics(vec![RouteMetric::Mtu(1400)]));
+        let r = parse_route(&payload(&m), &HashMap::new()).unwrap();
+        assert_eq!(r.table, 100);
+        assert_eq!((r.mtu, r.mtu_locked), (Some(1400), false));
+        assert_eq!(r.hops[0].device, "if9");
+        assert_eq!((r.hops[0].gateway, r.hops[0].encap), (None, None));
+        m.header.kind = RouteType::Local;
+        assert!(parse_route(&payload(&m), &HashMap::new()).is_none());
+    }
+}
