@@ -553,14 +553,14 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     }
 
     // Neighbours.
-    let mut want_neigh: BTreeMap<(String, IpAddr), [u8; 6]> = BTreeMap::new();
+    let mut want_neigh: BTreeMap<(&str, IpAddr), [u8; 6]> = BTreeMap::new();
     for spec in &desired.routes {
         for h in installed_hops(spec) {
             if let HopProtocol::Tunnel(kind) = h.protocol {
                 if kind.carries_ethernet() {
                     // The peer's MAC from its identity, not from the address this link uses.
                     let mac = tunnel_mac(h.peer_identity);
-                    if let Some(prev) = want_neigh.insert((h.device.clone(), h.pod_gateway), mac) {
+                    if let Some(prev) = want_neigh.insert((h.device.as_str(), h.pod_gateway), mac) {
                         if prev != mac {
                             return Err(Error::Invalid(format!(
                                 "pod gateway {} on {} reached through two different peers",
@@ -573,16 +573,16 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
         }
     }
     for ((device, address), mac) in &want_neigh {
-        let held = !readdressed.contains(device.as_str())
+        let held = !readdressed.contains(device)
             && state
                 .neighbours
                 .iter()
-                .any(|n| &n.device == device && n.address == *address && n.mac == *mac);
+                .any(|n| n.device == *device && n.address == *address && n.mac == *mac);
         if !held {
             plan.push(
                 Phase::Create,
                 Op::ReplaceNeighbour(Neighbour {
-                    device: device.clone(),
+                    device: device.to_string(),
                     address: *address,
                     mac: *mac,
                 }),
@@ -798,7 +798,7 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     let mut stale_neigh: Vec<&Neighbour> = state
         .neighbours
         .iter()
-        .filter(|n| !want_neigh.contains_key(&(n.device.clone(), n.address)))
+        .filter(|n| !want_neigh.contains_key(&(n.device.as_str(), n.address)))
         .filter(|n| !doomed.contains(&n.device))
         .filter(|n| !readdressed.contains(n.device.as_str()))
         .filter(|n| {
