@@ -7,7 +7,8 @@
 //! - [`types`]: the public input ([`DesiredState`], [`Settings`]), plain data;
 //! - [`model`]: what the kernel holds ([`KernelState`]) and the writes ([`Op`]);
 //! - [`plan`](mod@plan): pure diff `desired × kernel state -> ordered writes` (no I/O);
-//! - [`Kernel`]: the boundary, implemented by [`NetlinkKernel`] (rtnetlink) and
+//! - [`Kernel`]: the boundary, implemented by [`NetlinkKernel`] (rtnetlink messages on one
+//!   blocking socket, a phase's writes in batches) and
 //!   [`FakeKernel`] (in memory, ordered write log, fault injection);
 //! - [`Dataplane`]: read, plan, write, read back, finish; or remove everything owned
 //!   ([`Dataplane::remove_owned`]).

@@ -15,6 +15,12 @@ use crate::types::{
 };
 
 /// The phases of `agent.md`'s write order. Phase 7 (read back) is done by the reconciler.
+///
+/// Each write of a phase keeps the inequalities on its own once every earlier phase is done:
+/// none needs another write of its phase to have succeeded first (one that names a device
+/// created in its phase fails by itself when the creation failed). So the writes of one phase
+/// may be in flight together, and a failed one may be followed by the rest of its phase; a
+/// later phase must not start before every write of the earlier ones succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
     /// 1. Create what is missing and needed first: devices, the rule, endpoint routes, neighbours.
