@@ -697,7 +697,7 @@ impl Kernel for NetlinkKernel {
         }
     }
 
-    /// Sends the phase's netlink writes in batches of up to [`BATCH_WRITES`], in order. A write
+    /// Sends the phase's netlink writes in batches of up to 128, in order. A write
     /// naming a device whose index is not known yet (one created or deleted earlier in the
     /// phase) and a write outside the socket (a pod's namespace, a CNI file) first wait for
     /// every earlier write of the phase. Stops after the batch holding the first failure.

@@ -27,6 +27,9 @@ const SOCKET_RCVBUF: usize = 1 << 20;
 /// `ENOBUFS`: answers were dropped because the receive buffer was full.
 const ENOBUFS: i32 = 105;
 
+/// `MSG_TRUNC` for `recv`: return the datagram's real length even when it did not fit.
+const MSG_TRUNC: i32 = 0x20;
+
 /// Netlink messages are aligned to 4 bytes inside a datagram.
 fn aligned(len: usize) -> usize {
     (len + 3) & !3
@@ -342,7 +345,7 @@ impl Socket {
         self.recv.clear();
         let n = self
             .raw
-            .recv(&mut self.recv, 0)
+            .recv(&mut self.recv, MSG_TRUNC)
             .map_err(|e| io_err(what, e))?;
         if n > self.recv.len() {
             return Err(Error::Netlink(format!(
