@@ -425,6 +425,19 @@ impl Kernel for FakeKernel {
         }
         res
     }
+
+    /// Like the netlink kernel with every write of the phase in flight at once, the most a
+    /// pipelining kernel ever has: a failed write does not stop the writes after it in the
+    /// phase; the first failure is returned. The inequalities are checked after each write.
+    fn apply_phase(&mut self, ops: &[Op]) -> Result<()> {
+        let mut first = None;
+        for op in ops {
+            if let Err(e) = self.apply(op) {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
 }
 
 /// Wraps any kernel (e.g. the real one) and fails the write with 0-based attempt number `k`.

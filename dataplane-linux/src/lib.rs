@@ -7,7 +7,8 @@
 //! - [`types`]: the public input ([`DesiredState`], [`Settings`]), plain data;
 //! - [`model`]: what the kernel holds ([`KernelState`]) and the writes ([`Op`]);
 //! - [`plan`](mod@plan): pure diff `desired × kernel state -> ordered writes` (no I/O);
-//! - [`Kernel`]: the boundary, implemented by [`NetlinkKernel`] (rtnetlink) and
+//! - [`Kernel`]: the boundary, implemented by [`NetlinkKernel`] (rtnetlink messages on one
+//!   blocking socket, a phase's writes in batches) and
 //!   [`FakeKernel`] (in memory, ordered write log, fault injection);
 //! - [`Dataplane`]: read, plan, write, read back, finish; or remove everything owned
 //!   ([`Dataplane::remove_owned`]).
@@ -18,6 +19,8 @@ pub mod fake;
 pub mod model;
 pub mod netlink;
 pub mod plan;
+mod route_dump;
+mod socket;
 pub mod types;
 
 pub use error::{Error, ErrorKind, Result};
@@ -38,6 +41,16 @@ pub trait Kernel {
     fn read(&mut self, scope: &ReadScope) -> Result<KernelState>;
     /// Performs one write.
     fn apply(&mut self, op: &Op) -> Result<()>;
+
+    /// Performs the writes of one phase, in order. An implementation may keep several of them
+    /// in flight at once (the netlink one sends them in batches): when one fails, writes after
+    /// it in `ops` may have been performed too, but never a write of a later call. Returns the
+    /// error of the first failed write in `ops`' order.
+    ///
+    /// The default performs them one at a time and stops at the first failure.
+    fn apply_phase(&mut self, ops: &[Op]) -> Result<()> {
+        ops.iter().try_for_each(|op| self.apply(op))
+    }
 }
 
 /// Outcome of a successful reconcile.
@@ -85,8 +98,12 @@ impl<K: Kernel> Dataplane<K> {
     }
 
     /// Makes the kernel match `desired`: read, plan, write phases 1–6, read back (7), write
-    /// phases 8–9. Stops at the first failed write; the next call resumes from what the
-    /// kernel then holds. A second call with the same state writes nothing.
+    /// phases 8–9. The writes of one phase go to the kernel together
+    /// ([`Kernel::apply_phase`]); a phase starts only once every write of the phases before it
+    /// succeeded. Stops at the first phase with a failed write (writes of that phase after the
+    /// failed one may have been performed: they are as safe as the phase's order allows at any
+    /// point); the next call resumes from what the kernel then holds. A second call with the
+    /// same state writes nothing.
     pub fn reconcile(&mut self, desired: &DesiredState) -> Result<Report> {
         let scope = plan::read_scope(desired, &self.settings);
         let state = self.kernel.read(&scope)?;
@@ -96,13 +113,13 @@ impl<K: Kernel> Dataplane<K> {
             notes: plan.notes,
         };
         let mut verified = false;
-        for step in plan.steps {
-            if step.phase > Phase::RoutesUp && !verified {
+        for (phase, ops) in phases(plan.steps) {
+            if phase > Phase::RoutesUp && !verified {
                 self.read_back(desired, &scope, &report)?;
                 verified = true;
             }
-            self.kernel.apply(&step.op)?;
-            report.writes.push(step.op);
+            self.kernel.apply_phase(&ops)?;
+            report.writes.extend(ops);
         }
         if !verified {
             self.read_back(desired, &scope, &report)?;
@@ -190,4 +207,16 @@ impl<K: Kernel> Dataplane<K> {
             self.settings.route_protocol,
         ))
     }
+}
+
+/// The writes of `steps` (ordered by phase) grouped by phase, in order.
+fn phases(steps: Vec<Step>) -> Vec<(Phase, Vec<Op>)> {
+    let mut out: Vec<(Phase, Vec<Op>)> = Vec::new();
+    for step in steps {
+        match out.last_mut() {
+            Some((phase, ops)) if *phase == step.phase => ops.push(step.op),
+            _ => out.push((step.phase, vec![step.op])),
+        }
+    }
+    out
 }

@@ -1,21 +1,19 @@
-//! The rtnetlink executor: reads what the kernel holds and sends single writes.
+//! The rtnetlink executor: reads what the kernel holds, builds the message of each write, and
+//! sends the writes of one phase in batches.
 //!
-//! [`NetlinkKernel`] owns a current-thread tokio runtime and one netlink connection, bound to
-//! the network namespace of the thread that created it. Its methods block: from async code,
-//! call them through `spawn_blocking` or from a dedicated thread. Pod-side interfaces are
-//! reached through a short-lived thread that `setns`es into the pod's namespace
-//! ([`in_netns`]).
+//! [`NetlinkKernel`] owns one blocking netlink socket, bound to the network namespace of the
+//! thread that created it. Its methods block: from async code, call them through
+//! `spawn_blocking` or from a dedicated thread. Pod-side interfaces are reached through a
+//! short-lived thread that `setns`es into the pod's namespace ([`in_netns`]).
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use futures::StreamExt;
 use ipnet::IpNet;
 use netlink_packet_core::{
-    NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkMessage,
-    NetlinkPayload, Nla,
+    NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST,
 };
 use netlink_packet_route::link::{
     InfoData, InfoGeneve, InfoIpTunnel, InfoKind, InfoVxlan, LinkAttribute, LinkFlags, LinkInfo,
@@ -36,12 +34,15 @@ use crate::Kernel;
 use crate::cni;
 use crate::error::{Error, Result};
 use crate::model::{
-    CniState, Encap, Family, Hop, KernelState, Link, LinkKind, Neighbour, Op, PodLink, ReadScope,
-    Route, Rule,
+    CniState, Encap, Family, KernelState, Link, LinkKind, Neighbour, Op, PodLink, ReadScope, Route,
+    Rule,
 };
+use crate::route_dump;
+use crate::socket::{Batch, Socket};
 use crate::types::TunnelKind;
 
 const RT_TABLE_MAIN: u32 = 254;
+const RTM_NEWROUTE: u16 = 24;
 const RTAX_MTU_LOCK: u32 = 1 << 2;
 const ENODEV: i32 = 19;
 
@@ -82,19 +83,32 @@ pub struct Probe {
     pub missing: Vec<String>,
 }
 
+/// Writes sent to the kernel in one `sendmsg` at most: enough to make the per-message system
+/// call cost vanish, few enough that the error answers of a batch in which every write fails
+/// fit the socket's receive buffer.
+const BATCH_WRITES: usize = 128;
+
 /// rtnetlink implementation of [`Kernel`].
 #[derive(Debug)]
 pub struct NetlinkKernel {
-    rt: tokio::runtime::Runtime,
-    handle: rtnetlink::Handle,
+    socket: Socket,
     index: HashMap<String, u32>,
 }
 
-fn io_err(op: &str, e: std::io::Error) -> Error {
-    match e.raw_os_error() {
-        Some(errno) => Error::kernel(op, errno),
-        None => Error::Netlink(format!("{op}: {e}")),
-    }
+/// How one write reaches the kernel.
+enum Write<'a> {
+    /// A netlink message with its flags, on the kernel's socket.
+    Message(RouteNetlinkMessage, u16),
+    /// A write performed elsewhere.
+    Elsewhere(Elsewhere<'a>),
+}
+
+/// A write that is not a message on the kernel's socket.
+enum Elsewhere<'a> {
+    /// A pod interface's MTU, set from inside the pod's namespace.
+    PodMtu(&'a Path, &'a str, u32),
+    /// The `mtu` of a CNI configuration file.
+    CniMtu(&'a Path, u32),
 }
 
 fn family_of_net(net: &IpNet) -> AddressFamily {
@@ -108,14 +122,6 @@ fn route_addr(a: IpAddr) -> RouteAddress {
     match a {
         IpAddr::V4(v) => RouteAddress::Inet(v),
         IpAddr::V6(v) => RouteAddress::Inet6(v),
-    }
-}
-
-fn from_route_addr(a: &RouteAddress) -> Option<IpAddr> {
-    match a {
-        RouteAddress::Inet(v) => Some(IpAddr::V4(*v)),
-        RouteAddress::Inet6(v) => Some(IpAddr::V6(*v)),
-        _ => None,
     }
 }
 
@@ -152,70 +158,6 @@ fn encap_attrs(e: &Encap) -> Vec<RouteAttribute> {
             ]
         }
     }
-}
-
-/// `TUNNEL_CSUM` in the big-endian `LWTUNNEL_IP{,6}_FLAGS` attribute.
-const TUNNEL_CSUM: u16 = 0x01;
-
-fn parse_encap(attrs: &[RouteAttribute]) -> Option<Encap> {
-    let list = attrs.iter().find_map(|a| match a {
-        RouteAttribute::Encap(v) => Some(v),
-        _ => None,
-    })?;
-    let mut id = 0u64;
-    let mut dst = None;
-    let mut csum = false;
-    for e in list {
-        match e {
-            RouteLwTunnelEncap::Ip(RouteIpTunnel::Id(i)) => id = *i,
-            RouteLwTunnelEncap::Ip(RouteIpTunnel::Destination(d)) => dst = Some(IpAddr::V4(*d)),
-            RouteLwTunnelEncap::Ip(RouteIpTunnel::Flags(f)) => {
-                csum = f.contains(RouteIpTunnelFlags::Checksum)
-            }
-            RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Id(i)) => id = *i,
-            RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Destination(d)) => dst = Some(IpAddr::V6(*d)),
-            RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Flags(f)) => {
-                csum = f.contains(RouteIp6TunnelFlags::Checksum)
-            }
-            // Inside RTA_MULTIPATH the parser does not know the per-hop encap type and keeps
-            // raw attributes: LWTUNNEL_IP{,6}_ID = 1 (be64), LWTUNNEL_IP{,6}_DST = 2,
-            // LWTUNNEL_IP{,6}_FLAGS = 6 (be16).
-            RouteLwTunnelEncap::Other(nla) => {
-                let mut value = vec![0u8; nla.value_len()];
-                nla.emit_value(&mut value);
-                match (nla.kind() & 0x3fff, value.len()) {
-                    (1, 8) => {
-                        let mut b = [0u8; 8];
-                        b.copy_from_slice(&value);
-                        id = u64::from_be_bytes(b);
-                    }
-                    (2, 4) => {
-                        let mut b = [0u8; 4];
-                        b.copy_from_slice(&value);
-                        dst = Some(IpAddr::from(b));
-                    }
-                    (2, 16) => {
-                        let mut b = [0u8; 16];
-                        b.copy_from_slice(&value);
-                        dst = Some(IpAddr::from(b));
-                    }
-                    (6, 2) => {
-                        csum = u16::from_be_bytes([value[0], value[1]]) & TUNNEL_CSUM != 0;
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
-    }
-    dst.map(|dst| Encap { id, dst, csum })
-}
-
-fn parse_gateway(attrs: &[RouteAttribute]) -> Option<IpAddr> {
-    attrs.iter().find_map(|a| match a {
-        RouteAttribute::Gateway(g) => from_route_addr(g),
-        _ => None,
-    })
 }
 
 fn link_kind(info: &[LinkInfo]) -> LinkKind {
@@ -275,120 +217,11 @@ fn parse_links(msgs: Vec<RouteNetlinkMessage>) -> Vec<Link> {
         .collect()
 }
 
-fn parse_route(m: &RouteMessage, names: &HashMap<u32, String>) -> Option<Route> {
-    if m.header.kind != RouteType::Unicast {
-        return None;
-    }
-    let table = m
-        .attributes
-        .iter()
-        .find_map(|a| match a {
-            RouteAttribute::Table(t) => Some(*t),
-            _ => None,
-        })
-        .unwrap_or(u32::from(m.header.table));
-    let dst_addr = m.attributes.iter().find_map(|a| match a {
-        RouteAttribute::Destination(d) => from_route_addr(d),
-        _ => None,
-    });
-    let dst_addr = match (dst_addr, m.header.address_family) {
-        (Some(a), _) => a,
-        (None, AddressFamily::Inet) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-        (None, AddressFamily::Inet6) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
-        _ => return None,
-    };
-    let destination = IpNet::new(dst_addr, m.header.destination_prefix_length).ok()?;
-    let mut mtu = None;
-    let mut locked = false;
-    for a in &m.attributes {
-        if let RouteAttribute::Metrics(ms) = a {
-            for x in ms {
-                match x {
-                    RouteMetric::Mtu(v) => mtu = Some(*v),
-                    RouteMetric::Lock(bits) => locked = bits & RTAX_MTU_LOCK != 0,
-                    _ => {}
-                }
-            }
-        }
-    }
-    let name = |i: u32| names.get(&i).cloned().unwrap_or_else(|| format!("if{i}"));
-    let mut hops = Vec::new();
-    let multipath = m.attributes.iter().find_map(|a| match a {
-        RouteAttribute::MultiPath(v) => Some(v),
-        _ => None,
-    });
-    if let Some(nhs) = multipath {
-        for nh in nhs {
-            hops.push(Hop {
-                device: name(nh.interface_index),
-                gateway: parse_gateway(&nh.attributes),
-                onlink: nh.flags.contains(RouteNextHopFlags::Onlink),
-                encap: parse_encap(&nh.attributes),
-            });
-        }
-    } else if let Some(oif) = m.attributes.iter().find_map(|a| match a {
-        RouteAttribute::Oif(i) => Some(*i),
-        _ => None,
-    }) {
-        hops.push(Hop {
-            device: name(oif),
-            gateway: parse_gateway(&m.attributes),
-            onlink: m.header.flags.contains(RouteFlags::Onlink),
-            encap: parse_encap(&m.attributes),
-        });
-    }
-    hops.sort();
-    Some(Route {
-        table,
-        destination,
-        protocol: u8::from(m.header.protocol),
-        mtu,
-        mtu_locked: locked && mtu.is_some(),
-        hops,
-    })
-}
-
-async fn exchange(
-    handle: &mut rtnetlink::Handle,
-    msg: RouteNetlinkMessage,
-    flags: u16,
-    what: &str,
-) -> Result<Vec<RouteNetlinkMessage>> {
-    let mut req = NetlinkMessage::from(msg);
-    req.header.flags = flags;
-    let mut stream = handle
-        .request(req)
-        .map_err(|e| Error::Netlink(format!("{what}: {e}")))?;
-    let mut out = Vec::new();
-    while let Some(m) = stream.next().await {
-        match m.payload {
-            NetlinkPayload::InnerMessage(x) => out.push(x),
-            NetlinkPayload::Error(e) => {
-                if let Some(code) = e.code {
-                    return Err(Error::kernel(what, code.get().saturating_abs()));
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(out)
-}
-
 impl NetlinkKernel {
-    /// Opens a netlink connection in the calling thread's network namespace.
+    /// Opens a netlink socket in the calling thread's network namespace.
     pub fn new() -> Result<Self> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .build()
-            .map_err(|e| io_err("tokio runtime", e))?;
-        let (conn, handle, _) = {
-            let _guard = rt.enter();
-            rtnetlink::new_connection().map_err(|e| io_err("netlink socket", e))?
-        };
-        rt.spawn(conn);
         Ok(NetlinkKernel {
-            rt,
-            handle,
+            socket: Socket::open()?,
             index: HashMap::new(),
         })
     }
@@ -399,8 +232,7 @@ impl NetlinkKernel {
         flags: u16,
         what: &str,
     ) -> Result<Vec<RouteNetlinkMessage>> {
-        let handle = &mut self.handle;
-        self.rt.block_on(exchange(handle, msg, flags, what))
+        self.socket.request(msg, flags, what)
     }
 
     fn write(&mut self, msg: RouteNetlinkMessage, extra: u16, what: &str) -> Result<()> {
@@ -442,25 +274,29 @@ impl NetlinkKernel {
 
     /// All unicast routes of `tables` (both families).
     pub fn routes(&mut self, tables: &[u32]) -> Result<Vec<Route>> {
-        let names: HashMap<u32, String> = self
-            .links()?
-            .into_iter()
-            .map(|l| (l.index, l.name))
-            .collect();
+        let links = self.links()?;
+        self.routes_over(tables, &links)
+    }
+
+    /// All unicast routes of `tables`, their devices named after `links`.
+    fn routes_over(&mut self, tables: &[u32], links: &[Link]) -> Result<Vec<Route>> {
+        let names: HashMap<u32, String> = links.iter().map(|l| (l.index, l.name.clone())).collect();
         let mut out = Vec::new();
         for fam in [AddressFamily::Inet, AddressFamily::Inet6] {
             let mut m = RouteMessage::default();
             m.header.address_family = fam;
-            let msgs = self.dump(RouteNetlinkMessage::GetRoute(m), "dump routes")?;
-            for msg in msgs {
-                if let RouteNetlinkMessage::NewRoute(r) = msg {
-                    if let Some(route) = parse_route(&r, &names) {
+            let request = RouteNetlinkMessage::GetRoute(m);
+            self.socket
+                .dump_raw(request, "dump routes", |message_type, payload| {
+                    if message_type != RTM_NEWROUTE {
+                        return;
+                    }
+                    if let Some(route) = route_dump::parse_route(payload, &names) {
                         if tables.contains(&route.table) {
                             out.push(route);
                         }
                     }
-                }
-            }
+                })?;
         }
         Ok(out)
     }
@@ -720,11 +556,11 @@ impl NetlinkKernel {
         m
     }
 
-    fn set_link(&mut self, name: &str, attr: LinkAttribute, what: &str) -> Result<()> {
+    fn set_link(&mut self, name: &str, attr: LinkAttribute) -> Result<RouteNetlinkMessage> {
         let mut m = LinkMessage::default();
         m.header.index = self.ifindex(name)?;
         m.attributes.push(attr);
-        self.write(RouteNetlinkMessage::SetLink(m), 0, what)
+        Ok(RouteNetlinkMessage::SetLink(m))
     }
 
     fn rule_message(r: &Rule) -> RuleMessage {
@@ -821,7 +657,7 @@ fn write_cni(path: &Path, mtu: u32) -> Result<()> {
 impl Kernel for NetlinkKernel {
     fn read(&mut self, scope: &ReadScope) -> Result<KernelState> {
         let links = self.links()?;
-        let all = self.routes(&[scope.table, RT_TABLE_MAIN])?;
+        let all = self.routes_over(&[scope.table, RT_TABLE_MAIN], &links)?;
         let (routes, main_routes): (Vec<Route>, Vec<Route>) =
             all.into_iter().partition(|r| r.table == scope.table);
         let routes = if scope.table == RT_TABLE_MAIN {
@@ -855,8 +691,82 @@ impl Kernel for NetlinkKernel {
     }
 
     fn apply(&mut self, op: &Op) -> Result<()> {
-        let what = op.to_string();
+        match self.prepare(op)? {
+            Write::Message(msg, flags) => self.request(msg, flags, &op.to_string()).map(drop),
+            Write::Elsewhere(w) => perform_elsewhere(w),
+        }
+    }
+
+    /// Sends the phase's netlink writes in batches of up to 128, in order. A write
+    /// naming a device whose index is not known yet (one created or deleted earlier in the
+    /// phase) and a write outside the socket (a pod's namespace, a CNI file) first wait for
+    /// every earlier write of the phase. Stops after the batch holding the first failure.
+    fn apply_phase(&mut self, ops: &[Op]) -> Result<()> {
+        let describe = |i: usize| ops.get(i).map_or_else(String::new, Op::to_string);
+        let mut batch = Batch::default();
+        for (i, op) in ops.iter().enumerate() {
+            if !self.devices_known(op) {
+                self.socket.send_batch(&mut batch, describe)?;
+            }
+            let write = match self.prepare(op) {
+                Ok(w) => w,
+                Err(e) => {
+                    self.socket.send_batch(&mut batch, describe)?;
+                    return Err(e);
+                }
+            };
+            match write {
+                Write::Message(msg, flags) => {
+                    self.socket.queue(&mut batch, msg, flags, i);
+                    if batch.len() >= BATCH_WRITES {
+                        self.socket.send_batch(&mut batch, describe)?;
+                    }
+                }
+                Write::Elsewhere(w) => {
+                    self.socket.send_batch(&mut batch, describe)?;
+                    perform_elsewhere(w)?;
+                }
+            }
+        }
+        self.socket.send_batch(&mut batch, describe)
+    }
+}
+
+/// Performs a write that is not a message on the kernel's socket.
+fn perform_elsewhere(write: Elsewhere<'_>) -> Result<()> {
+    match write {
+        Elsewhere::PodMtu(netns, ifname, mtu) => set_pod_link_mtu(netns, ifname, mtu),
+        Elsewhere::CniMtu(path, mtu) => write_cni(path, mtu),
+    }
+}
+
+impl NetlinkKernel {
+    /// Whether every device `op` names has a known index, so that its message can be built
+    /// without asking the kernel.
+    fn devices_known(&self, op: &Op) -> bool {
+        let known = |name: &str| self.index.contains_key(name);
         match op {
+            Op::SetMtu { link, .. } | Op::SetMac { link, .. } | Op::DeleteLink { link } => {
+                known(link)
+            }
+            Op::SetMaster { link, master } => known(link) && known(master),
+            Op::ReplaceRoute(r) => r.hops.iter().all(|h| known(&h.device)),
+            Op::ReplaceNeighbour(n) => known(&n.device),
+            Op::DeleteNeighbour { device, .. } => known(device),
+            Op::CreateTunnel { .. }
+            | Op::CreateBridge { .. }
+            | Op::AddRule(_)
+            | Op::DeleteRule(_)
+            | Op::DeleteRoute { .. }
+            | Op::SetPodMtu { .. }
+            | Op::SetCniMtu { .. } => true,
+        }
+    }
+
+    /// How `op` reaches the kernel: its netlink message and flags (looking up device indexes
+    /// as needed), or the write to perform elsewhere.
+    fn prepare<'a>(&mut self, op: &'a Op) -> Result<Write<'a>> {
+        let (msg, flags) = match op {
             Op::CreateTunnel {
                 name,
                 kind,
@@ -866,93 +776,97 @@ impl Kernel for NetlinkKernel {
             } => {
                 self.index.remove(name);
                 let m = Self::tunnel_link_message(name, *kind, *mtu, *mac, *port);
-                self.write(
-                    RouteNetlinkMessage::NewLink(m),
-                    NLM_F_CREATE | NLM_F_EXCL,
-                    &what,
-                )
+                (RouteNetlinkMessage::NewLink(m), NLM_F_CREATE | NLM_F_EXCL)
             }
             Op::CreateBridge { name, mtu } => {
                 self.index.remove(name);
-                let mut m = LinkMessage::default();
-                m.header.flags = LinkFlags::Up;
-                m.header.change_mask = LinkFlags::Up;
-                m.attributes.push(LinkAttribute::IfName(name.clone()));
-                m.attributes.push(LinkAttribute::Mtu(*mtu));
-                m.attributes
-                    .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
-                        InfoKind::Bridge,
-                    )]));
-                self.write(
-                    RouteNetlinkMessage::NewLink(m),
+                (
+                    RouteNetlinkMessage::NewLink(Self::bridge_link_message(name, *mtu)),
                     NLM_F_CREATE | NLM_F_EXCL,
-                    &what,
                 )
             }
-            Op::SetMtu { link, mtu } => self.set_link(link, LinkAttribute::Mtu(*mtu), &what),
-            Op::SetMac { link, mac } => {
-                self.set_link(link, LinkAttribute::Address(mac.to_vec()), &what)
-            }
+            Op::SetMtu { link, mtu } => (self.set_link(link, LinkAttribute::Mtu(*mtu))?, 0),
+            Op::SetMac { link, mac } => (
+                self.set_link(link, LinkAttribute::Address(mac.to_vec()))?,
+                0,
+            ),
             Op::SetMaster { link, master } => {
                 let idx = self.ifindex(master)?;
-                self.set_link(link, LinkAttribute::Controller(idx), &what)
+                (self.set_link(link, LinkAttribute::Controller(idx))?, 0)
             }
             Op::DeleteLink { link } => {
                 let mut m = LinkMessage::default();
                 m.header.index = self.ifindex(link)?;
                 self.index.remove(link);
-                self.write(RouteNetlinkMessage::DelLink(m), 0, &what)
+                (RouteNetlinkMessage::DelLink(m), 0)
             }
-            Op::AddRule(r) => self.write(
+            Op::AddRule(r) => (
                 RouteNetlinkMessage::NewRule(Self::rule_message(r)),
                 NLM_F_CREATE | NLM_F_EXCL,
-                &what,
             ),
-            Op::DeleteRule(r) => self.write(
-                RouteNetlinkMessage::DelRule(Self::rule_message(r)),
-                0,
-                &what,
+            Op::DeleteRule(r) => (RouteNetlinkMessage::DelRule(Self::rule_message(r)), 0),
+            Op::ReplaceRoute(r) => (
+                RouteNetlinkMessage::NewRoute(self.route_message(r)?),
+                NLM_F_CREATE | NLM_F_REPLACE,
             ),
-            Op::ReplaceRoute(r) => {
-                let m = self.route_message(r)?;
-                self.write(
-                    RouteNetlinkMessage::NewRoute(m),
-                    NLM_F_CREATE | NLM_F_REPLACE,
-                    &what,
-                )
-            }
             Op::DeleteRoute {
                 table,
                 destination,
                 protocol,
-            } => {
-                let mut m = RouteMessage::default();
-                m.header.address_family = family_of_net(destination);
-                m.header.destination_prefix_length = destination.prefix_len();
-                m.header.table = u8::try_from(*table).unwrap_or(0);
-                m.header.protocol = RouteProtocol::from(*protocol);
-                m.header.scope = RouteScope::NoWhere;
-                m.attributes.push(RouteAttribute::Table(*table));
-                m.attributes
-                    .push(RouteAttribute::Destination(route_addr(destination.addr())));
-                self.write(RouteNetlinkMessage::DelRoute(m), 0, &what)
-            }
+            } => (
+                RouteNetlinkMessage::DelRoute(Self::route_delete_message(
+                    *table,
+                    destination,
+                    *protocol,
+                )),
+                0,
+            ),
             Op::ReplaceNeighbour(n) => {
                 let mut m = self.neighbour_message(&n.device, n.address)?;
                 m.attributes
                     .push(NeighbourAttribute::LinkLayerAddress(n.mac.to_vec()));
-                self.write(
+                (
                     RouteNetlinkMessage::NewNeighbour(m),
                     NLM_F_CREATE | NLM_F_REPLACE,
-                    &what,
                 )
             }
-            Op::DeleteNeighbour { device, address } => {
-                let m = self.neighbour_message(device, *address)?;
-                self.write(RouteNetlinkMessage::DelNeighbour(m), 0, &what)
+            Op::DeleteNeighbour { device, address } => (
+                RouteNetlinkMessage::DelNeighbour(self.neighbour_message(device, *address)?),
+                0,
+            ),
+            Op::SetPodMtu { netns, ifname, mtu } => {
+                return Ok(Write::Elsewhere(Elsewhere::PodMtu(netns, ifname, *mtu)));
             }
-            Op::SetPodMtu { netns, ifname, mtu } => set_pod_link_mtu(netns, ifname, *mtu),
-            Op::SetCniMtu { path, mtu } => write_cni(path, *mtu),
-        }
+            Op::SetCniMtu { path, mtu } => {
+                return Ok(Write::Elsewhere(Elsewhere::CniMtu(path, *mtu)));
+            }
+        };
+        Ok(Write::Message(msg, NLM_F_REQUEST | NLM_F_ACK | flags))
+    }
+
+    fn bridge_link_message(name: &str, mtu: u32) -> LinkMessage {
+        let mut m = LinkMessage::default();
+        m.header.flags = LinkFlags::Up;
+        m.header.change_mask = LinkFlags::Up;
+        m.attributes.push(LinkAttribute::IfName(name.to_string()));
+        m.attributes.push(LinkAttribute::Mtu(mtu));
+        m.attributes
+            .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
+                InfoKind::Bridge,
+            )]));
+        m
+    }
+
+    fn route_delete_message(table: u32, destination: &IpNet, protocol: u8) -> RouteMessage {
+        let mut m = RouteMessage::default();
+        m.header.address_family = family_of_net(destination);
+        m.header.destination_prefix_length = destination.prefix_len();
+        m.header.table = u8::try_from(table).unwrap_or(0);
+        m.header.protocol = RouteProtocol::from(protocol);
+        m.header.scope = RouteScope::NoWhere;
+        m.attributes.push(RouteAttribute::Table(table));
+        m.attributes
+            .push(RouteAttribute::Destination(route_addr(destination.addr())));
+        m
     }
 }

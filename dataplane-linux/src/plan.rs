@@ -15,6 +15,12 @@ use crate::types::{
 };
 
 /// The phases of `agent.md`'s write order. Phase 7 (read back) is done by the reconciler.
+///
+/// Each write of a phase keeps the inequalities on its own once every earlier phase is done:
+/// none needs another write of its phase to have succeeded first (one that names a device
+/// created in its phase fails by itself when the creation failed). So the writes of one phase
+/// may be in flight together, and a failed one may be followed by the rest of its phase; a
+/// later phase must not start before every write of the earlier ones succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
     /// 1. Create what is missing and needed first: devices, the rule, endpoint routes, neighbours.
@@ -553,14 +559,14 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     }
 
     // Neighbours.
-    let mut want_neigh: BTreeMap<(String, IpAddr), [u8; 6]> = BTreeMap::new();
+    let mut want_neigh: BTreeMap<(&str, IpAddr), [u8; 6]> = BTreeMap::new();
     for spec in &desired.routes {
         for h in installed_hops(spec) {
             if let HopProtocol::Tunnel(kind) = h.protocol {
                 if kind.carries_ethernet() {
                     // The peer's MAC from its identity, not from the address this link uses.
                     let mac = tunnel_mac(h.peer_identity);
-                    if let Some(prev) = want_neigh.insert((h.device.clone(), h.pod_gateway), mac) {
+                    if let Some(prev) = want_neigh.insert((h.device.as_str(), h.pod_gateway), mac) {
                         if prev != mac {
                             return Err(Error::Invalid(format!(
                                 "pod gateway {} on {} reached through two different peers",
@@ -573,16 +579,16 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
         }
     }
     for ((device, address), mac) in &want_neigh {
-        let held = !readdressed.contains(device.as_str())
+        let held = !readdressed.contains(device)
             && state
                 .neighbours
                 .iter()
-                .any(|n| &n.device == device && n.address == *address && n.mac == *mac);
+                .any(|n| n.device == *device && n.address == *address && n.mac == *mac);
         if !held {
             plan.push(
                 Phase::Create,
                 Op::ReplaceNeighbour(Neighbour {
-                    device: device.clone(),
+                    device: device.to_string(),
                     address: *address,
                     mac: *mac,
                 }),
@@ -798,7 +804,7 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
     let mut stale_neigh: Vec<&Neighbour> = state
         .neighbours
         .iter()
-        .filter(|n| !want_neigh.contains_key(&(n.device.clone(), n.address)))
+        .filter(|n| !want_neigh.contains_key(&(n.device.as_str(), n.address)))
         .filter(|n| !doomed.contains(&n.device))
         .filter(|n| !readdressed.contains(n.device.as_str()))
         .filter(|n| {

@@ -253,11 +253,7 @@ fn main() {
     } else if o.dataplane {
         dataplane(&mut t, o.samples);
     } else {
-        t.skip(
-            "10,000 route MTU changes, adapter / ip -batch",
-            "≤ 1.5 ×",
-            "--no-dataplane".into(),
-        );
+        t.skip(DATAPLANE_FIGURE, DATAPLANE_BUDGET, "--no-dataplane".into());
     }
 
     println!();
@@ -652,22 +648,30 @@ fn memory(t: &mut Table, std: &Fixture, hyper: &Fixture) {
     }
 }
 
+const DATAPLANE_FIGURE: &str = "10,000 route MTU changes, adapter / ip -batch";
+/// Issue 19: "rtnetlink can pipeline requests; the floor is the kernel, not `ip`".
+const DATAPLANE_BUDGET: &str = "≤ 1.0 ×";
+
 fn dataplane(t: &mut Table, samples: usize) {
-    const FIG: &str = "10,000 route MTU changes, adapter / ip -batch";
+    const FIG: &str = DATAPLANE_FIGURE;
+    const BUDGET: &str = DATAPLANE_BUDGET;
     match benches::dataplane::route_mtu(10_000, samples) {
-        Err(reason) => t.skip(FIG, "≤ 1.5 ×", reason),
+        Err(reason) => t.skip(FIG, BUDGET, reason),
         Ok(mut r) => {
             let (a, b) = (median(&mut r.adapter), median(&mut r.ip_batch));
             let ratio = a.as_secs_f64() / b.as_secs_f64();
             t.budget(
                 FIG,
                 format!("{ratio:.2} ×"),
-                "≤ 1.5 ×",
-                ratio <= 1.5,
+                BUDGET,
+                ratio <= 1.0,
                 format!(
-                    "adapter reconcile {} ({} writes) vs ip -batch {}; {} routes read back",
-                    ms(a),
+                    "wall clock, same routes, same namespace, samples interleaved: adapter \
+                     reconcile (read, plan, {} writes, read back) {} vs ip -batch ({} route \
+                     replace lines, process start included) {}; {} routes read back",
                     r.writes,
+                    ms(a),
+                    r.routes,
                     ms(b),
                     r.verified
                 ),
