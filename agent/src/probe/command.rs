@@ -128,3 +128,57 @@ fn fail_on(
         message: format!("{} (--fail-on)", found.join(", ")),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mtu_solver::probe::{LinkProbe, Verdict};
+
+    fn link(peer: &str, probed: Option<u32>, verdict: Verdict) -> LinkProbe {
+        LinkProbe {
+            peer: peer.into(),
+            address: "10.2.0.1".parse().ok(),
+            planned_underlay: 1500,
+            probed_underlay: probed,
+            link_mtu: 1450,
+            probed_link_mtu: None,
+            verdict,
+            contradicts: (verdict == Verdict::BlackHole)
+                .then(|| "underlay of a 1500 (default)".to_string()),
+            probes: 3,
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_line_per_link_and_exit_1_follows_fail_on() {
+        let r = ProbeReport::new(
+            "a".into(),
+            vec![
+                link("c", None, Verdict::Unreachable),
+                link("b", Some(1400), Verdict::BlackHole),
+            ],
+            &[],
+        );
+        let t = render_table(&r);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "node a: 2 links");
+        assert!(lines[1].starts_with("PEER"), "{t}");
+        assert!(
+            lines[2].starts_with("b ")
+                && lines[2].contains("1400")
+                && lines[2].ends_with("black-hole   underlay of a 1500 (default)"),
+            "{t}"
+        );
+        assert!(
+            lines[3].starts_with("c ") && lines[3].contains("unreachable"),
+            "{t}"
+        );
+        assert!(fail_on(&[], &r, &[]).is_ok());
+        let e = fail_on(&[ProbeFailOn::BlackHole, ProbeFailOn::Unreachable], &r, &[])
+            .expect_err("exit 1");
+        let x = e.downcast_ref::<ExitError>().expect("an exit status");
+        assert_eq!(x.code, 1);
+        assert_eq!(x.message, "1 black hole, 1 unreachable peer (--fail-on)");
+        assert!(fail_on(&[ProbeFailOn::Error], &r, &[]).is_ok());
+    }
+}
