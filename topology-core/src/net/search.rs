@@ -1,0 +1,244 @@
+//! Distances over the pool graph: for each destination class, how many pools are on the best hop
+//! list each pool advertises (forwarding rules 1–4).
+//!
+//! A destination's distances are those of a breadth-first search from its origin pools over the
+//! pools that accept its hop lists. Such a search from all origins at once equals, pool by pool,
+//! the minimum of the searches from each origin alone, provided each of those avoids the same
+//! pools: the pools that are not origins and none of whose gateways accepts the destination
+//! (every other origin is at distance 1 in its own search, so a path through it is never
+//! shorter). Searches are therefore made per origin pool and shared by every destination class it
+//! originates: a destination costs a look-up of its origins and of the pools it blocks (none,
+//! usually: a pool located in a Site mostly serves it), not a search of the whole graph. With
+//! hundreds of pools and thousands of destination classes, one search per origin instead of one
+//! per class is what keeps a node's forwarding linear in its routes.
+
+use super::{Dest, Net, Origin};
+use crate::ids::{PoolId, SiteId};
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// A distance that means "advertises nothing".
+const UNREACHED: u32 = u32::MAX;
+
+/// Pools blocked for a destination class: not origins, and no gateway accepts its hop lists.
+type Blocked = SmallVec<[PoolId; 2]>;
+
+/// The distances of one destination class: its origin pools and each origin's search.
+#[derive(Debug)]
+pub(crate) struct Bfs {
+    /// Pools that originate the destination (those with gateways).
+    pub origins: SmallVec<[PoolId; 4]>,
+    /// Per origin, in the same order: pools on the best hop list each pool advertises when that
+    /// origin alone originates it (`UNREACHED`: nothing).
+    searches: SmallVec<[Arc<[u32]>; 2]>,
+}
+
+impl Bfs {
+    /// Pools on the best hop list pool `p` advertises (`None`: it advertises nothing).
+    pub fn dist(&self, p: PoolId) -> Option<u32> {
+        self.searches
+            .iter()
+            .filter_map(|s| s.get(p.idx()).copied())
+            .min()
+            .filter(|d| *d != UNREACHED)
+    }
+}
+
+/// The searches made so far and the buffers they reuse.
+#[derive(Default)]
+pub(super) struct Searches {
+    /// Per destination class.
+    classes: rustc_hash::FxHashMap<(Dest, bool), Arc<Bfs>>,
+    /// Per origin pool: its search when no pool is blocked.
+    open: Vec<Option<Arc<[u32]>>>,
+    /// Searches that avoid blocked pools, by origin and blocked pools.
+    blocked: rustc_hash::FxHashMap<(PoolId, Blocked), Arc<[u32]>>,
+    scratch: Scratch,
+}
+
+impl Searches {
+    /// Whether any search has been made (for the complexity tests).
+    pub fn is_empty(&self) -> bool {
+        self.classes.is_empty()
+    }
+}
+
+/// Buffers a search reuses.
+#[derive(Default)]
+struct Scratch {
+    /// Per pool peering: the search that expanded it last (0: none yet).
+    hub_seen: Vec<u32>,
+    /// The current search's stamp.
+    stamp: u32,
+    frontier: Vec<PoolId>,
+    next: Vec<PoolId>,
+}
+
+impl Net<'_> {
+    /// The distances of one destination class (memoized): its origins, the pools it blocks,
+    /// and the search of each origin avoiding them.
+    pub(crate) fn bfs(&self, dest: Dest, node_cidr: bool) -> Arc<Bfs> {
+        let key = (dest, node_cidr);
+        if let Some(b) = self.searches.borrow().classes.get(&key) {
+            return b.clone();
+        }
+        let topo = self.topo;
+        let origins: SmallVec<[PoolId; 4]> = self
+            .origin_pools(dest)
+            .into_iter()
+            .filter(|p| !topo.pool(*p).gateways.is_empty())
+            .collect();
+        let blocked = self.blocked_pools(key, &origins);
+        let searches = origins
+            .iter()
+            .map(|o| self.search_from(*o, &blocked))
+            .collect();
+        let rc = Arc::new(Bfs { origins, searches });
+        self.searches.borrow_mut().classes.insert(key, rc.clone());
+        rc
+    }
+
+    /// Distance via a gateway of pool `p` located in Site `x` for an origin: what that gateway
+    /// advertises (`None`: nothing).
+    pub(super) fn advertised(&self, bfs: &Bfs, p: PoolId, x: SiteId, o: Origin) -> Option<u32> {
+        if bfs.origins.contains(&p) {
+            return Some(1);
+        }
+        if !self.allowed(x, o.class()) {
+            return None;
+        }
+        bfs.dist(p)
+    }
+
+    /// The pools a destination class blocks, sorted: pools that are not among its origins and
+    /// whose gateways are all located where its hop lists are dropped (the destination Site
+    /// itself, and for node CIDRs the Sites network-peered with it). Only pools with a gateway
+    /// in such a Site are candidates, so this costs the gateways of those Sites, not the pools.
+    fn blocked_pools(&self, class: (Dest, bool), origins: &[PoolId]) -> Blocked {
+        let Dest::Site(d) = class.0 else {
+            return Blocked::new();
+        };
+        let topo = self.topo;
+        let mut candidates: SmallVec<[PoolId; 4]> = SmallVec::new();
+        let mut add_located_in = |s: SiteId| {
+            candidates.extend(
+                topo.gateways_in(s)
+                    .iter()
+                    .filter_map(|g| topo.node(*g).pool()),
+            );
+        };
+        add_located_in(d);
+        if class.1 {
+            for r in topo.peerings_of(d) {
+                for s in self.peering_gateway_sites(*r) {
+                    add_located_in(*s);
+                }
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let sites = self.pool_gateway_sites();
+        candidates
+            .into_iter()
+            .filter(|p| !origins.contains(p))
+            .filter(|p| {
+                sites
+                    .get(p.idx())
+                    .is_some_and(|xs| xs.iter().all(|x| !self.allowed(*x, class)))
+            })
+            .collect()
+    }
+
+    /// The search from origin `o` avoiding `blocked` (memoized).
+    fn search_from(&self, o: PoolId, blocked: &[PoolId]) -> Arc<[u32]> {
+        {
+            let memo = self.searches.borrow();
+            let found = if blocked.is_empty() {
+                memo.open.get(o.idx()).and_then(|s| s.clone())
+            } else {
+                memo.blocked
+                    .get(&(o, Blocked::from_slice(blocked)))
+                    .cloned()
+            };
+            if let Some(s) = found {
+                return s;
+            }
+        }
+        let dist: Arc<[u32]> = self.search(o, blocked).into();
+        let mut memo = self.searches.borrow_mut();
+        if blocked.is_empty() {
+            let np = self.topo.pools.len();
+            if memo.open.len() < np {
+                memo.open.resize(np, None);
+            }
+            if let Some(slot) = memo.open.get_mut(o.idx()) {
+                *slot = Some(dist.clone());
+            }
+        } else {
+            memo.blocked
+                .insert((o, Blocked::from_slice(blocked)), dist.clone());
+        }
+        dist
+    }
+
+    /// Breadth-first search over the pool graph from origin `o` (distance 1): a pool is entered
+    /// when it has gateways and is not blocked; hub vertices are the pool peerings, each
+    /// expanded once.
+    fn search(&self, o: PoolId, blocked: &[PoolId]) -> Vec<u32> {
+        let topo = self.topo;
+        let mut dist = vec![UNREACHED; topo.pools.len()];
+        let mut memo = self.searches.borrow_mut();
+        let Scratch {
+            hub_seen,
+            stamp,
+            frontier,
+            next,
+        } = &mut memo.scratch;
+        // A fresh stamp marks no pool peering as expanded yet (the array is cleared when the
+        // stamps wrap around).
+        *stamp = match stamp.checked_add(1) {
+            Some(x) => x,
+            None => {
+                hub_seen.iter_mut().for_each(|x| *x = 0);
+                1
+            }
+        };
+        let stamp = *stamp;
+        hub_seen.resize(topo.pool_peerings.len(), 0);
+        frontier.clear();
+        if let Some(d) = dist.get_mut(o.idx()) {
+            *d = 1;
+            frontier.push(o);
+        }
+        let enterable =
+            |q: PoolId| !topo.pool(q).gateways.is_empty() && blocked.binary_search(&q).is_err();
+        let mut level = 1u32;
+        while !frontier.is_empty() {
+            next.clear();
+            let next_level = level.saturating_add(1);
+            for p in frontier.iter() {
+                for h in topo.pool_peerings_of(*p) {
+                    let Some(seen) = hub_seen.get_mut(h.idx()) else {
+                        continue;
+                    };
+                    if *seen == stamp {
+                        continue;
+                    }
+                    *seen = stamp;
+                    for q in &topo.pool_peering(*h).pools {
+                        if let Some(d) = dist.get_mut(q.idx())
+                            && *d == UNREACHED
+                            && enterable(*q)
+                        {
+                            *d = next_level;
+                            next.push(*q);
+                        }
+                    }
+                }
+            }
+            std::mem::swap(frontier, next);
+            level = next_level;
+        }
+        dist
+    }
+}
