@@ -66,15 +66,19 @@ impl Searches {
     }
 }
 
-/// Buffers a search reuses.
+/// The pool graph and the buffers a search reuses.
 #[derive(Default)]
 struct Scratch {
+    /// Built by the first search.
+    graph: Option<PoolGraph>,
+    /// Distances of the current search.
+    dist: Vec<u32>,
     /// Per pool peering: the search that expanded it last (0: none yet).
     hub_seen: Vec<u32>,
     /// The current search's stamp.
     stamp: u32,
-    frontier: Vec<PoolId>,
-    next: Vec<PoolId>,
+    frontier: Vec<u32>,
+    next: Vec<u32>,
 }
 
 impl Net<'_> {
@@ -231,7 +235,7 @@ impl Net<'_> {
                 return s;
             }
         }
-        let dist: Arc<[u32]> = self.search(o, blocked).into();
+        let dist = self.search(o, blocked);
         let mut memo = self.searches.borrow_mut();
         if blocked.is_empty() {
             let np = self.topo.pools.len();
@@ -251,16 +255,18 @@ impl Net<'_> {
     /// Breadth-first search over the pool graph from origin `o` (distance 1): a pool is entered
     /// when it has gateways and is not blocked; hub vertices are the pool peerings, each
     /// expanded once.
-    fn search(&self, o: PoolId, blocked: &[PoolId]) -> Vec<u32> {
+    fn search(&self, o: PoolId, blocked: &[PoolId]) -> Arc<[u32]> {
         let topo = self.topo;
-        let mut dist = vec![UNREACHED; topo.pools.len()];
         let mut memo = self.searches.borrow_mut();
         let Scratch {
+            graph,
+            dist,
             hub_seen,
             stamp,
             frontier,
             next,
         } = &mut memo.scratch;
+        let graph = graph.get_or_insert_with(|| PoolGraph::new(topo));
         // A fresh stamp marks no pool peering as expanded yet (the array is cleared when the
         // stamps wrap around).
         *stamp = match stamp.checked_add(1) {
@@ -271,31 +277,31 @@ impl Net<'_> {
             }
         };
         let stamp = *stamp;
-        hub_seen.resize(topo.pool_peerings.len(), 0);
+        hub_seen.resize(graph.hub_count(), 0);
+        dist.clear();
+        dist.resize(topo.pools.len(), UNREACHED);
         frontier.clear();
         if let Some(d) = dist.get_mut(o.idx()) {
             *d = 1;
-            frontier.push(o);
+            frontier.push(o.0);
         }
-        let enterable =
-            |q: PoolId| !topo.pool(q).gateways.is_empty() && blocked.binary_search(&q).is_err();
         let mut level = 1u32;
         while !frontier.is_empty() {
             next.clear();
             let next_level = level.saturating_add(1);
             for p in frontier.iter() {
-                for h in topo.pool_peerings_of(*p) {
-                    let Some(seen) = hub_seen.get_mut(h.idx()) else {
+                for h in graph.hubs_of(*p) {
+                    let Some(seen) = hub_seen.get_mut(*h as usize) else {
                         continue;
                     };
                     if *seen == stamp {
                         continue;
                     }
                     *seen = stamp;
-                    for q in &topo.pool_peering(*h).pools {
-                        if let Some(d) = dist.get_mut(q.idx())
+                    for q in graph.members_of(*h) {
+                        if let Some(d) = dist.get_mut(*q as usize)
                             && *d == UNREACHED
-                            && enterable(*q)
+                            && (blocked.is_empty() || blocked.binary_search(&PoolId(*q)).is_err())
                         {
                             *d = next_level;
                             next.push(*q);
@@ -306,6 +312,69 @@ impl Net<'_> {
             std::mem::swap(frontier, next);
             level = next_level;
         }
-        dist
+        Arc::from(dist.as_slice())
+    }
+}
+
+/// The pool graph as flat arrays, for the searches: each pool's pool peerings, and each pool
+/// peering's member pools that have gateways (the only ones a search enters). Hub vertices keep
+/// it linear in the memberships: a peering of N pools is N entries, not N² pairs.
+struct PoolGraph {
+    /// `hubs[hub_start[p]..hub_start[p + 1]]`: the pool peerings of pool `p`.
+    hub_start: Vec<u32>,
+    hubs: Vec<u32>,
+    /// `members[member_start[h]..member_start[h + 1]]`: the member pools of pool peering `h`
+    /// that have gateways.
+    member_start: Vec<u32>,
+    members: Vec<u32>,
+}
+
+impl PoolGraph {
+    fn new(topo: &crate::model::Topology) -> PoolGraph {
+        let index = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let mut g = PoolGraph {
+            hub_start: vec![0],
+            hubs: Vec::new(),
+            member_start: vec![0],
+            members: Vec::new(),
+        };
+        for p in 0..topo.pools.len() {
+            g.hubs.extend(
+                topo.pool_peerings_of(PoolId::from_idx(p))
+                    .iter()
+                    .map(|h| h.0),
+            );
+            g.hub_start.push(index(g.hubs.len()));
+        }
+        for r in &topo.pool_peerings {
+            g.members.extend(
+                r.pools
+                    .iter()
+                    .filter(|q| !topo.pool(**q).gateways.is_empty())
+                    .map(|q| q.0),
+            );
+            g.member_start.push(index(g.members.len()));
+        }
+        g
+    }
+
+    fn hub_count(&self) -> usize {
+        self.member_start.len().saturating_sub(1)
+    }
+
+    fn span<'a>(start: &[u32], items: &'a [u32], i: u32) -> &'a [u32] {
+        let i = i as usize;
+        match (start.get(i), start.get(i.saturating_add(1))) {
+            (Some(a), Some(b)) => items.get(*a as usize..*b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    fn hubs_of(&self, p: u32) -> &[u32] {
+        Self::span(&self.hub_start, &self.hubs, p)
+    }
+
+    fn members_of(&self, h: u32) -> &[u32] {
+        Self::span(&self.member_start, &self.members, h)
     }
 }
