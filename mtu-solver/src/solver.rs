@@ -138,8 +138,10 @@ pub struct Solver<'t> {
     shared_walks: bool,
     pub_memo: FxHashMap<PubKey, Option<ExplId>>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<ExplId>>,
-    /// Per node (by index), protocol and outer family: the auto term naming that node.
-    auto_leaves: Vec<[Option<ExplId>; 10]>,
+    /// Per node (by index), protocol and outer family: the auto term naming that node, as its
+    /// ID + 1 (all zeros is "none yet", so a fresh solver's table is zeroed memory the system
+    /// hands out lazily, not written: a one-node resolve of a large cluster touches a few rows).
+    auto_leaves: Vec<[Option<std::num::NonZeroU32>; 10]>,
     /// Per-plan scratch maps, kept to reuse their capacity.
     scratch_combos: FxHashMap<(ExplId, Option<ExplId>), ExplId>,
     scratch_pairs: FxHashMap<(ExplId, ExplId), ExplId>,
@@ -506,7 +508,7 @@ impl<'t> Solver<'t> {
         };
         let slot = auto_slot(protocol, ipv6_outer);
         if let Some(Some(x)) = self.auto_leaves.get(node.idx()).and_then(|a| a.get(slot)) {
-            return *x;
+            return ExplId(x.get().saturating_sub(1));
         }
         let o = overhead(protocol, ipv6_outer);
         let x = self.expl.leaf(
@@ -525,7 +527,7 @@ impl<'t> Solver<'t> {
             .get_mut(node.idx())
             .and_then(|a| a.get_mut(slot))
         {
-            *a = Some(x);
+            *a = x.0.checked_add(1).and_then(std::num::NonZeroU32::new);
         }
         x
     }
