@@ -1,5 +1,5 @@
 //! A workload to run under a profiler (`perf record`), one figure of `perf-budget` at a time:
-//! `cargo run --release -p benches --example profile -- resolve-all|whatif [repeats]`.
+//! `cargo run --release -p benches --example profile -- resolve-all|one|spread|build|whatif [repeats]`.
 
 use benches::{Fixture, resolve_all, site_assignment_cap, thread_cpu};
 use mtu_solver::whatif::what_if;
@@ -92,6 +92,31 @@ fn main() {
                 }
                 let d = thread_cpu().saturating_sub(t);
                 println!("one: {:?} per node, {n} values", d / 51);
+            }
+            "build" => {
+                let d = benches::decode_text(&fx.text);
+                let t = thread_cpu();
+                let topo = benches::build(&d);
+                let dt = thread_cpu().saturating_sub(t);
+                println!(
+                    "build: {dt:?}, {:.2} µs/node",
+                    dt.as_secs_f64() * 1e6 / topo.nodes.len().max(1) as f64
+                );
+            }
+            "spread" => {
+                // perf-budget's "resolve 5,000 spread nodes": one solver, nodes spread evenly.
+                let nodes = fx.topo().nodes.len().min(5000);
+                let mut solver =
+                    mtu_solver::Solver::new(fx.topo(), mtu_solver::Settings::default());
+                let mut n = 0;
+                for i in 0..nodes {
+                    n += solver.plan(fx.spread_node(i, nodes)).value_count();
+                }
+                let d = thread_cpu().saturating_sub(t);
+                println!(
+                    "spread: {d:?}, {:.1} ns/value",
+                    d.as_nanos() as f64 / n.max(1) as f64
+                );
             }
             "near-plans" => {
                 let mut base = mtu_solver::Solver::new(fx.topo(), mtu_solver::Settings::default());

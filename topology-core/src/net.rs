@@ -1,11 +1,12 @@
 //! Relations, links and forwarding: who links to whom over which protocol, and which paths
-//! traffic takes: a breadth-first search per destination over the pools' gateway Sites, where
-//! each gateway pool advertises what its Sites originate to the pools it peers with.
+//! traffic takes: breadth-first searches over the pool graph (one per origin pool, shared by the
+//! destinations it originates: `search.rs`), where each gateway pool advertises what its Sites
+//! originate to the pools it peers with.
 //!
 //! [`Net`] is a lazily memoizing view over an immutable [`Topology`]. Pair lookups (two Sites, a
 //! Site and a pool, two pools) are computed on first use and memoized with `(x, y)` and `(y, x)`
 //! as one key, so the memo holds only pairs actually queried. Everything that only gateway paths
-//! need (the prefix table, breadth-first searches per destination, learned routes) is built on
+//! need (the prefix table, the pool-graph searches, learned routes) is built on
 //! first use, so a worker whose Site has no assignment pays nothing for it.
 
 use crate::ids::*;
@@ -18,6 +19,8 @@ use smallvec::SmallVec;
 use std::cell::{OnceCell, RefCell};
 use std::net::IpAddr;
 use std::sync::Arc;
+
+mod search;
 
 /// Settings that shape links: what `Auto` resolves to and the tunnel IP family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -199,26 +202,6 @@ pub struct PairCaps {
     pub protocol: Option<(Protocol, ObjRef)>,
 }
 
-/// Distances of one breadth-first search: pools on the best hop list each pool advertises.
-#[derive(Debug)]
-pub(crate) struct Bfs {
-    /// Per pool: `u32::MAX` when it advertises nothing for this destination.
-    pub dist: Vec<u32>,
-    /// Pools that originate the destination.
-    pub origins: SmallVec<[PoolId; 4]>,
-}
-
-/// Buffers the searches reuse (a search runs per destination class: hundreds per node).
-#[derive(Default)]
-struct BfsScratch {
-    /// Per pool peering: the search that expanded it last (0: none yet).
-    hub_seen: Vec<u32>,
-    /// The current search's stamp.
-    stamp: u32,
-    frontier: Vec<PoolId>,
-    next: Vec<PoolId>,
-}
-
 /// A learned prefix and its origins, in output order.
 #[derive(Debug)]
 struct PrefixTable {
@@ -243,8 +226,9 @@ pub struct Net<'t> {
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
     gateway_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
     transit: RefCell<FxHashMap<PoolId, TransitPeers>>,
-    bfs: RefCell<FxHashMap<(Dest, bool), Arc<Bfs>>>,
-    bfs_scratch: RefCell<BfsScratch>,
+    /// Member Sites of each SitePeering that host gateways (gateway-only index, built lazily).
+    peering_gw_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
+    searches: RefCell<search::Searches>,
     site_routes: RefCell<FxHashMap<SiteId, Arc<[Learned]>>>,
     gw_routes: RefCell<LearnedMemo>,
     one_route: RefCell<FxHashMap<(NodeKey, IpNet), Option<Learned>>>,
@@ -291,8 +275,8 @@ impl<'t> Net<'t> {
             served: OnceCell::new(),
             gateway_sites: OnceCell::new(),
             transit: RefCell::default(),
-            bfs: RefCell::default(),
-            bfs_scratch: RefCell::default(),
+            peering_gw_sites: OnceCell::new(),
+            searches: RefCell::default(),
             site_routes: RefCell::default(),
             gw_routes: RefCell::default(),
             one_route: RefCell::default(),
@@ -314,7 +298,8 @@ impl<'t> Net<'t> {
             || self.served.get().is_some()
             || self.gateway_sites.get().is_some()
             || !self.transit.borrow().is_empty()
-            || !self.bfs.borrow().is_empty()
+            || self.peering_gw_sites.get().is_some()
+            || !self.searches.borrow().is_empty()
     }
 
     /// Facts about two Sites (`s ≠ t`), memoized symmetrically.
@@ -837,6 +822,25 @@ impl<'t> Net<'t> {
         })
     }
 
+    /// The member Sites of SitePeering `r` where gateways are located, sorted (gateway-only
+    /// index, built lazily: the searches ask which pools a destination's network peers block).
+    fn peering_gateway_sites(&self, r: PeeringId) -> &[SiteId] {
+        let all = self.peering_gw_sites.get_or_init(|| {
+            let topo = self.topo;
+            topo.site_peerings
+                .iter()
+                .map(|p| {
+                    p.sites
+                        .iter()
+                        .copied()
+                        .filter(|s| !topo.gateways_in(*s).is_empty())
+                        .collect()
+                })
+                .collect()
+        });
+        all.get(r.idx()).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+
     /// Whether a gateway located in Site `x` accepts hop lists of this origin class.
     fn allowed(&self, x: SiteId, class: (Dest, bool)) -> bool {
         match class.0 {
@@ -876,99 +880,6 @@ impl<'t> Net<'t> {
                 out
             }
         }
-    }
-
-    /// Breadth-first search over (pool, gateway Site) vertices for one destination class:
-    /// hub vertices are the pool peerings, each expanded once.
-    pub(crate) fn bfs(&self, dest: Dest, node_cidr: bool) -> Arc<Bfs> {
-        let key = (dest, node_cidr);
-        if let Some(b) = self.bfs.borrow().get(&key) {
-            return b.clone();
-        }
-        let topo = self.topo;
-        let np = topo.pools.len();
-        let mut dist = vec![u32::MAX; np];
-        let origins: SmallVec<[PoolId; 4]> = self
-            .origin_pools(dest)
-            .into_iter()
-            .filter(|p| !topo.pool(*p).gateways.is_empty())
-            .collect();
-        let mut scratch = self.bfs_scratch.borrow_mut();
-        let BfsScratch {
-            hub_seen,
-            stamp,
-            frontier,
-            next,
-        } = &mut *scratch;
-        // A fresh stamp marks no pool peering as expanded yet (the array is cleared when the
-        // stamps wrap around).
-        *stamp = match stamp.checked_add(1) {
-            Some(x) => x,
-            None => {
-                hub_seen.iter_mut().for_each(|x| *x = 0);
-                1
-            }
-        };
-        let stamp = *stamp;
-        hub_seen.resize(topo.pool_peerings.len(), 0);
-        frontier.clear();
-        for p in &origins {
-            if let Some(d) = dist.get_mut(p.idx()) {
-                *d = 1;
-                frontier.push(*p);
-            }
-        }
-        // A pool is traversable when one of its gateways accepts the destination's hop lists
-        // (acceptance depends only on where a gateway is: each distinct Site is asked once).
-        let sites = self.pool_gateway_sites();
-        let traversable = |p: PoolId| {
-            sites
-                .get(p.idx())
-                .is_some_and(|xs| xs.iter().any(|x| self.allowed(*x, key)))
-        };
-        let mut level = 1u32;
-        while !frontier.is_empty() {
-            next.clear();
-            let next_level = level.saturating_add(1);
-            for p in frontier.iter() {
-                for h in topo.pool_peerings_of(*p) {
-                    let Some(seen) = hub_seen.get_mut(h.idx()) else {
-                        continue;
-                    };
-                    if *seen == stamp {
-                        continue;
-                    }
-                    *seen = stamp;
-                    for q in &topo.pool_peering(*h).pools {
-                        if let Some(d) = dist.get_mut(q.idx())
-                            && *d == u32::MAX
-                            && traversable(*q)
-                        {
-                            *d = next_level;
-                            next.push(*q);
-                        }
-                    }
-                }
-            }
-            std::mem::swap(frontier, next);
-            level = next_level;
-        }
-        drop(scratch);
-        let rc = Arc::new(Bfs { dist, origins });
-        self.bfs.borrow_mut().insert(key, rc.clone());
-        rc
-    }
-
-    /// Distance via a gateway of pool `p` located in Site `x` for an origin: what that gateway
-    /// advertises (`None`: nothing).
-    fn advertised(&self, bfs: &Bfs, p: PoolId, x: SiteId, o: Origin) -> Option<u32> {
-        if bfs.origins.contains(&p) {
-            return Some(1);
-        }
-        if !self.allowed(x, o.class()) {
-            return None;
-        }
-        bfs.dist.get(p.idx()).copied().filter(|d| *d != u32::MAX)
     }
 
     fn uplink_gateways(&self, s: SiteId) -> Vec<(NodeId, PoolId, SiteId)> {
