@@ -600,11 +600,13 @@ fn parse_int(t: &str) -> Option<Value> {
 
 fn looks_like_float(t: &str) -> bool {
     let body = t.strip_prefix(['-', '+']).unwrap_or(t);
+    // The character check first: it stops at the first letter of a word, the digit search would
+    // read all of it.
     !body.is_empty()
-        && body.chars().any(|c| c.is_ascii_digit())
         && body
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+            .bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && body.bytes().any(|c| c.is_ascii_digit())
 }
 
 #[cfg(test)]
