@@ -2,9 +2,12 @@
 //!
 //! YAML parsers stop at the first syntax error, so a stream is split into documents here (at
 //! `---` lines, keeping each one's line offset) and each document is parsed on its own: a broken
-//! document costs only itself. The tree keeps a 1-based line for every node and map key. Limits
-//! keep hostile input cheap: nesting depth, alias expansion (a budget of nodes per document), and
-//! no recursion on input-controlled depth beyond [`MAX_DEPTH`].
+//! document costs only itself. A parser per document costs its own buffers, so a stream is first
+//! parsed whole with one parser, and that pass is kept only where it provably gives what the
+//! documents parsed one by one give ([`DocParser::parse_whole`]). The tree keeps a 1-based line
+//! for every node and map key. Limits keep hostile input cheap: nesting depth, alias expansion (a
+//! budget of nodes per document), and no recursion on input-controlled depth beyond
+//! [`MAX_DEPTH`].
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::borrow::Cow;
@@ -200,11 +203,24 @@ pub fn split_document_bytes(bytes: &[u8]) -> Vec<(u32, &[u8])> {
     chunks
 }
 
-/// Parses one chunk that starts at 1-based line `first_line` (see [`split_documents`]).
-pub fn parse_document_chunk(chunk: &str, first_line: u32) -> Vec<ParsedDoc> {
-    let mut docs = Vec::new();
-    parse_chunk(chunk, first_line, &mut docs);
-    docs
+/// Whether a stream (valid UTF-8) may be parsed whole ([`DocParser::parse_whole`]) rather than
+/// chunk by chunk: it has no directive line (`%YAML`, `%TAG`: a chunk would see one without the
+/// document it belongs to) and no carriage return outside a `\r\n` pair (the parser counts a
+/// lone one as a line break, the splitter does not, so lines would differ).
+pub fn whole_pass_applies(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    // Most streams have neither byte (a fast search); otherwise look at each.
+    if !bytes.contains(&b'%') && !bytes.contains(&b'\r') {
+        return true;
+    }
+    let mut prev = b'\n';
+    for &b in bytes {
+        if (prev == b'\n' && b == b'%') || (prev == b'\r' && b != b'\n') {
+            return false;
+        }
+        prev = b;
+    }
+    prev != b'\r'
 }
 
 #[cfg(test)]
@@ -221,12 +237,38 @@ fn is_doc_start(line: &str) -> bool {
 /// only itself. Empty documents (comments only) are dropped.
 pub fn parse_stream(text: &str) -> Vec<ParsedDoc> {
     let mut docs = Vec::new();
+    let mut parser = DocParser::default();
     for (first_line, chunk) in split_documents(text) {
-        parse_chunk(chunk, first_line, &mut docs);
+        parser.parse_chunk(chunk, first_line, &mut |d| docs.push(d));
     }
     docs
 }
 
+/// Builds the documents of chunks from `saphyr-parser` events. Its buffers (the open
+/// collections' children, the anchors) are kept from chunk to chunk, so a stream of many small
+/// documents allocates little beyond the trees it returns: each collection's children are
+/// gathered on a shared stack and moved into a vector of exactly their number when it closes.
+#[derive(Default)]
+pub struct DocParser {
+    /// The open collections, outermost first.
+    stack: Vec<Frame>,
+    /// The finished items of the open sequences, innermost last.
+    items: Vec<Node>,
+    /// The finished entries of the open maps, innermost last.
+    entries: Vec<Entry>,
+    /// The anchored nodes of the current document by anchor id.
+    anchors: rustc_hash::FxHashMap<usize, Node>,
+    /// Nodes the current document may still produce (aliases expanded).
+    budget: usize,
+    /// The current document's root, once finished.
+    root: Option<Node>,
+    /// Whether a document is open.
+    in_doc: bool,
+    /// In a whole-stream pass, how many chunk boundaries the parse has passed.
+    passed: usize,
+}
+
+/// An open collection: its line, its anchor (0 for none) and where its children start.
 struct Frame {
     line: u32,
     anchor: usize,
@@ -234,175 +276,254 @@ struct Frame {
 }
 
 enum FrameKind {
-    Seq(Vec<Node>),
-    Map {
-        entries: Vec<Entry>,
-        pending_key: Option<(String, u32)>,
-    },
+    /// A sequence whose items start at this index of [`DocParser::items`].
+    Seq(usize),
+    /// A map whose entries start at this index of [`DocParser::entries`], and the key read
+    /// whose value is pending.
+    Map(usize, Option<(String, u32)>),
 }
 
-fn parse_chunk(chunk: &str, first_line: u32, out: &mut Vec<ParsedDoc>) {
-    let line_base = first_line.saturating_sub(1);
-    let abs = |l: usize| -> u32 {
-        u32::try_from(l)
-            .unwrap_or(u32::MAX)
-            .saturating_add(line_base)
-    };
-    let mut parser = Parser::new_from_str(chunk);
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: rustc_hash::FxHashMap<usize, Node> = rustc_hash::FxHashMap::default();
-    let mut budget = MAX_NODES;
-    let mut root: Option<Node> = None;
-    let mut in_doc = false;
-    loop {
-        let (event, span) = match parser.next() {
-            None => break,
-            Some(Ok(ev)) => ev,
-            Some(Err(e)) => {
-                let line = abs(e.marker().line());
-                out.push(ParsedDoc {
-                    result: Err((line, e.info().to_string())),
-                });
-                return;
-            }
+/// Why a chunk's parse stopped: the 1-based line and the message.
+type Stop = (u32, String);
+
+impl DocParser {
+    /// Parses one chunk that starts at 1-based line `first_line` (see [`split_document_bytes`])
+    /// and hands each of its documents to `emit`; an error ends the chunk with a failed
+    /// document.
+    pub fn parse_chunk(&mut self, chunk: &str, first_line: u32, emit: &mut impl FnMut(ParsedDoc)) {
+        if let Err(stop) = self.run(chunk, first_line, &[], emit) {
+            emit(ParsedDoc { result: Err(stop) });
+        }
+    }
+
+    /// Parses a whole stream with one parser, handing each document to `emit`, and tells
+    /// whether that equals parsing it chunk by chunk (`boundaries`: the first lines of the
+    /// chunks after the first, ascending). It does when the parse has no error and, at each
+    /// boundary, the parser starts a document (`---`) before any other event there: a parser
+    /// at such a start is where a fresh one would be (anchors and lines aside, which are
+    /// handled, and directives and lone carriage returns, which [`whole_pass_applies`] rules
+    /// out). Content that runs into a boundary (an empty block scalar is located at the `---`
+    /// line it ends at; at the end of a chunk, at its header) does not. When it returns
+    /// `false`, the caller discards what was emitted and parses the chunks.
+    pub fn parse_whole(
+        &mut self,
+        text: &str,
+        boundaries: &[u32],
+        emit: &mut impl FnMut(ParsedDoc),
+    ) -> bool {
+        let done = self.run(text, 1, boundaries, emit).is_ok();
+        done && self.passed == boundaries.len()
+    }
+
+    /// Parses `text`, which starts at 1-based line `first_line`, handing each finished
+    /// document to `emit`; stops at the first error, or at the first event at or past one of
+    /// `boundaries` that is not the document start there.
+    fn run(
+        &mut self,
+        text: &str,
+        first_line: u32,
+        boundaries: &[u32],
+        emit: &mut impl FnMut(ParsedDoc),
+    ) -> Result<(), Stop> {
+        self.reset();
+        let line_base = first_line.saturating_sub(1);
+        let abs = |l: usize| -> u32 {
+            u32::try_from(l)
+                .unwrap_or(u32::MAX)
+                .saturating_add(line_base)
         };
-        let line = abs(span.start.line());
-        let finished: Option<(Node, usize)> = match event {
+        for next in Parser::new_from_str(text) {
+            let (event, span) = next.map_err(|e| (abs(e.marker().line()), e.info().to_string()))?;
+            let line = abs(span.start.line());
+            self.pass_boundary(boundaries, &event, line)?;
+            if !self.event(event, line, emit)? {
+                break;
+            }
+        }
+        if self.in_doc
+            && let Some(node) = self.root.take()
+        {
+            emit(ParsedDoc { result: Ok(node) });
+        }
+        Ok(())
+    }
+
+    /// Counts the boundary at `line` passed when `event` is the document start there; any
+    /// other event at or past the next boundary, but the ends of the previous document's
+    /// collections and of the document, stops the pass.
+    fn pass_boundary(
+        &mut self,
+        boundaries: &[u32],
+        event: &Event<'_>,
+        line: u32,
+    ) -> Result<(), Stop> {
+        let Some(&next) = boundaries.get(self.passed) else {
+            return Ok(());
+        };
+        match event {
+            _ if line < next => Ok(()),
+            Event::DocumentStart(true) if line == next => {
+                self.passed = self.passed.saturating_add(1);
+                Ok(())
+            }
+            // The previous document closing at the marker (their lines are not kept).
+            Event::SequenceEnd | Event::MappingEnd | Event::DocumentEnd if line == next => Ok(()),
+            _ => Err((
+                line,
+                "the parser did not start a document at this `---`".to_string(),
+            )),
+        }
+    }
+
+    /// Forgets everything of the previous chunk (its buffers keep their capacity).
+    fn reset(&mut self) {
+        self.passed = 0;
+        self.stack.clear();
+        self.items.clear();
+        self.entries.clear();
+        self.anchors.clear();
+        self.budget = MAX_NODES;
+        self.root = None;
+        self.in_doc = false;
+    }
+
+    /// Applies one event at 1-based `line`; `Ok(false)` at the end of the stream.
+    fn event(
+        &mut self,
+        event: Event<'_>,
+        line: u32,
+        emit: &mut impl FnMut(ParsedDoc),
+    ) -> Result<bool, Stop> {
+        let finished = match event {
             Event::StreamStart | Event::Nothing => None,
-            Event::StreamEnd => break,
+            Event::StreamEnd => return Ok(false),
             Event::DocumentStart(_) => {
-                in_doc = true;
-                root = None;
-                anchors.clear();
-                budget = MAX_NODES;
+                self.in_doc = true;
+                self.root = None;
+                self.anchors.clear();
+                self.budget = MAX_NODES;
                 None
             }
             Event::DocumentEnd => {
-                if in_doc {
-                    if let Some(node) = root.take() {
-                        out.push(ParsedDoc { result: Ok(node) });
-                    } else {
-                        // An empty document: nothing to report.
-                    }
+                if self.in_doc
+                    && let Some(node) = self.root.take()
+                {
+                    emit(ParsedDoc { result: Ok(node) });
                 }
-                in_doc = false;
+                self.in_doc = false;
                 None
             }
-            Event::Alias(id) => match anchors.get(&id) {
-                Some(node) => {
-                    let size = node.size();
-                    if size > budget {
-                        out.push(ParsedDoc {
-                            result: Err((
-                                line,
-                                format!(
-                                    "alias expansion exceeds {MAX_NODES} nodes (an alias bomb?)"
-                                ),
-                            )),
-                        });
-                        return;
-                    }
-                    budget = budget.saturating_sub(size);
-                    let mut n = node.clone();
-                    n.line = line;
-                    Some((n, 0))
-                }
-                None => {
-                    out.push(ParsedDoc {
-                        result: Err((line, "alias to an unknown anchor".to_string())),
-                    });
-                    return;
-                }
-            },
+            Event::Alias(id) => Some((self.alias(id, line)?, 0)),
             Event::Scalar(text, style, anchor, tag) => {
-                budget = budget.saturating_sub(1);
-                let tag_suffix = tag.as_ref().map(|t| t.suffix.clone());
-                Some((
-                    Node {
-                        line,
-                        value: resolve_scalar(text, style, tag_suffix.as_deref()),
-                    },
-                    anchor,
-                ))
+                self.budget = self.budget.saturating_sub(1);
+                let tag_suffix = tag.as_ref().map(|t| t.suffix.as_str());
+                let value = resolve_scalar(text, style, tag_suffix);
+                Some((Node { line, value }, anchor))
             }
-            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    out.push(ParsedDoc {
-                        result: Err((line, format!("nesting deeper than {MAX_DEPTH} levels"))),
-                    });
-                    return;
-                }
-                budget = budget.saturating_sub(1);
-                let kind = if matches!(event, Event::SequenceStart(..)) {
-                    FrameKind::Seq(Vec::new())
-                } else {
-                    FrameKind::Map {
-                        entries: Vec::new(),
-                        pending_key: None,
-                    }
-                };
-                stack.push(Frame { line, anchor, kind });
+            Event::SequenceStart(anchor, _) => {
+                self.open(line, anchor, FrameKind::Seq(self.items.len()))?;
                 None
             }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
-                Some(frame) => {
-                    let value = match frame.kind {
-                        FrameKind::Seq(items) => Value::Seq(items),
-                        FrameKind::Map { entries, .. } => Value::Map(entries),
-                    };
-                    Some((
-                        Node {
-                            line: frame.line,
-                            value,
-                        },
-                        frame.anchor,
-                    ))
-                }
-                None => None,
-            },
+            Event::MappingStart(anchor, _) => {
+                self.open(line, anchor, FrameKind::Map(self.entries.len(), None))?;
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => self.close(),
         };
-        if budget == 0 {
-            out.push(ParsedDoc {
-                result: Err((line, format!("document exceeds {MAX_NODES} nodes"))),
-            });
-            return;
+        if self.budget == 0 {
+            return Err((line, format!("document exceeds {MAX_NODES} nodes")));
         }
         if let Some((node, anchor)) = finished {
             if anchor != 0 {
-                anchors.insert(anchor, node.clone());
+                self.anchors.insert(anchor, node.clone());
             }
-            match stack.last_mut() {
-                None => root = Some(node),
-                Some(frame) => match &mut frame.kind {
-                    FrameKind::Seq(items) => items.push(node),
-                    FrameKind::Map {
-                        entries,
-                        pending_key,
-                    } => match pending_key.take() {
-                        None => {
-                            let key = match node.value {
-                                Value::Str(s) => s,
-                                Value::Int(i) => i.to_string(),
-                                Value::Bool(b) => b.to_string(),
-                                Value::Null => String::new(),
-                                Value::Float(f) => f.to_string(),
-                                Value::Seq(_) | Value::Map(_) => "?".to_string(),
-                            };
-                            *pending_key = Some((key, node.line));
-                        }
-                        Some((key, kline)) => entries.push(Entry {
-                            key,
-                            line: kline,
-                            node,
-                        }),
-                    },
-                },
-            }
+            self.attach(node);
+        }
+        Ok(true)
+    }
+
+    /// A copy of the node anchored as `id`, at `line`, charged to the alias budget.
+    fn alias(&mut self, id: usize, line: u32) -> Result<Node, Stop> {
+        let Some(node) = self.anchors.get(&id) else {
+            return Err((line, "alias to an unknown anchor".to_string()));
+        };
+        let size = node.size();
+        if size > self.budget {
+            return Err((
+                line,
+                format!("alias expansion exceeds {MAX_NODES} nodes (an alias bomb?)"),
+            ));
+        }
+        self.budget = self.budget.saturating_sub(size);
+        let mut n = node.clone();
+        n.line = line;
+        Ok(n)
+    }
+
+    /// Opens a collection, within the nesting limit.
+    fn open(&mut self, line: u32, anchor: usize, kind: FrameKind) -> Result<(), Stop> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err((line, format!("nesting deeper than {MAX_DEPTH} levels")));
+        }
+        self.budget = self.budget.saturating_sub(1);
+        self.stack.push(Frame { line, anchor, kind });
+        Ok(())
+    }
+
+    /// Closes the innermost collection: its children move into a vector of their own.
+    fn close(&mut self) -> Option<(Node, usize)> {
+        let frame = self.stack.pop()?;
+        let value = match frame.kind {
+            FrameKind::Seq(first) => Value::Seq(tail(&mut self.items, first)),
+            FrameKind::Map(first, _) => Value::Map(tail(&mut self.entries, first)),
+        };
+        Some((
+            Node {
+                line: frame.line,
+                value,
+            },
+            frame.anchor,
+        ))
+    }
+
+    /// Puts a finished node where it belongs: the root, the next item of a sequence, or a map's
+    /// key (rendered as text) or value.
+    fn attach(&mut self, node: Node) {
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
+            Some(Frame {
+                kind: FrameKind::Seq(_),
+                ..
+            }) => self.items.push(node),
+            Some(Frame {
+                kind: FrameKind::Map(_, pending_key),
+                ..
+            }) => match pending_key.take() {
+                None => {
+                    let line = node.line;
+                    *pending_key = Some((key_text(node.value), line));
+                }
+                Some((key, line)) => self.entries.push(Entry { key, line, node }),
+            },
         }
     }
-    if in_doc && let Some(node) = root.take() {
-        out.push(ParsedDoc { result: Ok(node) });
+}
+
+/// A map key as text: a string as itself, other scalars rendered, collections as `?`.
+fn key_text(value: Value) -> String {
+    match value {
+        Value::Str(s) => s,
+        Value::Int(i) => i.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => String::new(),
+        Value::Float(f) => f.to_string(),
+        Value::Seq(_) | Value::Map(_) => "?".to_string(),
     }
+}
+
+/// The elements of `buffer` from `first` on, moved into a vector of exactly their number.
+fn tail<T>(buffer: &mut Vec<T>, first: usize) -> Vec<T> {
+    buffer.drain(first.min(buffer.len())..).collect()
 }
 
 /// Resolves a scalar by the YAML 1.2 core schema, plus the YAML 1.1 booleans that kubectl's
@@ -479,11 +600,13 @@ fn parse_int(t: &str) -> Option<Value> {
 
 fn looks_like_float(t: &str) -> bool {
     let body = t.strip_prefix(['-', '+']).unwrap_or(t);
+    // The character check first: it stops at the first letter of a word, the digit search would
+    // read all of it.
     !body.is_empty()
-        && body.chars().any(|c| c.is_ascii_digit())
         && body
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+            .bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && body.bytes().any(|c| c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -560,4 +683,99 @@ mod tests {
         let Ok(n) = &docs[0].result else { panic!() };
         assert_eq!(n.get("spec").unwrap().line, 3);
     }
+
+    /// The documents of `text` parsed whole, when that pass applies and equals the chunks.
+    fn parse_whole_stream(text: &str) -> Option<Vec<ParsedDoc>> {
+        if !whole_pass_applies(text) {
+            return None;
+        }
+        let boundaries: Vec<u32> = split_documents(text).iter().skip(1).map(|c| c.0).collect();
+        let mut docs = Vec::new();
+        let mut parser = DocParser::default();
+        parser
+            .parse_whole(text, &boundaries, &mut |d| docs.push(d))
+            .then_some(docs)
+    }
+
+    fn results(docs: &[ParsedDoc]) -> Vec<&Result<Node, (u32, String)>> {
+        docs.iter().map(|d| &d.result).collect()
+    }
+
+    #[test]
+    fn whole_pass_equals_the_chunks_or_declines() {
+        let ok = "---\na: 1\nb: [x, &k y, *k]\n---\nc: {d: 2}\n---\n- e\n";
+        let whole = parse_whole_stream(ok).expect("a plain stream is parsed whole");
+        assert_eq!(results(&whole), results(&parse_stream(ok)));
+        for declined in [
+            // An error anywhere.
+            "a: 1\n---\nb: [unclosed\n---\nc: 3\n",
+            // An empty block scalar ends at the marker when parsed whole, at its header alone.
+            "a: |\n---\nb: 1\n",
+            "--- >\n---\nb: 1\n",
+            // An alias to an anchor of an earlier document.
+            "a: &x 1\n---\nb: *x\n",
+            // An empty document: its null sits on the next marker.
+            "a: 1\n---\n---\nb: 1\n",
+        ] {
+            assert!(parse_whole_stream(declined).is_none(), "{declined:?}");
+        }
+    }
+
+    #[test]
+    fn whole_pass_rules_out_directives_and_lone_carriage_returns() {
+        assert!(whole_pass_applies("a: 1\r\n---\r\nb: 50%\n"));
+        assert!(!whole_pass_applies("%YAML 1.2\n---\na: 1\n"));
+        assert!(!whole_pass_applies(
+            "a: 1\n...\n%TAG ! tag:x,2000:\n---\nb: 1\n"
+        ));
+        assert!(!whole_pass_applies("a: 1\rb: 2\n"));
+        assert!(!whole_pass_applies("a: 1\r"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Streams of fragments around markers: whenever the whole pass is taken, it gives what
+        /// the chunks give.
+        #[test]
+        fn whole_pass_never_differs(parts in proptest::collection::vec(0usize..FRAGMENTS.len(), 0..24)) {
+            let text: String = parts.iter().filter_map(|i| FRAGMENTS.get(*i).copied()).collect();
+            if let Some(whole) = parse_whole_stream(&text) {
+                let chunks = parse_stream(&text);
+                proptest::prop_assert_eq!(results(&whole), results(&chunks));
+            }
+        }
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "---\n",
+        "--- ",
+        "--- |\n",
+        "--- >-\n",
+        "...\n",
+        "a: 1\n",
+        "b:\n",
+        "  c: x\n",
+        "- d\n",
+        "-\n",
+        "e: |\n",
+        "e: |+\n",
+        "  text\n",
+        "\n",
+        "f: [1,\n",
+        "  2]\n",
+        "g: 'q\n",
+        "h: \"q\n",
+        "  r\"\n",
+        "k: &a 1\n",
+        "l: *a\n",
+        "# c\n",
+        "? m\n",
+        ": n\n",
+        "o: !!str 5\n",
+        "{p: 1}\n",
+        "[q]\n",
+        "s\n",
+        "\t\n",
+        "\r\n",
+    ];
 }

@@ -17,8 +17,8 @@ use mtu_solver::incremental::{Event, Incremental};
 use mtu_solver::whatif::{what_if, what_if_on};
 use mtu_solver::{NodePlan, Settings, Solver};
 use std::time::{Duration, Instant};
-use test_utils::testkit::scale::{mesh_peering, pool_peering};
-use topology_core::decode::RawObject;
+use test_utils::testkit::scale::{ScaleSpec, mesh_peering, pool_peering};
+use topology_core::decode::{Decoded, RawObject};
 use topology_core::ids::NodeId;
 
 /// One line of the table.
@@ -300,6 +300,192 @@ fn decode_and_build(t: &mut Table, f: &Fixture, samples: usize) {
         both(medians(&bld)),
         ba.human(),
     );
+    yaml_against_parser(t, &f.name, &f.text, RATIO_SAMPLES, true);
+    eprintln!("generating the hyperscale cluster's YAML (65,000 nodes) ...");
+    let spec = ScaleSpec::hyperscale();
+    let hyper = spec.generate();
+    let name = format!("hyperscale-{}", spec.node_count());
+    yaml_against_parser(t, &name, &hyper, samples, false);
+    drop(hyper);
+    json_against_parser(t, f, RATIO_SAMPLES);
+}
+
+/// Samples of the decode ratios on the standard cluster (a sample takes tens of milliseconds).
+const RATIO_SAMPLES: usize = 7;
+
+/// Issue 19's decode budget, both formats: our decoder ÷ the parser it stands on.
+const DECODE_RATIO: f64 = 2.0;
+
+/// Our decoder (bytes to `Decoded`) against `saphyr-parser`'s bare event scan of the same bytes,
+/// samples interleaved; a budget (≤ 2 ×) when `judged`, information otherwise.
+fn yaml_against_parser(t: &mut Table, name: &str, text: &str, samples: usize, judged: bool) {
+    let (mut ours, mut scan) = (Vec::new(), Vec::new());
+    let (mut oa, mut sa) = (Allocs::default(), Allocs::default());
+    let mut events = 0;
+    for _ in 0..samples {
+        let ((d, a), s) = timed(|| counted(|| decode_text(text)));
+        ours.push(s);
+        oa = a;
+        std::hint::black_box(d);
+        let ((n, a), s) = timed(|| counted(|| scan_events(text)));
+        scan.push(s);
+        sa = a;
+        events = n;
+    }
+    let (o, s) = (medians(&ours), medians(&scan));
+    let r = o.cpu.as_secs_f64() / s.cpu.as_secs_f64().max(1e-12);
+    let figure = format!(
+        "decode / saphyr-parser event scan, {name} ({:.1} MB YAML)",
+        text.len() as f64 / 1e6
+    );
+    let note = format!(
+        "decode {} ({}) vs scan {} ({}; {events} events)",
+        both(o),
+        oa.human(),
+        both(s),
+        sa.human()
+    );
+    if judged {
+        t.budget(
+            &figure,
+            format!("{r:.2} ×"),
+            "≤ 2 ×",
+            r <= DECODE_RATIO,
+            note,
+        );
+    } else {
+        t.info(
+            &figure,
+            format!("{r:.2} ×"),
+            format!("{note}; target ≤ 2 ×"),
+        );
+    }
+}
+
+/// Every event of every document of `text`, doing nothing with them; the number of events
+/// (a parse error ends the scan, as it ends a document's parse).
+fn scan_events(text: &str) -> usize {
+    let mut n = 0usize;
+    for ev in saphyr_parser::Parser::new_from_str(text) {
+        if ev.is_err() {
+            break;
+        }
+        std::hint::black_box(&ev);
+        n += 1;
+    }
+    n
+}
+
+/// API mode's path: the fixture's objects as the agent hands them to the decoder (one
+/// `serde_json::Value` per object, `Decoded::add_json`) against `serde_json::from_slice` of the
+/// same objects' JSON bytes, samples interleaved. The values are parsed before each timed
+/// decode; both sides drop what they made inside the timing.
+fn json_against_parser(t: &mut Table, f: &Fixture, samples: usize) {
+    let docs: Vec<Vec<u8>> = yaml_documents_as_json(&f.text)
+        .iter()
+        .filter_map(|v| serde_json::to_vec(v).ok())
+        .collect();
+    let bytes: usize = docs.iter().map(Vec::len).sum();
+    let parse = || -> Vec<serde_json::Value> {
+        docs.iter()
+            .filter_map(|b| serde_json::from_slice(b).ok())
+            .collect()
+    };
+    let (mut ours, mut json) = (Vec::new(), Vec::new());
+    let (mut oa, mut ja) = (Allocs::default(), Allocs::default());
+    let mut objects = 0;
+    for _ in 0..samples {
+        let values = parse();
+        let ((n, a), s) = timed(|| {
+            counted(|| {
+                let mut d = Decoded::default();
+                for v in values {
+                    d.add_json("cluster", v);
+                }
+                d.objects.len()
+            })
+        });
+        ours.push(s);
+        oa = a;
+        objects = n;
+        let (((), a), s) = timed(|| counted(|| drop(std::hint::black_box(parse()))));
+        json.push(s);
+        ja = a;
+    }
+    let (o, j) = (medians(&ours), medians(&json));
+    let r = o.cpu.as_secs_f64() / j.cpu.as_secs_f64().max(1e-12);
+    t.budget(
+        &format!(
+            "decode API JSON / serde_json::from_slice, {} ({:.1} MB JSON, {} objects)",
+            f.name,
+            bytes as f64 / 1e6,
+            docs.len()
+        ),
+        format!("{r:.2} ×"),
+        "≤ 2 ×",
+        r <= DECODE_RATIO,
+        format!(
+            "add_json of {objects} objects {} ({}) vs from_slice {} ({})",
+            both(o),
+            oa.human(),
+            both(j),
+            ja.human()
+        ),
+    );
+}
+
+/// The documents of a YAML stream as JSON values, for the fixtures' simple YAML (plain scalars
+/// resolved as the core schema does for integers, booleans and null; quoted ones are strings;
+/// no anchors or tags). Independent of the decoder measured.
+fn yaml_documents_as_json(text: &str) -> Vec<serde_json::Value> {
+    use saphyr_parser::{Event, ScalarStyle};
+    use serde_json::Value as J;
+    enum Open {
+        Seq(Vec<J>),
+        Map(serde_json::Map<String, J>, Option<String>),
+    }
+    let mut docs = Vec::new();
+    let mut stack: Vec<Open> = Vec::new();
+    for ev in saphyr_parser::Parser::new_from_str(text) {
+        let Ok((ev, _)) = ev else { break };
+        let done = match ev {
+            Event::Scalar(s, style, ..) => Some(match (style, s.as_ref()) {
+                (ScalarStyle::Plain, "" | "~" | "null") => J::Null,
+                (ScalarStyle::Plain, "true") => J::Bool(true),
+                (ScalarStyle::Plain, "false") => J::Bool(false),
+                (ScalarStyle::Plain, t) => t
+                    .parse::<i64>()
+                    .map_or_else(|_| J::String(t.to_string()), J::from),
+                _ => J::String(s.into_owned()),
+            }),
+            Event::SequenceStart(..) => {
+                stack.push(Open::Seq(Vec::new()));
+                None
+            }
+            Event::MappingStart(..) => {
+                stack.push(Open::Map(serde_json::Map::new(), None));
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Open::Seq(v)) => Some(J::Array(v)),
+                Some(Open::Map(m, _)) => Some(J::Object(m)),
+                None => None,
+            },
+            _ => None,
+        };
+        let Some(v) = done else { continue };
+        match stack.last_mut() {
+            None => docs.push(v),
+            Some(Open::Seq(items)) => items.push(v),
+            Some(Open::Map(m, key)) => match key.take() {
+                None => *key = Some(v.as_str().unwrap_or_default().to_string()),
+                Some(k) => {
+                    m.insert(k, v);
+                }
+            },
+        }
+    }
+    docs
 }
 
 fn one_node(t: &mut Table, f: &Fixture) {

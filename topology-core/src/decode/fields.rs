@@ -8,6 +8,8 @@ use crate::mtu::{MAX_CAP, MIN_MTU};
 use crate::tree::{Node, Value};
 use crate::vocab::{Protocol, parse_setting};
 use ipnet::IpNet;
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -46,10 +48,12 @@ impl Cx {
         })
     }
 
+    /// Reports a finding about `field` (a path below the current entry's prefix, rendered only
+    /// here) at `line`.
     pub(super) fn report(
         &mut self,
         code: Code,
-        field: &str,
+        field: impl fmt::Display,
         line: u32,
         message: impl Into<String>,
     ) {
@@ -64,7 +68,7 @@ impl Cx {
         ));
     }
 
-    pub(super) fn wrong_type(&mut self, field: &str, node: &Node, want: &str) {
+    pub(super) fn wrong_type(&mut self, field: impl fmt::Display, node: &Node, want: &str) {
         let msg = format!(
             "expected {want}, found {}; the field is read as absent",
             node.type_name()
@@ -75,25 +79,18 @@ impl Cx {
     /// `path` is dotted (`spec.tunnelMTU`); returns the node when present and not null.
     pub(super) fn at<'n>(&mut self, root: &'n Node, path: &str) -> Option<&'n Node> {
         let mut cur = root;
-        let mut walked = String::new();
+        // The bytes of `path` walked so far, `None` before the first part.
+        let mut walked: Option<usize> = None;
         for part in path.split('.') {
-            if !walked.is_empty() {
-                if let Value::Map(_) | Value::Null = cur.value {
-                } else {
-                    let full = format!("{}{walked}", self.prefix);
-                    if !self.reported.contains(&full) {
-                        self.reported.push(full);
-                        let msg = format!(
-                            "expected an object, found {}; everything under it is read as absent",
-                            cur.type_name()
-                        );
-                        self.report(Code::FieldType, &walked.clone(), cur.line, msg);
-                    }
+            if let Some(end) = walked {
+                if !matches!(cur.value, Value::Map(_) | Value::Null) {
+                    self.not_an_object(path.get(..end).unwrap_or(path), cur);
                     return None;
                 }
-                walked.push('.');
+                walked = Some(end.saturating_add(1).saturating_add(part.len()));
+            } else {
+                walked = Some(part.len());
             }
-            walked.push_str(part);
             cur = &cur.get(part)?.node;
         }
         if cur.value == Value::Null {
@@ -101,6 +98,20 @@ impl Cx {
         } else {
             Some(cur)
         }
+    }
+
+    /// `E-FIELD-TYPE` for a path through a value that is not an object, once per path.
+    fn not_an_object(&mut self, walked: &str, cur: &Node) {
+        let full = format!("{}{walked}", self.prefix);
+        if self.reported.contains(&full) {
+            return;
+        }
+        self.reported.push(full);
+        let msg = format!(
+            "expected an object, found {}; everything under it is read as absent",
+            cur.type_name()
+        );
+        self.report(Code::FieldType, walked, cur.line, msg);
     }
 
     pub(super) fn map_at<'n>(&mut self, root: &'n Node, path: &str) -> Option<&'n Node> {
@@ -114,10 +125,10 @@ impl Cx {
         }
     }
 
-    pub(super) fn str_at(&mut self, root: &Node, path: &str) -> Option<String> {
+    pub(super) fn str_at<'n>(&mut self, root: &'n Node, path: &str) -> Option<&'n str> {
         let n = self.at(root, path)?;
         match &n.value {
-            Value::Str(s) => Some(s.clone()),
+            Value::Str(s) => Some(s),
             _ => {
                 self.wrong_type(path, n, "a string");
                 None
@@ -151,20 +162,30 @@ impl Cx {
         }
     }
 
-    pub(super) fn str_list(&mut self, root: &Node, path: &str) -> Vec<(String, String, u32)> {
+    /// The strings of the list at `path` with their index and line; an entry that is not a
+    /// string is reported (`path[i]`) and left out.
+    pub(super) fn str_list<'n>(
+        &mut self,
+        root: &'n Node,
+        path: &str,
+    ) -> Vec<(&'n str, usize, u32)> {
         let items = self.seq_at(root, path);
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let field = format!("{path}[{i}]");
             match &item.value {
-                Value::Str(s) => out.push((s.clone(), field, item.line)),
-                _ => self.wrong_type(&field, item, "a string"),
+                Value::Str(s) => out.push((s.as_str(), i, item.line)),
+                _ => self.wrong_type(format_args!("{path}[{i}]"), item, "a string"),
             }
         }
         out
     }
 
-    pub(super) fn cidr(&mut self, text: &str, field: &str, line: u32) -> Option<IpNet> {
+    pub(super) fn cidr(
+        &mut self,
+        text: &str,
+        field: impl fmt::Display,
+        line: u32,
+    ) -> Option<IpNet> {
         match text.trim().parse::<IpNet>() {
             Ok(net) => {
                 let canon = net.trunc();
@@ -194,21 +215,21 @@ impl Cx {
         let items = self.str_list(root, path);
         items
             .into_iter()
-            .filter_map(|(s, field, line)| self.cidr(&s, &field, line))
+            .filter_map(|(s, i, line)| self.cidr(s, format_args!("{path}[{i}]"), line))
             .collect()
     }
 
     pub(super) fn ip_list(&mut self, root: &Node, path: &str) -> Vec<IpAddr> {
         let items = self.str_list(root, path);
-        let mut out = Vec::new();
-        for (s, field, line) in items {
+        let mut out = Vec::with_capacity(items.len());
+        for (s, i, line) in items {
             match s.trim().parse::<IpAddr>() {
                 Ok(a) => out.push(a),
                 Err(_) => self.report(
                     Code::Cidr,
-                    &field,
+                    format_args!("{path}[{i}]"),
                     line,
-                    format!("{} is not an IP address", short(&s)),
+                    format!("{} is not an IP address", short(s)),
                 ),
             }
         }
@@ -219,13 +240,13 @@ impl Cx {
         let n = self.at(root, path)?;
         let line = n.line;
         let text = match &n.value {
-            Value::Str(s) => s.clone(),
+            Value::Str(s) => s,
             _ => {
                 self.wrong_type(path, n, "a protocol name");
                 return None;
             }
         };
-        match parse_setting(&text) {
+        match parse_setting(text) {
             Some(p) => p,
             None => {
                 self.report(
@@ -233,7 +254,7 @@ impl Cx {
                     path,
                     line,
                     format!(
-                        "unknown tunnelProtocol {} (WireGuard, GENEVE, VXLAN, IPIP, None or Auto); read as Auto", short(&text)
+                        "unknown tunnelProtocol {} (WireGuard, GENEVE, VXLAN, IPIP, None or Auto); read as Auto", short(text)
                     ),
                 );
                 None
@@ -286,7 +307,14 @@ impl Cx {
         }
     }
 
-    pub(super) fn string_map(&mut self, root: &Node, path: &str) -> Vec<(String, String, u32)> {
+    /// The entries of the map at `path` whose values are scalars, as text (null as empty,
+    /// integers and booleans rendered), with the key's line; any other value is reported
+    /// (`path.key`) and left out.
+    pub(super) fn string_map<'n>(
+        &mut self,
+        root: &'n Node,
+        path: &str,
+    ) -> Vec<(&'n str, Cow<'n, str>, u32)> {
         let Some(m) = self.map_at(root, path) else {
             return Vec::new();
         };
@@ -295,13 +323,13 @@ impl Cx {
         };
         let mut out = Vec::with_capacity(entries.len());
         for e in entries {
-            let field = format!("{path}.{}", e.key);
+            let key = e.key.as_str();
             match &e.node.value {
-                Value::Str(s) => out.push((e.key.clone(), s.clone(), e.line)),
-                Value::Null => out.push((e.key.clone(), String::new(), e.line)),
-                Value::Int(i) => out.push((e.key.clone(), i.to_string(), e.line)),
-                Value::Bool(b) => out.push((e.key.clone(), b.to_string(), e.line)),
-                _ => self.wrong_type(&field, &e.node, "a string"),
+                Value::Str(s) => out.push((key, Cow::Borrowed(s.as_str()), e.line)),
+                Value::Null => out.push((key, Cow::Borrowed(""), e.line)),
+                Value::Int(i) => out.push((key, Cow::Owned(i.to_string()), e.line)),
+                Value::Bool(b) => out.push((key, Cow::Owned(b.to_string()), e.line)),
+                _ => self.wrong_type(format_args!("{path}.{key}"), &e.node, "a string"),
             }
         }
         out
@@ -316,15 +344,16 @@ impl Cx {
         path: &str,
         mut read: impl FnMut(&mut Cx, &Node) -> Option<T>,
     ) -> Vec<T> {
-        let mut out = Vec::new();
         let items = self.seq_at(root, path);
+        let mut out = Vec::with_capacity(items.len());
         for (i, e) in items.iter().enumerate() {
-            let entry = format!("{path}[{i}]");
             if !matches!(e.value, Value::Map(_)) {
-                self.wrong_type(&entry, e, "an object");
+                self.wrong_type(format_args!("{path}[{i}]"), e, "an object");
                 continue;
             }
-            self.prefix = format!("{entry}.");
+            self.prefix.clear();
+            // Writing into a `String` cannot fail.
+            let _ = write!(self.prefix, "{path}[{i}].");
             out.extend(read(self, e));
             self.prefix.clear();
         }

@@ -25,6 +25,7 @@ use crate::schema;
 use crate::tree::{self, Node, Value};
 use crate::vocab::{Kind, READ_API_GROUPS};
 use fields::Cx;
+use std::fmt;
 use std::sync::Arc;
 
 /// What decoding a set of sources produced.
@@ -38,40 +39,66 @@ pub struct Decoded {
 
 impl Decoded {
     /// Decodes one more source into this set.
+    ///
+    /// A source is split into chunks at `---` lines so that a broken document costs only
+    /// itself. Parsing each chunk with a parser of its own costs a parser per document, so the
+    /// whole source is first parsed with one; when that might not equal the chunk-by-chunk
+    /// parse (an error, a `---` line the parser did not take as a document start right away)
+    /// what it added is dropped and the chunks are parsed one by one.
     pub fn add_source(&mut self, source: &str, bytes: &[u8]) {
         let source: Arc<str> = Arc::from(source);
         let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
-        let mut doc_no = 0usize;
-        for (first_line, chunk) in tree::split_document_bytes(bytes) {
-            for doc in parse_chunk(first_line, chunk) {
-                doc_no = doc_no.saturating_add(1);
-                let doc_label = format!("document {doc_no}");
-                match doc.result {
-                    Ok(root) => self.add_node(&source, &doc_label, root),
-                    Err((line, msg)) => self.diagnostics.push(Diagnostic::new(
-                        Code::Decode,
-                        doc_label,
-                        "",
-                        format!("not valid YAML/JSON: {msg}"),
-                        Some(SourceLoc {
-                            source: source.clone(),
-                            line,
-                        }),
-                    )),
-                }
+        let chunks = tree::split_document_bytes(bytes);
+        let mut parser = tree::DocParser::default();
+        if let Ok(text) = std::str::from_utf8(bytes)
+            && tree::whole_pass_applies(text)
+        {
+            let boundaries: Vec<u32> = chunks.iter().skip(1).map(|(line, _)| *line).collect();
+            let (objects, diagnostics) = (self.objects.len(), self.diagnostics.len());
+            let mut doc_no = 0usize;
+            let mut emit = |doc| self.add_doc(&source, &mut doc_no, doc);
+            if parser.parse_whole(text, &boundaries, &mut emit) {
+                return;
             }
+            self.objects.truncate(objects);
+            self.diagnostics.truncate(diagnostics);
+        }
+        let mut doc_no = 0usize;
+        for (first_line, chunk) in chunks {
+            let mut emit = |doc| self.add_doc(&source, &mut doc_no, doc);
+            parse_chunk(&mut parser, first_line, chunk, &mut emit);
+        }
+    }
+
+    /// Adds the next document of a source (`doc_no` counts them): its objects, or why it
+    /// failed.
+    fn add_doc(&mut self, source: &Arc<str>, doc_no: &mut usize, doc: tree::ParsedDoc) {
+        *doc_no = doc_no.saturating_add(1);
+        let label = DocLabel::Document(*doc_no);
+        match doc.result {
+            Ok(root) => self.add_node(source, label, root),
+            Err((line, msg)) => self.diagnostics.push(Diagnostic::new(
+                Code::Decode,
+                label.to_string(),
+                "",
+                format!("not valid YAML/JSON: {msg}"),
+                Some(SourceLoc {
+                    source: source.clone(),
+                    line,
+                }),
+            )),
         }
     }
 
     /// Adds one object (or `List`) given as JSON, e.g. a Kubernetes `DynamicObject`.
     pub fn add_json(&mut self, source: &str, value: serde_json::Value) {
         let source: Arc<str> = Arc::from(source);
-        self.add_node(&source, "object", Node::from(value));
+        self.add_node(&source, DocLabel::Object, Node::from(value));
     }
 
     /// Adds one document: a `List`'s items one by one, an object of a recognised kind as a
     /// [`RawObject`]; anything else is a finding.
-    fn add_node(&mut self, source: &Arc<str>, doc_label: &str, root: Node) {
+    fn add_node(&mut self, source: &Arc<str>, label: DocLabel<'_>, root: Node) {
         let loc = |line: u32| SourceLoc {
             source: source.clone(),
             line,
@@ -80,7 +107,7 @@ impl Decoded {
             if root.value != Value::Null {
                 self.diagnostics.push(Diagnostic::new(
                     Code::Decode,
-                    doc_label,
+                    label.to_string(),
                     "",
                     format!("a document must be an object, found a {}", root.type_name()),
                     Some(loc(root.line)),
@@ -89,11 +116,11 @@ impl Decoded {
             return;
         };
         let kind = match root.get("kind").map(|e| &e.node.value) {
-            Some(Value::Str(k)) => k.clone(),
+            Some(Value::Str(k)) => k.as_str(),
             _ => {
                 self.diagnostics.push(Diagnostic::new(
                     Code::Decode,
-                    doc_label,
+                    label.to_string(),
                     "kind",
                     "the document has no `kind`",
                     Some(loc(root.line)),
@@ -102,53 +129,58 @@ impl Decoded {
             }
         };
         if kind == "List" || (kind.ends_with("List") && root.get("items").is_some()) {
-            self.add_list_items(source, doc_label, &kind, &root);
+            let kind = kind.to_string();
+            self.add_list_items(source, label, &kind, root);
             return;
         }
         let group = api_group(&root);
         let name = object_name(&root);
-        let Some(kind_id) = recognise(&kind, group) else {
-            self.skip_unknown_kind(&kind, group, name.as_deref(), loc(root.line));
+        let Some(kind_id) = recognise(kind, group) else {
+            self.skip_unknown_kind(kind, group, name, loc(root.line));
             return;
         };
         let Some(name) = name else {
             self.diagnostics.push(Diagnostic::new(
                 Code::MissingName,
-                format!("{kind} ({doc_label})"),
+                format!("{kind} ({label})"),
                 "metadata.name",
                 "the object has no name; it is ignored",
                 Some(loc(root.line)),
             ));
             return;
         };
-        let cx = Cx::new(source, kind_id, &name);
-        let obj = cx.read_object(kind_id, &root, name, Some(loc(root.line)));
+        let cx = Cx::new(source, kind_id, name);
+        let obj = cx.read_object(kind_id, &root, name.to_string(), Some(loc(root.line)));
         self.objects.push(obj);
     }
 
-    /// Adds each item of a `List` (`kind` ends in `List`) as a document of its own.
-    fn add_list_items(&mut self, source: &Arc<str>, doc_label: &str, kind: &str, root: &Node) {
-        match root.get("items").map(|e| (&e.node.value, e.node.line)) {
-            Some((Value::Seq(items), _)) => {
-                for (i, item) in items.iter().cloned().enumerate() {
-                    self.add_node(source, &format!("{doc_label} items[{i}]"), item);
+    /// Adds each item of a `List` (`kind` ends in `List`) as a document of its own; the items
+    /// move out of the list.
+    fn add_list_items(&mut self, source: &Arc<str>, label: DocLabel<'_>, kind: &str, root: Node) {
+        let items = match root.value {
+            Value::Map(entries) => entries.into_iter().find(|e| e.key == "items"),
+            _ => None,
+        };
+        let Some(items) = items else {
+            return;
+        };
+        match items.node.value {
+            Value::Seq(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    self.add_node(source, DocLabel::Item(&label, i), item);
                 }
             }
-            Some((Value::Null, _)) | None => {}
-            Some((other, line)) => {
-                let found = Node {
-                    line,
-                    value: other.clone(),
-                }
-                .type_name();
+            Value::Null => {}
+            _ => {
+                let found = items.node.type_name();
                 self.diagnostics.push(Diagnostic::new(
                     Code::FieldType,
-                    format!("{kind} ({doc_label})"),
+                    format!("{kind} ({label})"),
                     "items",
                     format!("expected a list, found {found}; nothing in it is read"),
                     Some(SourceLoc {
                         source: source.clone(),
-                        line,
+                        line: items.node.line,
                     }),
                 ));
             }
@@ -199,20 +231,45 @@ pub fn decode<'a>(sources: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Dec
     d
 }
 
-/// Parses one chunk of a source; a chunk that is not UTF-8 is one failed document, located at
-/// the line of its first invalid byte.
-fn parse_chunk(first_line: u32, chunk: &[u8]) -> Vec<tree::ParsedDoc> {
+/// Parses one chunk of a source, handing its documents to `emit`; a chunk that is not UTF-8 is
+/// one failed document, located at the line of its first invalid byte.
+fn parse_chunk(
+    parser: &mut tree::DocParser,
+    first_line: u32,
+    chunk: &[u8],
+    emit: &mut impl FnMut(tree::ParsedDoc),
+) {
     match std::str::from_utf8(chunk) {
-        Ok(text) => tree::parse_document_chunk(text, first_line),
+        Ok(text) => parser.parse_chunk(text, first_line, emit),
         Err(e) => {
             let line = chunk
                 .get(..e.valid_up_to())
                 .map(|b| b.iter().filter(|&&c| c == b'\n').count())
                 .unwrap_or(0);
             let line = first_line.saturating_add(u32::try_from(line).unwrap_or(u32::MAX));
-            vec![tree::ParsedDoc {
+            emit(tree::ParsedDoc {
                 result: Err((line, "not UTF-8 text".to_string())),
-            }]
+            });
+        }
+    }
+}
+
+/// Names a document in the findings that belong to no object, rendered only when one is
+/// reported: `document 3` (the third of a source), `object` (one given as JSON), or
+/// `document 3 items[2]` (an item of a `List`).
+#[derive(Clone, Copy)]
+enum DocLabel<'a> {
+    Document(usize),
+    Object,
+    Item(&'a DocLabel<'a>, usize),
+}
+
+impl fmt::Display for DocLabel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DocLabel::Document(n) => write!(f, "document {n}"),
+            DocLabel::Object => f.write_str("object"),
+            DocLabel::Item(list, i) => write!(f, "{list} items[{i}]"),
         }
     }
 }
@@ -227,11 +284,11 @@ fn api_group(root: &Node) -> &str {
 }
 
 /// `metadata.name`, when it is a non-empty string.
-fn object_name(root: &Node) -> Option<String> {
+fn object_name(root: &Node) -> Option<&str> {
     root.get("metadata")
         .and_then(|m| m.node.get("name"))
         .and_then(|n| match &n.node.value {
-            Value::Str(s) if !s.is_empty() => Some(s.clone()),
+            Value::Str(s) if !s.is_empty() => Some(s.as_str()),
             _ => None,
         })
 }

@@ -7,6 +7,7 @@ use crate::mtu::{MAX_UNDERLAY, MIN_MTU};
 use crate::tree::Node;
 use crate::vocab::{UNDERLAY_ANNOTATION, UNDERLAY_MAX_ANNOTATION};
 use ipnet::IpNet;
+use std::fmt;
 use std::net::IpAddr;
 
 impl Cx {
@@ -15,7 +16,7 @@ impl Cx {
         let labels: Vec<(String, String)> = self
             .string_map(root, "metadata.labels")
             .into_iter()
-            .map(|(k, v, _)| (k, v))
+            .map(|(k, v, _)| (k.to_string(), v.into_owned()))
             .collect();
         let (underlay, underlay_max) = self.underlay_annotations(root);
         let (internal_ips, external_ips) = self.node_addresses(root);
@@ -37,17 +38,18 @@ impl Cx {
         let mut underlay = None;
         let mut underlay_max = None;
         for (k, v, line) in &annotations {
-            if k == UNDERLAY_ANNOTATION {
-                underlay = Some(self.underlay(v, &format!("metadata.annotations.{k}"), *line));
-            } else if k == UNDERLAY_MAX_ANNOTATION {
-                underlay_max = Some(self.underlay(v, &format!("metadata.annotations.{k}"), *line));
+            let field = format_args!("metadata.annotations.{k}");
+            if *k == UNDERLAY_ANNOTATION {
+                underlay = Some(self.underlay(v, field, *line));
+            } else if *k == UNDERLAY_MAX_ANNOTATION {
+                underlay_max = Some(self.underlay(v, field, *line));
             }
         }
         (underlay, underlay_max)
     }
 
     /// One underlay annotation's value; one outside `MIN_MTU..=MAX_UNDERLAY` fails closed.
-    fn underlay(&mut self, value: &str, field: &str, line: u32) -> RawUnderlay {
+    fn underlay(&mut self, value: &str, field: impl fmt::Display, line: u32) -> RawUnderlay {
         match value.trim().parse::<i64>() {
             Ok(v) if (i64::from(MIN_MTU)..=i64::from(MAX_UNDERLAY)).contains(&v) => RawUnderlay {
                 mtu: u32::try_from(v).unwrap_or(MIN_MTU),
@@ -76,12 +78,11 @@ impl Cx {
         let mut external_ips = Vec::new();
         let addrs = self.seq_at(root, "status.addresses");
         for (i, a) in addrs.iter().enumerate() {
-            let path = format!("status.addresses[{i}]");
             let ty = self.str_at(a, "type");
             let Some(addr) = self.str_at(a, "address") else {
                 continue;
             };
-            let list = match ty.as_deref() {
+            let list = match ty {
                 Some("InternalIP") => &mut internal_ips,
                 Some("ExternalIP") => &mut external_ips,
                 _ => continue,
@@ -90,9 +91,9 @@ impl Cx {
                 Ok(ip) => list.push(ip),
                 Err(_) => self.report(
                     Code::Cidr,
-                    &format!("{path}.address"),
+                    format_args!("status.addresses[{i}].address"),
                     a.line,
-                    format!("{} is not an IP address", short(&addr)),
+                    format!("{} is not an IP address", short(addr)),
                 ),
             }
         }
@@ -106,7 +107,7 @@ impl Cx {
             && let Some(s) = self.str_at(root, "spec.podCIDR")
         {
             let line = self.at(root, "spec.podCIDR").map(|n| n.line).unwrap_or(0);
-            if let Some(net) = self.cidr(&s, "spec.podCIDR", line) {
+            if let Some(net) = self.cidr(s, "spec.podCIDR", line) {
                 pod_cidrs.push(net);
             }
         }

@@ -14,7 +14,7 @@ impl Cx {
         let node_selector = self
             .string_map(root, "spec.nodeSelector")
             .into_iter()
-            .map(|(k, v, _)| (k, v))
+            .map(|(k, v, _)| (k.to_string(), v.into_owned()))
             .collect();
         let status_nodes = self.entries(root, "status.nodes", Cx::status_node);
         RawPool {
@@ -33,7 +33,7 @@ impl Cx {
         let Some(written) = self.str_at(root, "spec.type") else {
             return PoolType::External;
         };
-        if let Some(ty) = PoolType::parse(&written) {
+        if let Some(ty) = PoolType::parse(written) {
             return ty;
         }
         let line = self.at(root, "spec.type").map(|n| n.line).unwrap_or(0);
@@ -43,7 +43,7 @@ impl Cx {
             line,
             format!(
                 "unknown pool type {} (External or Internal); read as External",
-                short(&written)
+                short(written)
             ),
         );
         PoolType::External
@@ -71,8 +71,9 @@ impl Cx {
             }
             None => None,
         };
+        let name = name.to_string();
         Some(RawStatusNode {
-            site_name: self.str_at(e, "siteName"),
+            site_name: self.str_at(e, "siteName").map(str::to_string),
             internal_ips: self.ip_list(e, "internalIPs"),
             external_ips: self.ip_list(e, "externalIPs"),
             pod_cidrs: self.cidr_list(e, "podCIDRs"),
@@ -89,14 +90,15 @@ impl Cx {
         let path = "spec.routedCidrs";
         let items = self.str_list(root, path);
         let mut out = Vec::with_capacity(items.len());
-        for (s, field, line) in items {
-            let Some(net) = self.cidr(&s, &field, line) else {
+        for (s, i, line) in items {
+            let field = format_args!("{path}[{i}]");
+            let Some(net) = self.cidr(s, field, line) else {
                 continue;
             };
             if net.prefix_len() == 0 {
                 self.report(
                     Code::DefaultRoute,
-                    &field,
+                    field,
                     line,
                     format!(
                         "{net} is a default route; it is neither advertised nor routed (the overlay never carries a default route: it would capture the host's own traffic)"
@@ -113,7 +115,8 @@ impl Cx {
     pub(super) fn gateway_pool_node(&mut self, root: &Node, name: &str) -> RawGatewayPoolNode {
         let node_name = self
             .str_at(root, "spec.nodeName")
-            .unwrap_or_else(|| name.to_string());
+            .unwrap_or(name)
+            .to_string();
         RawGatewayPoolNode {
             node_name,
             published: self.published_mtus(root),
@@ -127,21 +130,21 @@ impl Cx {
         let annotations = self.string_map(root, "metadata.annotations");
         let mut published = Vec::new();
         for (k, v, line) in &annotations {
-            if k != FORWARDING_ANNOTATION {
+            if *k != FORWARDING_ANNOTATION {
                 continue;
             }
-            let field = format!("metadata.annotations.{k}");
-            match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(v) {
+            let field = format_args!("metadata.annotations.{k}");
+            match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(v.as_ref()) {
                 Ok(map) => {
                     for (prefix, mtu) in map {
-                        let Some(net) = self.cidr(&prefix, &field, *line) else {
+                        let Some(net) = self.cidr(&prefix, field, *line) else {
                             continue;
                         };
                         match mtu.as_u64().and_then(|m| u32::try_from(m).ok()) {
                             Some(m) => published.push((net, m)),
                             None => self.report(
                                 Code::FieldType,
-                                &field,
+                                field,
                                 *line,
                                 format!("published MTU for {prefix} is not a non-negative integer"),
                             ),
@@ -150,7 +153,7 @@ impl Cx {
                 }
                 Err(e) => self.report(
                     Code::FieldType,
-                    &field,
+                    field,
                     *line,
                     format!("expected a JSON object of prefix to MTU: {e}"),
                 ),

@@ -48,9 +48,9 @@ impl Cx {
     fn members(&mut self, root: &Node, path: &str) -> Vec<Member> {
         self.str_list(root, path)
             .into_iter()
-            .map(|(name, field, line)| Member {
-                name,
-                field,
+            .map(|(name, i, line)| Member {
+                name: name.to_string(),
+                field: format!("{path}[{i}]"),
                 loc: self.loc(line),
             })
             .collect()

@@ -27,23 +27,23 @@ impl Cx {
         let mut pod_blocks = Vec::new();
         let assignments = self.seq_at(root, "spec.podCidrAssignments");
         for (i, a) in assignments.iter().enumerate() {
-            let path = format!("spec.podCidrAssignments[{i}]");
+            let path = format_args!("spec.podCidrAssignments[{i}]");
             match a.value {
                 Value::Map(_) => {
                     let blocks = self.seq_at(a, "cidrBlocks");
                     for (j, b) in blocks.iter().enumerate() {
-                        let field = format!("{path}.cidrBlocks[{j}]");
+                        let field = format_args!("{path}.cidrBlocks[{j}]");
                         match &b.value {
                             Value::Str(s) => {
-                                if let Some(net) = self.cidr(s, &field, b.line) {
+                                if let Some(net) = self.cidr(s, field, b.line) {
                                     pod_blocks.push(net);
                                 }
                             }
-                            _ => self.wrong_type(&field, b, "a string"),
+                            _ => self.wrong_type(field, b, "a string"),
                         }
                     }
                 }
-                _ => self.wrong_type(&path, a, "an object"),
+                _ => self.wrong_type(path, a, "an object"),
             }
         }
         pod_blocks
@@ -51,7 +51,7 @@ impl Cx {
 
     /// A `SiteNodeSlice`.
     pub(super) fn slice(&mut self, root: &Node) -> RawSlice {
-        let site_name = self.str_at(root, "siteName");
+        let site_name = self.str_at(root, "siteName").map(str::to_string);
         let nodes = self.entries(root, "nodes", Cx::slice_node);
         RawSlice {
             site_name,
@@ -71,6 +71,7 @@ impl Cx {
             );
             return None;
         };
+        let name = name.to_string();
         Some(RawSliceNode {
             internal_ips: self.ip_list(e, "internalIPs"),
             pod_cidrs: self.cidr_list(e, "podCIDRs"),
