@@ -444,7 +444,9 @@ impl Builder {
     ) -> Topology {
         self.diags.extend(decode_diags);
         // 1. Group by kind and name; a name given twice within a kind is ignored entirely.
-        let mut by_kind: BTreeMap<(crate::vocab::Kind, &str), Vec<&RawObject>> = BTreeMap::new();
+        // One copy per name is the rule, so the copies live inline (no allocation per object).
+        let mut by_kind: BTreeMap<(crate::vocab::Kind, &str), SmallVec<[&RawObject; 1]>> =
+            BTreeMap::new();
         for o in objects {
             // An object with `enabled: false` is absent everywhere, silently.
             if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) =
@@ -501,7 +503,9 @@ impl Builder {
                 RawObject::PoolPeering(x) => pp_raw.push(x),
             }
         }
-        // BTreeMap iteration already sorted each kind by name.
+        // BTreeMap iteration already sorted each kind by name. The grouping is not needed any
+        // more: freed before the topology is built beside the objects.
+        drop(by_kind);
         let mut t = Topology::default();
         for s in &sites_raw {
             let name: Arc<str> = Arc::from(s.meta.name.as_str());
