@@ -669,10 +669,14 @@ impl Builder {
         slices_raw: &[&RawSlice],
         gpn_raw: &[&RawGatewayPoolNode],
     ) {
-        let mut objs: BTreeMap<&str, &RawNode> = BTreeMap::new();
-        for n in nodes_raw {
-            objs.insert(&n.meta.name, n);
-        }
+        // `nodes_raw` comes sorted by name, each name once: looked up by binary search, with
+        // no map beside it.
+        let obj_of = |name: &str| -> Option<&RawNode> {
+            nodes_raw
+                .binary_search_by(|n| n.meta.name.as_str().cmp(name))
+                .ok()
+                .and_then(|i| nodes_raw.get(i).copied())
+        };
         let mut slice_entries: BTreeMap<&str, (&RawSlice, &RawSliceNode)> = BTreeMap::new();
         for s in slices_raw {
             for e in &s.nodes {
@@ -693,16 +697,16 @@ impl Builder {
         for g in gpn_raw {
             published.entry(&g.node_name).or_insert(g);
         }
-        let mut names: Vec<&str> = objs
-            .keys()
-            .chain(slice_entries.keys())
-            .chain(status_entries.keys())
-            .copied()
+        let mut names: Vec<&str> = nodes_raw
+            .iter()
+            .map(|n| n.meta.name.as_str())
+            .chain(slice_entries.keys().copied())
+            .chain(status_entries.keys().copied())
             .collect();
         names.sort_unstable();
         names.dedup();
         for name in names {
-            let obj = objs.get(name).copied();
+            let obj = obj_of(name);
             let slice = slice_entries.get(name).copied();
             let object = format!("Node/{name}");
             let empty: Vec<(String, String)> = Vec::new();
