@@ -18,7 +18,6 @@ use crate::Answer;
 use crate::error::{Error, io};
 use crate::packet::{IPV4_HEADER, L4_HEADER, checksum, fill};
 use crate::sock;
-use crate::sockopt::{IP_PMTUDISC_PROBE, IPV6_PMTUDISC_PROBE, IpMtuDiscover, Ipv6MtuDiscover};
 
 const ECHO_REQUEST_V4: u8 = 8;
 const ECHO_REPLY_V4: u8 = 0;
@@ -29,26 +28,13 @@ const PROTO_ICMP: u8 = 1;
 /// Opens the raw echo socket of a family, sending with DF (IPv4) or without fragmenting (IPv6)
 /// and sized against the device MTU, whatever path MTU the kernel has cached.
 pub(crate) fn open(v6: bool) -> Result<OwnedFd, Error> {
-    if v6 {
-        let fd = sock::open(true, SockType::Raw, SockProtocol::IcmpV6, "raw ICMPv6")?;
-        sock::set(
-            &fd,
-            Ipv6MtuDiscover,
-            &IPV6_PMTUDISC_PROBE,
-            "IPV6_MTU_DISCOVER",
-        )?;
-        sock::set(
-            &fd,
-            nix::sys::socket::sockopt::Ipv6DontFrag,
-            &true,
-            "IPV6_DONTFRAG",
-        )?;
-        Ok(fd)
+    let fd = if v6 {
+        sock::open(true, SockType::Raw, SockProtocol::IcmpV6, "raw ICMPv6")?
     } else {
-        let fd = sock::open(false, SockType::Raw, SockProtocol::Icmp, "raw ICMP")?;
-        sock::set(&fd, IpMtuDiscover, &IP_PMTUDISC_PROBE, "IP_MTU_DISCOVER")?;
-        Ok(fd)
-    }
+        sock::open(false, SockType::Raw, SockProtocol::Icmp, "raw ICMP")?
+    };
+    sock::send_sizes_as_given(&fd, v6)?;
+    Ok(fd)
 }
 
 /// An echo request: type, code 0, checksum, `ident`, `seq`, then `payload_len` pattern bytes.

@@ -14,6 +14,7 @@ use nix::sys::socket::{
 
 use crate::error::{Error, io};
 use crate::sockopt::Ipv6Mtu;
+use crate::sockopt::{IP_PMTUDISC_PROBE, IPV6_PMTUDISC_PROBE, IpMtuDiscover, Ipv6MtuDiscover};
 
 /// The longest wait a probe honours; longer timeouts are cut to it (and `Instant` arithmetic
 /// cannot overflow).
@@ -52,6 +53,27 @@ where
         option: name,
         source: io(e),
     })
+}
+
+/// Makes `fd` send every size as given: DF set (IPv4) or no fragmentation (IPv6), checked
+/// against the device MTU whatever path MTU the kernel has cached (`PMTUDISC_PROBE`).
+pub(crate) fn send_sizes_as_given(fd: &OwnedFd, v6: bool) -> Result<(), Error> {
+    if v6 {
+        set(
+            fd,
+            Ipv6MtuDiscover,
+            &IPV6_PMTUDISC_PROBE,
+            "IPV6_MTU_DISCOVER",
+        )?;
+        set(
+            fd,
+            nix::sys::socket::sockopt::Ipv6DontFrag,
+            &true,
+            "IPV6_DONTFRAG",
+        )
+    } else {
+        set(fd, IpMtuDiscover, &IP_PMTUDISC_PROBE, "IP_MTU_DISCOVER")
+    }
 }
 
 /// The socket address of `ip` and `port`.

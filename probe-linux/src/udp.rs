@@ -24,7 +24,6 @@ use crate::Answer;
 use crate::error::{Error, io};
 use crate::packet::fill;
 use crate::sock;
-use crate::sockopt::{IP_PMTUDISC_PROBE, IPV6_PMTUDISC_PROBE, IpMtuDiscover, Ipv6MtuDiscover};
 
 /// The first destination port, as traceroute and tracepath use.
 pub(crate) const FIRST_PORT: u16 = 33_434;
@@ -43,23 +42,18 @@ pub(crate) fn port(seq: u16) -> u16 {
 /// Opens the UDP socket of a family: DF (IPv4) or no fragmentation (IPv6), sized against the
 /// device MTU whatever path MTU is cached, ICMP errors queued for reading.
 pub(crate) fn open(v6: bool) -> Result<OwnedFd, Error> {
-    if v6 {
-        let fd = sock::open(true, SockType::Datagram, SockProtocol::Udp, "UDPv6")?;
-        sock::set(
-            &fd,
-            Ipv6MtuDiscover,
-            &IPV6_PMTUDISC_PROBE,
-            "IPV6_MTU_DISCOVER",
-        )?;
-        sock::set(&fd, sockopt::Ipv6DontFrag, &true, "IPV6_DONTFRAG")?;
-        sock::set(&fd, sockopt::Ipv6RecvErr, &true, "IPV6_RECVERR")?;
-        Ok(fd)
+    let fd = if v6 {
+        sock::open(true, SockType::Datagram, SockProtocol::Udp, "UDPv6")?
     } else {
-        let fd = sock::open(false, SockType::Datagram, SockProtocol::Udp, "UDP")?;
-        sock::set(&fd, IpMtuDiscover, &IP_PMTUDISC_PROBE, "IP_MTU_DISCOVER")?;
+        sock::open(false, SockType::Datagram, SockProtocol::Udp, "UDP")?
+    };
+    sock::send_sizes_as_given(&fd, v6)?;
+    if v6 {
+        sock::set(&fd, sockopt::Ipv6RecvErr, &true, "IPV6_RECVERR")?;
+    } else {
         sock::set(&fd, sockopt::Ipv4RecvErr, &true, "IP_RECVERR")?;
-        Ok(fd)
     }
+    Ok(fd)
 }
 
 /// The tag of a probe: the prober's identifier and the probe's sequence, big-endian.
