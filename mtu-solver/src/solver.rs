@@ -12,12 +12,13 @@ use std::net::IpAddr;
 use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::{MIN_MTU, Mtu, UnderlayMtu};
-use topology_core::net::{
-    Dest, Learned, Link, LinkKind, LinkSettings, Net, Origin, ProtocolSource,
-};
+use topology_core::net::{Dest, Learned, Link, LinkKind, LinkSettings, Net, ProtocolSource};
 use topology_core::vocab::Protocol;
 
 mod node_plan;
+mod reach;
+
+use reach::{PubKey, ReachKey, TowardKey};
 
 /// Default device names (agent settings).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -77,11 +78,6 @@ impl Default for Settings {
     }
 }
 
-/// `reach` memo key: gateway class (pool, Site), prefix, and the origins the route leads to.
-type ReachKey = (PoolId, SiteId, IpNet, SmallVec<[Origin; 1]>);
-/// `pubPath` memo key: gateway, prefix, origins.
-type PubKey = (NodeId, IpNet, SmallVec<[Origin; 1]>);
-
 /// Nodes that share their learned routes: the workers of a Site, the gateways of a pool in a Site.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum ClassKey {
@@ -134,6 +130,12 @@ pub struct Solver<'t> {
     comp_leaves: FxHashMap<SiteId, Option<ExplId>>,
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
     reach_memo: FxHashMap<ReachKey, Option<ExplId>>,
+    /// `reach` along the paths towards one origin pool, without the delivery into the
+    /// destination: shared by every destination forwarded towards that pool alone.
+    toward_memo: FxHashMap<TowardKey, Option<ExplId>>,
+    /// `reach` shares the walk towards an origin pool between destinations (off only in the
+    /// test that compares it with the walk per destination).
+    shared_walks: bool,
     pub_memo: FxHashMap<PubKey, Option<ExplId>>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<ExplId>>,
     /// Per node (by index), protocol and outer family: the auto term naming that node, as its
@@ -179,6 +181,8 @@ impl<'t> Solver<'t> {
             comp_leaves: FxHashMap::default(),
             edges: FxHashMap::default(),
             reach_memo: FxHashMap::default(),
+            toward_memo: FxHashMap::default(),
+            shared_walks: true,
             pub_memo: FxHashMap::default(),
             link_memo: FxHashMap::default(),
             auto_leaves: vec![[None; 10]; topo.nodes.len()],
@@ -371,7 +375,8 @@ impl<'t> Solver<'t> {
         self.edges.clear();
         self.link_memo.clear();
         self.classes.clear();
-        // `reach` meets an assignment's cap only on the delivery into its Sites.
+        // `reach` meets an assignment's cap only on the delivery into its Sites (never on the
+        // paths towards an origin pool: `toward_memo` stays).
         if changed.iter().all(|o| matches!(o, ObjRef::Assignment(_))) {
             let dests: FxHashSet<Dest> = changed
                 .iter()
@@ -386,6 +391,7 @@ impl<'t> Solver<'t> {
                 .retain(|k, _| !k.3.iter().any(|o| dests.contains(&o.dest)));
         } else {
             self.reach_memo.clear();
+            self.toward_memo.clear();
         }
         Ok(old)
     }
@@ -547,92 +553,6 @@ impl<'t> Solver<'t> {
         let kids: SmallVec<[ExplId; 2]> = self.cfg_leaf(n).into_iter().chain(caps).collect();
         // The auto term is always present, so the minimum always exists.
         self.expl.min_with(auto, &kids)
-    }
-
-    /// `reach(g, X)`: the smallest configured cap along `g`'s selected paths to `X`'s destination.
-    pub fn reach(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
-        let topo = self.topo();
-        let gn = topo.node(g);
-        let pool = gn.pool()?;
-        // `reach` depends on the destination the caller's route leads to: with identical
-        // prefixes of several Sites, the origins are part of the key.
-        let key = (pool, gn.site, prefix, origins.iter().copied().collect());
-        if let Some(x) = self.reach_memo.get(&key) {
-            return *x;
-        }
-        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
-        let originated: SmallVec<[Origin; 1]> = origins
-            .iter()
-            .copied()
-            .filter(|o| self.net.originates(g, o.dest))
-            .collect();
-        if !originated.is_empty() {
-            for o in originated {
-                match o.dest {
-                    Dest::Site(d) => {
-                        if let Some(c) =
-                            self.edge_caps(LinkKind::Delivery, d, gn.site, Some(pool), None)
-                        {
-                            kids.push(c);
-                        }
-                    }
-                    Dest::Pool(o) => {
-                        if let Some(c) = self.cap_leaf(ObjRef::Pool(o)) {
-                            kids.push(c);
-                        }
-                        if let Some(c) = self.comp_leaf(gn.site) {
-                            kids.push(c);
-                        }
-                    }
-                }
-            }
-        } else if let Some(l) = self.net.learned_for(g, &prefix) {
-            for h in &l.via {
-                let hn = topo.node(*h);
-                if let Some(c) =
-                    self.edge_caps(LinkKind::Transit, gn.site, hn.site, Some(pool), hn.pool())
-                {
-                    kids.push(c);
-                }
-                if let Some(c) = self.reach(*h, prefix, &l.origins) {
-                    kids.push(c);
-                }
-            }
-        }
-        let r = self.expl.min(&kids);
-        self.reach_memo.insert(key, r);
-        r
-    }
-
-    /// `pubPath(g, X)`: the published values of every gateway on every selected path.
-    pub fn pub_path(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
-        if !self.published_prefixes.contains(&prefix) {
-            return None;
-        }
-        let key = (
-            g,
-            prefix,
-            origins.iter().copied().collect::<SmallVec<[Origin; 1]>>(),
-        );
-        if let Some(x) = self.pub_memo.get(&key) {
-            return *x;
-        }
-        let topo = self.topo();
-        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
-        if let Some(m) = topo.node(g).published_for(&prefix) {
-            kids.push(self.expl.leaf(Leaf::Published { gateway: g, prefix }, m));
-        }
-        let originated = origins.iter().any(|o| self.net.originates(g, o.dest));
-        if !originated && let Some(l) = self.net.learned_for(g, &prefix) {
-            for h in &l.via {
-                if let Some(c) = self.pub_path(*h, prefix, &l.origins) {
-                    kids.push(c);
-                }
-            }
-        }
-        let r = self.expl.min(&kids);
-        self.pub_memo.insert(key, r);
-        r
     }
 
     fn device_of(&self, link: &Link) -> DeviceRef {

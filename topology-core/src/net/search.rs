@@ -13,7 +13,7 @@
 //! per class is what keeps a node's forwarding linear in its routes.
 
 use super::{Dest, Net, Origin};
-use crate::ids::{PoolId, SiteId};
+use crate::ids::{NodeId, PoolId, SiteId};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -31,6 +31,9 @@ pub(crate) struct Bfs {
     /// Per origin, in the same order: pools on the best hop list each pool advertises when that
     /// origin alone originates it (`UNREACHED`: nothing).
     searches: SmallVec<[Arc<[u32]>; 2]>,
+    /// No gateway of a pool other than the origins is located where this class's hop lists are
+    /// dropped: every gateway selects its next hops by distance alone ([`Net::directing_origin`]).
+    clean: bool,
 }
 
 impl Bfs {
@@ -92,14 +95,72 @@ impl Net<'_> {
             .into_iter()
             .filter(|p| !topo.pool(*p).gateways.is_empty())
             .collect();
-        let blocked = self.blocked_pools(key, &origins);
+        let dropping = self.dropping_pools(key, &origins);
+        let blocked = self.blocked_pools(key, &dropping);
         let searches = origins
             .iter()
             .map(|o| self.search_from(*o, &blocked))
             .collect();
-        let rc = Arc::new(Bfs { origins, searches });
+        let rc = Arc::new(Bfs {
+            origins,
+            searches,
+            clean: dropping.is_empty(),
+        });
         self.searches.borrow_mut().classes.insert(key, rc.clone());
         rc
+    }
+
+    /// The one origin pool towards which a gateway of pool `p` forwards origin `o`, when there is
+    /// one: the class is clean (every gateway that is not an origin's accepts its hop lists, so
+    /// each selects its next hops by distance alone), `p` does not originate it, and one origin
+    /// pool's search is strictly nearer to `p` than every other's. Then every gateway on the
+    /// paths from `p` is strictly nearer to that origin too (a next hop one pool nearer to it
+    /// cannot be as near to another), so the paths are those towards that origin pool alone,
+    /// whatever the destination: [`Net::via_toward`] gives them hop by hop.
+    pub fn directing_origin(&self, p: PoolId, o: Origin) -> Option<PoolId> {
+        let bfs = self.bfs(o.dest, o.ty == super::RouteType::NodeCidr);
+        if !bfs.clean || bfs.origins.contains(&p) {
+            return None;
+        }
+        let mut best: Option<(u32, PoolId)> = None;
+        let mut tied = false;
+        for (a, s) in bfs.origins.iter().zip(&bfs.searches) {
+            let k = s.get(p.idx()).copied().unwrap_or(UNREACHED);
+            match best {
+                Some((b, _)) if k > b => {}
+                Some((b, _)) if k == b => tied = true,
+                _ => {
+                    best = Some((k, *a));
+                    tied = false;
+                }
+            }
+        }
+        best.filter(|(k, _)| !tied && *k != UNREACHED)
+            .map(|(_, a)| a)
+    }
+
+    /// The next hops of a gateway of pool `p` towards origin pool `a` (see
+    /// [`Net::directing_origin`]): the gateways of the pools peered with `p` one pool nearer to
+    /// `a`, sorted (empty when `p` is `a` or does not reach it).
+    pub fn via_toward(&self, p: PoolId, a: PoolId) -> SmallVec<[NodeId; 4]> {
+        let search = self.search_from(a, &[]);
+        let Some(k) = search
+            .get(p.idx())
+            .copied()
+            .filter(|k| *k != UNREACHED && *k > 1)
+        else {
+            return SmallVec::new();
+        };
+        let want = k.saturating_sub(1);
+        let mut out: SmallVec<[NodeId; 4]> = self
+            .transit_peers(p)
+            .iter()
+            .filter(|(_, q, _)| search.get(q.idx()) == Some(&want))
+            .map(|(g, _, _)| *g)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Distance via a gateway of pool `p` located in Site `x` for an origin: what that gateway
@@ -114,21 +175,21 @@ impl Net<'_> {
         bfs.dist(p)
     }
 
-    /// The pools a destination class blocks, sorted: pools that are not among its origins and
-    /// whose gateways are all located where its hop lists are dropped (the destination Site
-    /// itself, and for node CIDRs the Sites network-peered with it). Only pools with a gateway
-    /// in such a Site are candidates, so this costs the gateways of those Sites, not the pools.
-    fn blocked_pools(&self, class: (Dest, bool), origins: &[PoolId]) -> Blocked {
+    /// The pools other than the origins with a gateway located where a destination class's hop
+    /// lists are dropped (the destination Site itself, and for node CIDRs the Sites
+    /// network-peered with it), sorted. Costs the gateways of those Sites, not the pools.
+    fn dropping_pools(&self, class: (Dest, bool), origins: &[PoolId]) -> SmallVec<[PoolId; 2]> {
         let Dest::Site(d) = class.0 else {
-            return Blocked::new();
+            return SmallVec::new();
         };
         let topo = self.topo;
-        let mut candidates: SmallVec<[PoolId; 4]> = SmallVec::new();
+        let mut out: SmallVec<[PoolId; 2]> = SmallVec::new();
         let mut add_located_in = |s: SiteId| {
-            candidates.extend(
+            out.extend(
                 topo.gateways_in(s)
                     .iter()
-                    .filter_map(|g| topo.node(*g).pool()),
+                    .filter_map(|g| topo.node(*g).pool())
+                    .filter(|p| !origins.contains(p)),
             );
         };
         add_located_in(d);
@@ -139,12 +200,18 @@ impl Net<'_> {
                 }
             }
         }
-        candidates.sort_unstable();
-        candidates.dedup();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The pools a destination class blocks, sorted: of the `dropping` pools, those whose
+    /// gateways are all located where its hop lists are dropped.
+    fn blocked_pools(&self, class: (Dest, bool), dropping: &[PoolId]) -> Blocked {
         let sites = self.pool_gateway_sites();
-        candidates
-            .into_iter()
-            .filter(|p| !origins.contains(p))
+        dropping
+            .iter()
+            .copied()
             .filter(|p| {
                 sites
                     .get(p.idx())

@@ -1,0 +1,331 @@
+//! Along gateway paths: `reach(g, X)`, the smallest configured cap on every path a gateway
+//! selects towards a destination, and `pubPath(g, X)`, the values published on them.
+//!
+//! `reach` follows each gateway's selected next hops down to the gateways that deliver, hop by
+//! hop, memoized per (gateway class, destination). With thousands of destinations and paths
+//! many pools long, walking every destination's paths is most of a node's resolve. Most
+//! destinations, though, are forwarded towards one origin pool alone from most gateways
+//! ([`Net::directing_origin`]): those paths are the same for every destination that pool
+//! originates, so their caps are computed once per (gateway class, origin pool) (`toward`), and
+//! a destination adds only the caps of the delivery into it.
+//!
+//! Explanation terms are interned in the order they are first met, and on equal values the
+//! term met first binds, so the shared walk meets new terms in the order the walk per
+//! destination would: the same hops in the same order, and the delivery terms of the
+//! destination where that walk would first reach the origin pool (on arriving at one of its
+//! gateways, or on skipping a part already walked for another destination, which holds no term
+//! not yet met but the destination's delivery terms, met on its gateways in order).
+
+use super::Solver;
+use crate::explain::{ExplId, Leaf};
+use ipnet::IpNet;
+use smallvec::SmallVec;
+use topology_core::ids::{NodeId, PoolId, SiteId};
+use topology_core::model::ObjRef;
+use topology_core::net::{Dest, LinkKind, Origin};
+
+/// `reach` memo key: gateway class (pool, Site), prefix, and the origins the route leads to.
+pub(super) type ReachKey = (PoolId, SiteId, IpNet, SmallVec<[Origin; 1]>);
+/// `toward` memo key: gateway class (pool, Site) and the origin pool its paths lead to.
+pub(super) type TowardKey = (PoolId, SiteId, PoolId);
+/// `pubPath` memo key: gateway, prefix, origins.
+pub(super) type PubKey = (NodeId, IpNet, SmallVec<[Origin; 1]>);
+
+/// The delivery a shared walk towards an origin pool is made for: the destination's origin and
+/// whether the terms of its delivery on every gateway of the pool have been met.
+struct Delivery {
+    origin: Origin,
+    pool: PoolId,
+    met_all: bool,
+}
+
+impl Solver<'_> {
+    /// `reach(g, X)`: the smallest configured cap along `g`'s selected paths to `X`'s destination.
+    pub fn reach(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
+        let topo = self.topo();
+        let gn = topo.node(g);
+        let pool = gn.pool()?;
+        // `reach` depends on the destination the caller's route leads to: with identical
+        // prefixes of several Sites, the origins are part of the key.
+        let key = (pool, gn.site, prefix, origins.iter().copied().collect());
+        if let Some(x) = self.reach_memo.get(&key) {
+            return *x;
+        }
+        let r = self.reach_uncached(g, pool, prefix, origins);
+        self.reach_memo.insert(key, r);
+        r
+    }
+
+    fn reach_uncached(
+        &mut self,
+        g: NodeId,
+        pool: PoolId,
+        prefix: IpNet,
+        origins: &[Origin],
+    ) -> Option<ExplId> {
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        let originated: SmallVec<[Origin; 1]> = origins
+            .iter()
+            .copied()
+            .filter(|o| self.net.originates(g, o.dest))
+            .collect();
+        if !originated.is_empty() {
+            self.delivery_terms(g, &originated, &mut kids);
+            return self.expl.min(&kids);
+        }
+        if self.shared_walks
+            && let [o] = origins
+            && let Some(a) = self.net.directing_origin(pool, *o)
+        {
+            return self.reach_towards(g, pool, *o, a);
+        }
+        let topo = self.topo();
+        let gn = topo.node(g);
+        if let Some(l) = self.net.learned_for(g, &prefix) {
+            for h in &l.via {
+                let hn = topo.node(*h);
+                if let Some(c) =
+                    self.edge_caps(LinkKind::Transit, gn.site, hn.site, Some(pool), hn.pool())
+                {
+                    kids.push(c);
+                }
+                if let Some(c) = self.reach(*h, prefix, &l.origins) {
+                    kids.push(c);
+                }
+            }
+        }
+        self.expl.min(&kids)
+    }
+
+    /// The terms of the delivery by gateway `g` of the origins it originates: for a Site, the
+    /// caps of a delivery link into it; for a pool's routed CIDRs, the pool's cap and the
+    /// component of the gateway's Site.
+    fn delivery_terms(
+        &mut self,
+        g: NodeId,
+        originated: &[Origin],
+        kids: &mut SmallVec<[ExplId; 8]>,
+    ) {
+        let gn = self.topo().node(g);
+        let Some(pool) = gn.pool() else {
+            return;
+        };
+        for o in originated {
+            match o.dest {
+                Dest::Site(d) => {
+                    if let Some(c) =
+                        self.edge_caps(LinkKind::Delivery, d, gn.site, Some(pool), None)
+                    {
+                        kids.push(c);
+                    }
+                }
+                Dest::Pool(o) => {
+                    if let Some(c) = self.cap_leaf(ObjRef::Pool(o)) {
+                        kids.push(c);
+                    }
+                    if let Some(c) = self.comp_leaf(gn.site) {
+                        kids.push(c);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `reach` of gateway `g` (of `pool`) whose paths all lead towards origin pool `a`: the caps
+    /// of those paths (shared with every destination forwarded towards `a`) and of the delivery
+    /// into the destination on each gateway of `a` (every one of them ends a path: each is a
+    /// next hop of the gateways one pool before `a`).
+    fn reach_towards(&mut self, g: NodeId, pool: PoolId, o: Origin, a: PoolId) -> Option<ExplId> {
+        let topo = self.topo();
+        let mut delivery = Delivery {
+            origin: o,
+            pool: a,
+            met_all: false,
+        };
+        let paths = self.toward(pool, topo.node(g).site, &mut delivery);
+        let mut kids: SmallVec<[ExplId; 8]> = paths.into_iter().collect();
+        for h in &topo.pool(a).gateways {
+            self.delivery_terms(*h, &[o], &mut kids);
+        }
+        self.expl.min(&kids)
+    }
+
+    /// The caps of the paths from a gateway of `pool` located in `site` towards the delivery's
+    /// origin pool, the delivery itself left out (memoized per origin pool). Meets the
+    /// delivery's terms where the walk per destination would (see the module documentation).
+    fn toward(&mut self, pool: PoolId, site: SiteId, delivery: &mut Delivery) -> Option<ExplId> {
+        let key = (pool, site, delivery.pool);
+        if let Some(x) = self.toward_memo.get(&key) {
+            let x = *x;
+            self.meet_all_deliveries(delivery);
+            return x;
+        }
+        let topo = self.topo();
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        for h in self.net.via_toward(pool, delivery.pool) {
+            let hn = topo.node(h);
+            if let Some(c) = self.edge_caps(LinkKind::Transit, site, hn.site, Some(pool), hn.pool())
+            {
+                kids.push(c);
+            }
+            match hn.pool() {
+                // A gateway of the origin pool: the walk per destination meets the delivery's
+                // terms here.
+                Some(q) if q == delivery.pool && !delivery.met_all => {
+                    let mut met: SmallVec<[ExplId; 8]> = SmallVec::new();
+                    self.delivery_terms(h, &[delivery.origin], &mut met);
+                }
+                Some(q) if q == delivery.pool => {}
+                Some(q) => {
+                    if let Some(c) = self.toward(q, hn.site, delivery) {
+                        kids.push(c);
+                    }
+                }
+                None => {}
+            }
+        }
+        let r = self.expl.min(&kids);
+        self.toward_memo.insert(key, r);
+        r
+    }
+
+    /// Meets the delivery's terms on every gateway of its origin pool, in order (once).
+    fn meet_all_deliveries(&mut self, delivery: &mut Delivery) {
+        if delivery.met_all {
+            return;
+        }
+        let mut met: SmallVec<[ExplId; 8]> = SmallVec::new();
+        for h in &self.topo().pool(delivery.pool).gateways {
+            self.delivery_terms(*h, &[delivery.origin], &mut met);
+        }
+        delivery.met_all = true;
+    }
+
+    /// `pubPath(g, X)`: the published values of every gateway on every selected path.
+    pub fn pub_path(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
+        if !self.published_prefixes.contains(&prefix) {
+            return None;
+        }
+        let key = (
+            g,
+            prefix,
+            origins.iter().copied().collect::<SmallVec<[Origin; 1]>>(),
+        );
+        if let Some(x) = self.pub_memo.get(&key) {
+            return *x;
+        }
+        let topo = self.topo();
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        if let Some(m) = topo.node(g).published_for(&prefix) {
+            kids.push(self.expl.leaf(Leaf::Published { gateway: g, prefix }, m));
+        }
+        let originated = origins.iter().any(|o| self.net.originates(g, o.dest));
+        if !originated && let Some(l) = self.net.learned_for(g, &prefix) {
+            for h in &l.via {
+                if let Some(c) = self.pub_path(*h, prefix, &l.origins) {
+                    kids.push(c);
+                }
+            }
+        }
+        let r = self.expl.min(&kids);
+        self.pub_memo.insert(key, r);
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::explain::{ExplId, Kind};
+    use crate::report::{Renderer, node_out};
+    use crate::{Settings, Solver};
+    use proptest::prelude::*;
+    use test_utils::reference::topology_of;
+    use test_utils::testkit::scale::ScaleSpec;
+    use test_utils::testkit::{arb_spec, proptest_config};
+    use topology_core::ids::NodeId;
+    use topology_core::model::Topology;
+
+    /// Every node's plan rendered with every term, and the terms in the order the arena
+    /// interned them (which decides ties).
+    fn resolve(topo: &Topology, shared: bool, one_solver: bool) -> (Vec<String>, Vec<String>) {
+        let mut out = Vec::new();
+        let mut terms = Vec::new();
+        let mut solver = Solver::new(topo, Settings::default());
+        for i in 0..topo.nodes.len() {
+            if !one_solver {
+                solver = Solver::new(topo, Settings::default());
+            }
+            solver.shared_walks = shared;
+            let plan = solver.plan(NodeId::from_idx(i));
+            let mut r = Renderer::new(&solver, true);
+            out.push(serde_json::to_string(&node_out(topo, &mut r, &plan)).unwrap_or_default());
+            if !one_solver {
+                terms.push(interned_terms(&solver));
+            }
+        }
+        if one_solver {
+            terms.push(interned_terms(&solver));
+        }
+        (out, terms)
+    }
+
+    fn interned_terms(solver: &Solver<'_>) -> String {
+        (0..solver.expl.len())
+            .filter_map(|i| {
+                let n = solver
+                    .expl
+                    .get(ExplId(u32::try_from(i).unwrap_or(u32::MAX)));
+                match &n.kind {
+                    Kind::Leaf(l) => Some(format!("{l:?}={}", n.value)),
+                    _ => None,
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// A small cluster of the scale generator's shape (ring and chords of pools, capped
+    /// objects with ties), where most walks are shared.
+    #[test]
+    fn shared_walks_equal_walks_per_destination_on_a_scale_cluster() {
+        let spec = ScaleSpec {
+            sites: 48,
+            nodes_per_site: 4,
+            pools: 12,
+            chords: 3,
+            capped_percent: 40,
+            ..ScaleSpec::standard()
+        };
+        let d = spec.decode();
+        let topo = Topology::build(d.objects.iter(), d.diagnostics.iter().cloned());
+        for one_solver in [false, true] {
+            assert_eq!(
+                resolve(&topo, true, one_solver),
+                resolve(&topo, false, one_solver)
+            );
+        }
+        let mut solver = Solver::new(&topo, Settings::default());
+        drop(solver.plan_all());
+        assert!(!solver.toward_memo.is_empty());
+    }
+
+    proptest! {
+        #![proptest_config(proptest_config(
+            300,
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/shared_walks.txt")
+        ))]
+
+        /// The walk shared between destinations gives every value, every term and every tie
+        /// the walk per destination gives, and interns terms in the same order: on fresh
+        /// solvers per node and on one solver for all.
+        #[test]
+        fn shared_walks_equal_walks_per_destination(spec in arb_spec()) {
+            let topo = topology_of(&spec.to_yaml());
+            for one_solver in [false, true] {
+                let shared = resolve(&topo, true, one_solver);
+                let per_destination = resolve(&topo, false, one_solver);
+                prop_assert_eq!(shared, per_destination);
+            }
+        }
+    }
+}
