@@ -73,8 +73,12 @@ impl Solver<'_> {
             self.delivery_terms(g, &originated, &mut kids);
             return self.expl.min(&kids);
         }
+        // Only a prefix with one origin shares the walk: a gateway's learned route depends on
+        // every origin of its prefix (a pool that owns one of several identical prefixes learns
+        // no route for any of them), not only on the origins the caller's route leads to.
         if self.shared_walks
             && let [o] = origins
+            && self.net.origins_of(&prefix).as_slice() == [*o]
             && let Some(a) = self.net.directing_origin(pool, *o)
         {
             return self.reach_towards(g, pool, *o, a);
