@@ -1,7 +1,7 @@
 //! Relations, links and forwarding: who links to whom over which protocol, and which paths
-//! traffic takes: breadth-first searches over the pool graph (one per origin pool, shared by the
-//! destinations it originates: `search.rs`), where each gateway pool advertises what its Sites
-//! originate to the pools it peers with.
+//! traffic takes: breadth-first searches over the pool graph (`search.rs`; next hops towards an
+//! origin pool: `toward.rs`), where each gateway pool advertises what its Sites originate to the
+//! pools it peers with.
 //!
 //! [`Net`] is a lazily memoizing view over an immutable [`Topology`]. Pair lookups (two Sites, a
 //! Site and a pool, two pools) are computed on first use and memoized with `(x, y)` and `(y, x)`
@@ -21,6 +21,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 mod search;
+mod toward;
 
 /// Settings that shape links: what `Auto` resolves to and the tunnel IP family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

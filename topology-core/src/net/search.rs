@@ -11,40 +11,39 @@
 //! usually: a pool located in a Site mostly serves it), not a search of the whole graph. With
 //! hundreds of pools and thousands of destination classes, one search per origin instead of one
 //! per class is what keeps a node's forwarding linear in its routes.
+//!
+//! Where a class blocks no pool (the usual case), its origins' searches are the open ones, and
+//! an open search's distance between two pools with gateways is the same from either end: it is
+//! read from whichever end was searched, and a new search is made from the asking pool, not the
+//! origin. A node asks from its few uplink pools about every origin, so a fresh solver makes a
+//! few searches instead of one per origin pool.
 
 use super::{Dest, Net, Origin};
-use crate::ids::{NodeId, PoolId, SiteId};
+use crate::ids::{PoolId, SiteId};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// A distance that means "advertises nothing".
-const UNREACHED: u32 = u32::MAX;
+pub(super) const UNREACHED: u32 = u32::MAX;
 
 /// Pools blocked for a destination class: not origins, and no gateway accepts its hop lists.
 type Blocked = SmallVec<[PoolId; 2]>;
 
-/// The distances of one destination class: its origin pools and each origin's search.
+/// The distances of one destination class: its origin pools, the pools it blocks, and when it
+/// blocks any, each origin's search avoiding them.
 #[derive(Debug)]
 pub(crate) struct Bfs {
     /// Pools that originate the destination (those with gateways).
     pub origins: SmallVec<[PoolId; 4]>,
-    /// Per origin, in the same order: pools on the best hop list each pool advertises when that
-    /// origin alone originates it (`UNREACHED`: nothing).
+    /// The pools the class blocks, sorted. Empty (the usual case): every origin's distances are
+    /// those of the open searches, read from whichever end was searched ([`Net::open_dist`]).
+    blocked: Blocked,
+    /// When the class blocks pools, per origin in the same order: pools on the best hop list
+    /// each pool advertises when that origin alone originates it (`UNREACHED`: nothing).
     searches: SmallVec<[Arc<[u32]>; 2]>,
     /// No gateway of a pool other than the origins is located where this class's hop lists are
     /// dropped: every gateway selects its next hops by distance alone ([`Net::directing_origin`]).
-    clean: bool,
-}
-
-impl Bfs {
-    /// Pools on the best hop list pool `p` advertises (`None`: it advertises nothing).
-    pub fn dist(&self, p: PoolId) -> Option<u32> {
-        self.searches
-            .iter()
-            .filter_map(|s| s.get(p.idx()).copied())
-            .min()
-            .filter(|d| *d != UNREACHED)
-    }
+    pub clean: bool,
 }
 
 /// The searches made so far and the buffers they reuse.
@@ -56,6 +55,9 @@ pub(super) struct Searches {
     open: Vec<Option<Arc<[u32]>>>,
     /// Searches that avoid blocked pools, by origin and blocked pools.
     blocked: rustc_hash::FxHashMap<(PoolId, Blocked), Arc<[u32]>>,
+    /// Per origin pool: the shortest paths towards it traced in other pools' open searches
+    /// (`toward.rs`).
+    pub(super) traces: Vec<SmallVec<[super::toward::Trace; 2]>>,
     scratch: Scratch,
 }
 
@@ -63,6 +65,11 @@ impl Searches {
     /// Whether any search has been made (for the complexity tests).
     pub fn is_empty(&self) -> bool {
         self.classes.is_empty()
+    }
+
+    /// The open search from pool `p`, if it was made.
+    pub(super) fn open_search(&self, p: PoolId) -> Option<&Arc<[u32]>> {
+        self.open.get(p.idx()).and_then(|s| s.as_ref())
     }
 }
 
@@ -97,12 +104,17 @@ impl Net<'_> {
             .collect();
         let dropping = self.dropping_pools(key, &origins);
         let blocked = self.blocked_pools(key, &dropping);
-        let searches = origins
-            .iter()
-            .map(|o| self.search_from(*o, &blocked))
-            .collect();
+        let searches = if blocked.is_empty() {
+            SmallVec::new()
+        } else {
+            origins
+                .iter()
+                .map(|o| self.search_from(*o, &blocked))
+                .collect()
+        };
         let rc = Arc::new(Bfs {
             origins,
+            blocked,
             searches,
             clean: dropping.is_empty(),
         });
@@ -110,57 +122,54 @@ impl Net<'_> {
         rc
     }
 
-    /// The one origin pool towards which a gateway of pool `p` forwards origin `o`, when there is
-    /// one: the class is clean (every gateway that is not an origin's accepts its hop lists, so
-    /// each selects its next hops by distance alone), `p` does not originate it, and one origin
-    /// pool's search is strictly nearer to `p` than every other's. Then every gateway on the
-    /// paths from `p` is strictly nearer to that origin too (a next hop one pool nearer to it
-    /// cannot be as near to another), so the paths are those towards that origin pool alone,
-    /// whatever the destination: [`Net::via_toward`] gives them hop by hop.
-    pub fn directing_origin(&self, p: PoolId, o: Origin) -> Option<PoolId> {
-        let bfs = self.bfs(o.dest, o.ty == super::RouteType::NodeCidr);
-        if !bfs.clean || bfs.origins.contains(&p) {
-            return None;
-        }
-        let mut best: Option<(u32, PoolId)> = None;
-        let mut tied = false;
-        for (a, s) in bfs.origins.iter().zip(&bfs.searches) {
-            let k = s.get(p.idx()).copied().unwrap_or(UNREACHED);
-            match best {
-                Some((b, _)) if k > b => {}
-                Some((b, _)) if k == b => tied = true,
-                _ => {
-                    best = Some((k, *a));
-                    tied = false;
-                }
-            }
-        }
-        best.filter(|(k, _)| !tied && *k != UNREACHED)
-            .map(|(_, a)| a)
+    /// Pools on the best hop list pool `p` advertises for a destination class (`None`: it
+    /// advertises nothing): the minimum over its origins.
+    pub(super) fn class_dist(&self, bfs: &Bfs, p: PoolId) -> Option<u32> {
+        (0..bfs.origins.len())
+            .map(|i| self.origin_dist(bfs, i, p))
+            .min()
+            .filter(|d| *d != UNREACHED)
     }
 
-    /// The next hops of a gateway of pool `p` towards origin pool `a` (see
-    /// [`Net::directing_origin`]): the gateways of the pools peered with `p` one pool nearer to
-    /// `a`, sorted (empty when `p` is `a` or does not reach it).
-    pub fn via_toward(&self, p: PoolId, a: PoolId) -> SmallVec<[NodeId; 4]> {
-        let search = self.search_from(a, &[]);
-        let Some(k) = search
-            .get(p.idx())
-            .copied()
-            .filter(|k| *k != UNREACHED && *k > 1)
-        else {
-            return SmallVec::new();
-        };
-        let want = k.saturating_sub(1);
-        let mut out: SmallVec<[NodeId; 4]> = self
-            .transit_peers(p)
-            .iter()
-            .filter(|(_, q, _)| search.get(q.idx()) == Some(&want))
-            .map(|(g, _, _)| *g)
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+    /// Pools on the best hop list pool `p` advertises when the class's `i`-th origin alone
+    /// originates it (`UNREACHED`: nothing).
+    pub(super) fn origin_dist(&self, bfs: &Bfs, i: usize, p: PoolId) -> u32 {
+        if bfs.blocked.is_empty() {
+            bfs.origins
+                .get(i)
+                .map_or(UNREACHED, |a| self.open_dist(*a, p))
+        } else {
+            bfs.searches
+                .get(i)
+                .and_then(|s| s.get(p.idx()).copied())
+                .unwrap_or(UNREACHED)
+        }
+    }
+
+    /// The open search's distance between origin pool `a` and pool `p` (`UNREACHED`: none).
+    /// The pools a search enters and their peerings make an undirected graph, so the distance
+    /// is the same from either end when both have gateways (a pool without any is entered by
+    /// no search but its own): it is read from whichever search was made, and otherwise from a
+    /// new search from `p`, the asking pool. A node asks from its few uplink pools about every
+    /// origin, so a fresh solver makes a few searches instead of one per origin pool.
+    pub(super) fn open_dist(&self, a: PoolId, p: PoolId) -> u32 {
+        if a == p {
+            return 1;
+        }
+        if self.topo.pool(p).gateways.is_empty() {
+            return UNREACHED;
+        }
+        let at = |s: &[u32], i: PoolId| s.get(i.idx()).copied().unwrap_or(UNREACHED);
+        {
+            let memo = self.searches.borrow();
+            if let Some(s) = memo.open_search(a) {
+                return at(s, p);
+            }
+            if let Some(s) = memo.open_search(p) {
+                return at(s, a);
+            }
+        }
+        at(&self.search_from(p, &[]), a)
     }
 
     /// Distance via a gateway of pool `p` located in Site `x` for an origin: what that gateway
@@ -172,7 +181,7 @@ impl Net<'_> {
         if !self.allowed(x, o.class()) {
             return None;
         }
-        bfs.dist(p)
+        self.class_dist(bfs, p)
     }
 
     /// The pools other than the origins with a gateway located where a destination class's hop
@@ -221,7 +230,7 @@ impl Net<'_> {
     }
 
     /// The search from origin `o` avoiding `blocked` (memoized).
-    fn search_from(&self, o: PoolId, blocked: &[PoolId]) -> Arc<[u32]> {
+    pub(super) fn search_from(&self, o: PoolId, blocked: &[PoolId]) -> Arc<[u32]> {
         {
             let memo = self.searches.borrow();
             let found = if blocked.is_empty() {
@@ -267,17 +276,7 @@ impl Net<'_> {
             next,
         } = &mut memo.scratch;
         let graph = graph.get_or_insert_with(|| PoolGraph::new(topo));
-        // A fresh stamp marks no pool peering as expanded yet (the array is cleared when the
-        // stamps wrap around).
-        *stamp = match stamp.checked_add(1) {
-            Some(x) => x,
-            None => {
-                hub_seen.iter_mut().for_each(|x| *x = 0);
-                1
-            }
-        };
-        let stamp = *stamp;
-        hub_seen.resize(graph.hub_count(), 0);
+        let stamp = fresh_stamp(stamp, hub_seen, graph.hub_count());
         dist.clear();
         dist.resize(topo.pools.len(), UNREACHED);
         frontier.clear();
@@ -313,6 +312,84 @@ impl Net<'_> {
             level = next_level;
         }
         Arc::from(dist.as_slice())
+    }
+
+    /// The pools on the shortest paths from the root of open search `from_root` to pool `a`
+    /// (both ends included; none when `a` is not reached), as a bit set over the pools: traced
+    /// back from `a`, level by level, through the neighbours one pool nearer to the root. The
+    /// members of a pool peering are within one pool of each other, so a peering expanded from
+    /// its farthest marked member has no member two levels nearer: each is expanded once.
+    pub(super) fn shortest_path_marks(&self, from_root: &[u32], a: PoolId) -> Arc<[u64]> {
+        let topo = self.topo;
+        let mut marks = vec![0u64; topo.pools.len().div_ceil(64)];
+        let Some(mut level) = from_root.get(a.idx()).copied().filter(|k| *k != UNREACHED) else {
+            return marks.into();
+        };
+        let mut memo = self.searches.borrow_mut();
+        let Scratch {
+            graph,
+            hub_seen,
+            stamp,
+            frontier,
+            next,
+            ..
+        } = &mut memo.scratch;
+        let graph = graph.get_or_insert_with(|| PoolGraph::new(topo));
+        let stamp = fresh_stamp(stamp, hub_seen, graph.hub_count());
+        mark(&mut marks, a.0);
+        frontier.clear();
+        frontier.push(a.0);
+        while level > 1 && !frontier.is_empty() {
+            next.clear();
+            let want = level.saturating_sub(1);
+            for x in frontier.iter() {
+                for h in graph.hubs_of(*x) {
+                    let Some(seen) = hub_seen.get_mut(*h as usize) else {
+                        continue;
+                    };
+                    if *seen == stamp {
+                        continue;
+                    }
+                    *seen = stamp;
+                    for q in graph.members_of(*h) {
+                        if from_root.get(*q as usize) == Some(&want) && !is_marked(&marks, *q) {
+                            mark(&mut marks, *q);
+                            next.push(*q);
+                        }
+                    }
+                }
+            }
+            std::mem::swap(frontier, next);
+            level = want;
+        }
+        marks.into()
+    }
+}
+
+/// A fresh stamp for a search (no pool peering expanded yet), with `hub_seen` sized for
+/// `hubs` peerings and cleared when the stamps wrap around.
+fn fresh_stamp(stamp: &mut u32, hub_seen: &mut Vec<u32>, hubs: usize) -> u32 {
+    *stamp = match stamp.checked_add(1) {
+        Some(x) => x,
+        None => {
+            hub_seen.iter_mut().for_each(|x| *x = 0);
+            1
+        }
+    };
+    hub_seen.resize(hubs, 0);
+    *stamp
+}
+
+/// Whether pool index `q` is in bit set `marks`.
+pub(super) fn is_marked(marks: &[u64], q: u32) -> bool {
+    marks
+        .get((q / 64) as usize)
+        .is_some_and(|w| w & (1u64 << (q % 64)) != 0)
+}
+
+fn mark(marks: &mut [u64], q: u32) {
+    if let Some(w) = marks.get_mut((q / 64) as usize) {
+        *w |= 1u64 << (q % 64);
     }
 }
 
