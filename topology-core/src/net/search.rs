@@ -21,7 +21,7 @@
 use super::{Dest, Net, Origin};
 use crate::ids::{PoolId, SiteId};
 use smallvec::SmallVec;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A distance that means "advertises nothing".
 pub(super) const UNREACHED: u32 = u32::MAX;
@@ -29,18 +29,18 @@ pub(super) const UNREACHED: u32 = u32::MAX;
 /// Pools blocked for a destination class: not origins, and no gateway accepts its hop lists.
 type Blocked = SmallVec<[PoolId; 2]>;
 
-/// The distances of one destination class: its origin pools, the pools it blocks, and when it
-/// blocks any, each origin's search avoiding them.
+/// The distances of one destination class: its origin pools and each origin's search, avoiding
+/// the pools the class blocks. When it blocks none (the usual case), the searches are the open
+/// ones, and each distance is read from either end ([`Net::open_dist`]) until every origin's
+/// own search has been made.
 #[derive(Debug)]
 pub(crate) struct Bfs {
     /// Pools that originate the destination (those with gateways).
     pub origins: SmallVec<[PoolId; 4]>,
-    /// The pools the class blocks, sorted. Empty (the usual case): every origin's distances are
-    /// those of the open searches, read from whichever end was searched ([`Net::open_dist`]).
-    blocked: Blocked,
-    /// When the class blocks pools, per origin in the same order: pools on the best hop list
-    /// each pool advertises when that origin alone originates it (`UNREACHED`: nothing).
-    searches: SmallVec<[Arc<[u32]>; 2]>,
+    /// Per origin in the same order: pools on the best hop list each pool advertises when that
+    /// origin alone originates it (`UNREACHED`: nothing). Set at once when the class blocks
+    /// pools; otherwise once every origin's open search has been made.
+    searches: OnceLock<SmallVec<[Arc<[u32]>; 2]>>,
     /// No gateway of a pool other than the origins is located where this class's hop lists are
     /// dropped: every gateway selects its next hops by distance alone ([`Net::directing_origin`]).
     pub clean: bool,
@@ -104,17 +104,17 @@ impl Net<'_> {
             .collect();
         let dropping = self.dropping_pools(key, &origins);
         let blocked = self.blocked_pools(key, &dropping);
-        let searches = if blocked.is_empty() {
-            SmallVec::new()
-        } else {
-            origins
-                .iter()
-                .map(|o| self.search_from(*o, &blocked))
-                .collect()
-        };
+        let searches = OnceLock::new();
+        if !blocked.is_empty() {
+            let _ = searches.set(
+                origins
+                    .iter()
+                    .map(|o| self.search_from(*o, &blocked))
+                    .collect(),
+            );
+        }
         let rc = Arc::new(Bfs {
             origins,
-            blocked,
             searches,
             clean: dropping.is_empty(),
         });
@@ -125,25 +125,37 @@ impl Net<'_> {
     /// Pools on the best hop list pool `p` advertises for a destination class (`None`: it
     /// advertises nothing): the minimum over its origins.
     pub(super) fn class_dist(&self, bfs: &Bfs, p: PoolId) -> Option<u32> {
-        (0..bfs.origins.len())
-            .map(|i| self.origin_dist(bfs, i, p))
-            .min()
-            .filter(|d| *d != UNREACHED)
+        let d = match self.class_searches(bfs) {
+            Some(ss) => ss.iter().filter_map(|s| s.get(p.idx()).copied()).min(),
+            None => bfs.origins.iter().map(|a| self.open_dist(*a, p)).min(),
+        };
+        d.filter(|d| *d != UNREACHED)
     }
 
     /// Pools on the best hop list pool `p` advertises when the class's `i`-th origin alone
     /// originates it (`UNREACHED`: nothing).
     pub(super) fn origin_dist(&self, bfs: &Bfs, i: usize, p: PoolId) -> u32 {
-        if bfs.blocked.is_empty() {
-            bfs.origins
-                .get(i)
-                .map_or(UNREACHED, |a| self.open_dist(*a, p))
-        } else {
-            bfs.searches
-                .get(i)
-                .and_then(|s| s.get(p.idx()).copied())
-                .unwrap_or(UNREACHED)
+        match self.class_searches(bfs) {
+            Some(ss) => ss.get(i).and_then(|s| s.get(p.idx()).copied()),
+            None => bfs.origins.get(i).map(|a| self.open_dist(*a, p)),
         }
+        .unwrap_or(UNREACHED)
+    }
+
+    /// Every origin's search for the class, when all have been made: then a distance is a
+    /// look-up in them, without asking the memo (one solver resolving many nodes).
+    fn class_searches<'b>(&self, bfs: &'b Bfs) -> Option<&'b SmallVec<[Arc<[u32]>; 2]>> {
+        if let Some(ss) = bfs.searches.get() {
+            return Some(ss);
+        }
+        let memo = self.searches.borrow();
+        let ss: Option<SmallVec<[Arc<[u32]>; 2]>> = bfs
+            .origins
+            .iter()
+            .map(|a| memo.open_search(*a).cloned())
+            .collect();
+        let _ = bfs.searches.set(ss?);
+        bfs.searches.get()
     }
 
     /// The open search's distance between origin pool `a` and pool `p` (`UNREACHED`: none).
