@@ -149,6 +149,9 @@ impl Net<'_> {
             return Some(ss);
         }
         let memo = self.searches.borrow();
+        if !bfs.origins.iter().all(|a| memo.open_search(*a).is_some()) {
+            return None;
+        }
         let ss: Option<SmallVec<[Arc<[u32]>; 2]>> = bfs
             .origins
             .iter()

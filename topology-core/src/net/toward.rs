@@ -14,7 +14,7 @@
 
 use super::search::{UNREACHED, is_marked};
 use super::{Net, Origin};
-use crate::ids::{NodeId, PoolId};
+use crate::ids::{NodeId, PoolId, SiteId};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -22,7 +22,7 @@ use std::sync::Arc;
 const MAX_TRACES: usize = 4;
 
 /// The shortest paths from a root pool to an origin pool.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Trace {
     /// The root's open search.
     from_root: Arc<[u32]>,
@@ -31,14 +31,14 @@ pub(super) struct Trace {
 }
 
 /// How to tell the next hops of one pool towards an origin pool.
-enum Step {
+enum Step<'m> {
     /// Peered pools at distance `want` in the origin pool's own search.
-    Origin { search: Arc<[u32]>, want: u32 },
+    Origin { search: &'m [u32], want: u32 },
     /// Peered pools at distance `want` from a trace's root and on its paths.
-    Traced { trace: Trace, want: u32 },
+    Traced { trace: &'m Trace, want: u32 },
 }
 
-impl Step {
+impl Step<'_> {
     fn is_next(&self, q: PoolId) -> bool {
         match self {
             Step::Origin { search, want } => search.get(q.idx()) == Some(want),
@@ -81,54 +81,68 @@ impl Net<'_> {
 
     /// The next hops of a gateway of pool `p` towards origin pool `a` (see
     /// [`Net::directing_origin`]): the gateways of the pools peered with `p` one pool nearer to
-    /// `a`, sorted (empty when `p` is `a` or does not reach it).
+    /// `a`, sorted (empty when `p` is `a` or does not reach it). Read from `a`'s own search when
+    /// made, else from a trace whose paths pass through `p`, else from a new trace rooted at `p`
+    /// (or past a few roots, from `a`'s own search, made now).
     pub fn via_toward(&self, p: PoolId, a: PoolId) -> SmallVec<[NodeId; 4]> {
-        let Some(step) = self.step_toward(p, a) else {
+        if p == a || self.topo.pool(p).gateways.is_empty() {
             return SmallVec::new();
+        }
+        let peers = self.transit_peers(p);
+        let mut out = match self.known_next_hops(p, a, &peers) {
+            Some(out) => out,
+            None => {
+                if self.traces_of(a) >= MAX_TRACES {
+                    self.search_from(a, &[]);
+                } else {
+                    self.new_trace(p, a);
+                }
+                self.known_next_hops(p, a, &peers).unwrap_or_default()
+            }
         };
-        let mut out: SmallVec<[NodeId; 4]> = self
-            .transit_peers(p)
-            .iter()
-            .filter(|(_, q, _)| step.is_next(*q))
-            .map(|(g, _, _)| *g)
-            .collect();
         out.sort_unstable();
         out.dedup();
         out
     }
 
-    /// How to tell `p`'s next hops towards `a` (`None`: it has none): from `a`'s own search
-    /// when made, else from a trace whose paths pass through `p`, rooted at `p` if none does.
-    fn step_toward(&self, p: PoolId, a: PoolId) -> Option<Step> {
-        if p == a || self.topo.pool(p).gateways.is_empty() {
-            return None;
-        }
-        let own = self.searches.borrow().open_search(a).cloned();
-        if let Some(search) = own {
-            return origin_step(search, p);
-        }
-        let trace = match self.trace_through(p, a) {
-            Some(t) => t,
-            None if self.traces_of(a) >= MAX_TRACES => {
-                return origin_step(self.search_from(a, &[]), p);
-            }
-            None => self.new_trace(p, a),
-        };
-        if !is_marked(&trace.marks, p.0) {
-            return None;
-        }
-        let want = trace.from_root.get(p.idx())?.checked_add(1)?;
-        Some(Step::Traced { trace, want })
-    }
-
-    /// A trace towards `a` whose paths pass through `p`.
-    fn trace_through(&self, p: PoolId, a: PoolId) -> Option<Trace> {
+    /// `p`'s next hops towards `a` among its transit `peers`, when `a`'s own search or a trace
+    /// through `p` tells them (`None`: neither does).
+    fn known_next_hops(
+        &self,
+        p: PoolId,
+        a: PoolId,
+        peers: &[(NodeId, PoolId, SiteId)],
+    ) -> Option<SmallVec<[NodeId; 4]>> {
         let memo = self.searches.borrow();
-        memo.traces
-            .get(a.idx())?
-            .iter()
-            .find(|t| is_marked(&t.marks, p.0))
-            .cloned()
+        let step = match memo.open_search(a) {
+            Some(search) => search
+                .get(p.idx())
+                .copied()
+                .filter(|k| *k != UNREACHED && *k > 1)
+                .map(|k| Step::Origin {
+                    search,
+                    want: k.saturating_sub(1),
+                }),
+            None => {
+                let trace = memo
+                    .traces
+                    .get(a.idx())?
+                    .iter()
+                    .find(|t| is_marked(&t.marks, p.0))?;
+                trace
+                    .from_root
+                    .get(p.idx())
+                    .and_then(|k| k.checked_add(1))
+                    .map(|want| Step::Traced { trace, want })
+            }
+        };
+        Some(step.map_or_else(SmallVec::new, |step| {
+            peers
+                .iter()
+                .filter(|(_, q, _)| step.is_next(*q))
+                .map(|(g, _, _)| *g)
+                .collect()
+        }))
     }
 
     fn traces_of(&self, a: PoolId) -> usize {
@@ -139,8 +153,8 @@ impl Net<'_> {
             .map_or(0, |t| t.len())
     }
 
-    /// The trace of the shortest paths from `r` to `a` (kept for the next pools of the walk).
-    fn new_trace(&self, r: PoolId, a: PoolId) -> Trace {
+    /// The trace of the shortest paths from `r` to `a`, kept for the pools of the walk.
+    fn new_trace(&self, r: PoolId, a: PoolId) {
         let from_root = self.search_from(r, &[]);
         let marks = self.shortest_path_marks(&from_root, a);
         let trace = Trace { from_root, marks };
@@ -150,18 +164,7 @@ impl Net<'_> {
             memo.traces.resize_with(np, SmallVec::new);
         }
         if let Some(ts) = memo.traces.get_mut(a.idx()) {
-            ts.push(trace.clone());
+            ts.push(trace);
         }
-        trace
     }
-}
-
-/// Next hops from origin pool `a`'s own search: the peered pools one pool nearer to it than `p`.
-fn origin_step(search: Arc<[u32]>, p: PoolId) -> Option<Step> {
-    let k = search
-        .get(p.idx())
-        .copied()
-        .filter(|k| *k != UNREACHED && *k > 1)?;
-    let want = k.saturating_sub(1);
-    Some(Step::Origin { search, want })
 }
