@@ -1,5 +1,5 @@
 //! A workload to run under a profiler (`perf record`), one figure of `perf-budget` at a time:
-//! `cargo run --release -p benches --example profile -- resolve-all|one|spread|build|whatif [repeats]`.
+//! `cargo run --release -p benches --example profile -- resolve-all|every|one|spread|build|whatif [repeats]`.
 
 use benches::{Fixture, resolve_all, site_assignment_cap, thread_cpu};
 use mtu_solver::whatif::what_if;
@@ -36,6 +36,21 @@ fn main() {
                 println!(
                     "resolve-all: {d:?}, {:.1} ns/value",
                     d.as_nanos() as f64 / values as f64
+                );
+            }
+            "every" => {
+                // Every node with one solver, each plan dropped once counted: a full resolve of
+                // a cluster too large to hold every plan at once.
+                let mut s = mtu_solver::Solver::new(fx.topo(), mtu_solver::Settings::default());
+                let mut values = 0usize;
+                for i in 0..fx.topo().nodes.len() {
+                    let n = topology_core::ids::NodeId::from_idx(i);
+                    values += s.plan(n).value_count();
+                }
+                let d = thread_cpu().saturating_sub(t);
+                println!(
+                    "every: {d:?}, {values} values, {:.1} ns/value",
+                    d.as_nanos() as f64 / values.max(1) as f64
                 );
             }
             "whatif" => {

@@ -19,7 +19,8 @@ use mtu_solver::{NodePlan, Settings, Solver};
 use std::time::{Duration, Instant};
 use test_utils::testkit::scale::{ScaleSpec, mesh_peering, pool_peering};
 use topology_core::decode::{Decoded, RawObject};
-use topology_core::ids::NodeId;
+use topology_core::ids::{NodeId, SiteId};
+use topology_core::model::Topology;
 
 /// One line of the table.
 struct Row {
@@ -875,6 +876,10 @@ struct Scale {
     one_node_values: usize,
     per_value: f64,
     values: usize,
+    /// Resolve all, per value: every node of 200 Sites spread evenly, one solver.
+    all_per_value: f64,
+    all_values: usize,
+    all_nodes: usize,
 }
 
 fn scale_costs(f: &Fixture, samples: usize, sample: usize) -> Scale {
@@ -910,7 +915,20 @@ fn scale_costs(f: &Fixture, samples: usize, sample: usize) -> Scale {
         });
         all.push(s);
     }
+    let sites = every_node_of_spread_sites(f.topo(), 200);
+    let mut every = Vec::new();
+    let mut all_values = 0;
+    for _ in 0..samples {
+        let ((), s) = timed(|| {
+            let mut solver = Solver::new(f.topo(), Settings::default());
+            all_values = sites.iter().map(|n| solver.plan(*n).value_count()).sum();
+        });
+        every.push(s);
+    }
     Scale {
+        all_per_value: medians(&every).cpu.as_secs_f64() / all_values.max(1) as f64,
+        all_values,
+        all_nodes: sites.len(),
         decode_per_mb: medians(&dec).cpu.as_secs_f64() / mb,
         build_per_node: medians(&bld).cpu.as_secs_f64() / nodes.max(1) as f64,
         one_node: medians(&one).cpu,
@@ -918,6 +936,26 @@ fn scale_costs(f: &Fixture, samples: usize, sample: usize) -> Scale {
         per_value: medians(&all).cpu.as_secs_f64() / values.max(1) as f64,
         values,
     }
+}
+
+/// Every node of `k` Sites spread evenly over the cluster, in node order: resolving all nodes
+/// of a cluster resolves every node of each Site, so per-Site work (the learned routes its
+/// workers share) is shared by as many nodes as in a full resolve. On the standard cluster (200
+/// Sites) it is every node.
+fn every_node_of_spread_sites(topo: &Topology, k: usize) -> Vec<NodeId> {
+    let n = topo.sites.len();
+    let mut out: Vec<NodeId> = (0..k.min(n))
+        .map(|i| SiteId::from_idx(i * n / k.min(n).max(1)))
+        .flat_map(|s| {
+            topo.workers_of(s)
+                .iter()
+                .chain(topo.gateways_in(s))
+                .copied()
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Hyperscale (13 times the standard cluster) against the standard one, stage by stage, per
@@ -961,6 +999,20 @@ fn hyperscale(t: &mut Table, std: &Fixture, hyper: &Fixture, samples: usize) {
                 h.one_node_values,
                 ms(s.one_node),
                 s.one_node_values
+            ),
+        ),
+        (
+            "resolve all nodes, per value",
+            ratio(h.all_per_value, s.all_per_value),
+            format!(
+                "{:.1} ns ({} values, every node of 200 spread Sites: {} nodes) vs {:.1} ns \
+                 ({} values, {} nodes), one solver each",
+                h.all_per_value * 1e9,
+                h.all_values,
+                h.all_nodes,
+                s.all_per_value * 1e9,
+                s.all_values,
+                s.all_nodes
             ),
         ),
         (
