@@ -5,7 +5,7 @@
 //! hop, memoized per (gateway class, destination). With thousands of destinations and paths
 //! many pools long, walking every destination's paths is most of a node's resolve. Most
 //! destinations, though, are forwarded towards one origin pool alone from most gateways
-//! ([`Net::directing_origin`]): those paths are the same for every destination that pool
+//! ([`Net::directing_origins`]): those paths are the same for every destination that pool
 //! originates, so their caps are computed once per (gateway class, origin pool) (`toward`), and
 //! a destination adds only the caps of the delivery into it.
 //!
@@ -42,6 +42,19 @@ struct Delivery {
 impl Solver<'_> {
     /// `reach(g, X)`: the smallest configured cap along `g`'s selected paths to `X`'s destination.
     pub fn reach(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
+        self.reach_toward(g, prefix, origins, None)
+    }
+
+    /// `reach`, told the origin pools `g` forwards towards when its caller knows them (a next
+    /// hop of a tied walk: those of the tied pools it is one pool nearer to, which are the ones
+    /// nearest to it), so the walk asks no distance of its own.
+    fn reach_toward(
+        &mut self,
+        g: NodeId,
+        prefix: IpNet,
+        origins: &[Origin],
+        toward: Option<&[PoolId]>,
+    ) -> Option<ExplId> {
         let topo = self.topo();
         let gn = topo.node(g);
         let pool = gn.pool()?;
@@ -51,7 +64,7 @@ impl Solver<'_> {
         if let Some(x) = self.reach_memo.get(&key) {
             return *x;
         }
-        let r = self.reach_uncached(g, pool, prefix, origins);
+        let r = self.reach_uncached(g, pool, prefix, origins, toward);
         self.reach_memo.insert(key, r);
         r
     }
@@ -62,6 +75,7 @@ impl Solver<'_> {
         pool: PoolId,
         prefix: IpNet,
         origins: &[Origin],
+        toward: Option<&[PoolId]>,
     ) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         let originated: SmallVec<[Origin; 1]> = origins
@@ -73,18 +87,25 @@ impl Solver<'_> {
             self.delivery_terms(g, &originated, &mut kids);
             return self.expl.min(&kids);
         }
+        let topo = self.topo();
+        let gn = topo.node(g);
         // Only a prefix with one origin shares the walk: a gateway's learned route depends on
         // every origin of its prefix (a pool that owns one of several identical prefixes learns
         // no route for any of them), not only on the origins the caller's route leads to.
         if self.shared_walks
             && let [o] = origins
             && self.net.origins_of(&prefix).as_slice() == [*o]
-            && let Some(a) = self.net.directing_origin(pool, *o)
         {
-            return self.reach_towards(g, pool, *o, a);
+            let directing = match toward {
+                Some(t) => SmallVec::from_slice(t),
+                None => self.net.directing_origins(pool, *o),
+            };
+            match directing.as_slice() {
+                [a] => return self.reach_towards(g, pool, *o, *a),
+                [] => {}
+                tied => return self.reach_tied(g, pool, prefix, *o, tied),
+            }
         }
-        let topo = self.topo();
-        let gn = topo.node(g);
         if let Some(l) = self.net.learned_for(g, &prefix) {
             for h in &l.via {
                 let hn = topo.node(*h);
@@ -96,6 +117,50 @@ impl Solver<'_> {
                 if let Some(c) = self.reach(*h, prefix, &l.origins) {
                     kids.push(c);
                 }
+            }
+        }
+        self.expl.min(&kids)
+    }
+
+    /// `reach` of gateway `g` (of `pool`) whose nearest origin pools are `tied` (two or more, at
+    /// the same distance): this hop is walked for the destination, as its learned route would
+    /// (its next hops are those towards any of the tied pools, in the same order), without
+    /// computing that route; each next hop is told which of the tied pools it is one pool
+    /// nearer to, and shares the walk again once that is one pool.
+    fn reach_tied(
+        &mut self,
+        g: NodeId,
+        pool: PoolId,
+        prefix: IpNet,
+        o: Origin,
+        tied: &[PoolId],
+    ) -> Option<ExplId> {
+        let topo = self.topo();
+        let site = topo.node(g).site;
+        let per_pool: SmallVec<[(PoolId, SmallVec<[NodeId; 4]>); 2]> = tied
+            .iter()
+            .map(|a| (*a, self.net.via_toward(pool, *a)))
+            .collect();
+        let mut via: SmallVec<[NodeId; 4]> = per_pool
+            .iter()
+            .flat_map(|(_, v)| v.iter().copied())
+            .collect();
+        via.sort_unstable();
+        via.dedup();
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        for h in via {
+            let hn = topo.node(h);
+            if let Some(c) = self.edge_caps(LinkKind::Transit, site, hn.site, Some(pool), hn.pool())
+            {
+                kids.push(c);
+            }
+            let nearer: SmallVec<[PoolId; 2]> = per_pool
+                .iter()
+                .filter(|(_, v)| v.contains(&h))
+                .map(|(a, _)| *a)
+                .collect();
+            if let Some(c) = self.reach_toward(h, prefix, &[o], Some(&nearer)) {
+                kids.push(c);
             }
         }
         self.expl.min(&kids)

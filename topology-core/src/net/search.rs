@@ -42,7 +42,7 @@ pub(crate) struct Bfs {
     /// pools; otherwise once every origin's open search has been made.
     searches: OnceLock<SmallVec<[Arc<[u32]>; 2]>>,
     /// No gateway of a pool other than the origins is located where this class's hop lists are
-    /// dropped: every gateway selects its next hops by distance alone ([`Net::directing_origin`]).
+    /// dropped: every gateway selects its next hops by distance alone ([`Net::directing_origins`]).
     pub clean: bool,
 }
 

@@ -1,5 +1,5 @@
 //! Next hops towards one origin pool: where a gateway forwards every destination that pool alone
-//! originates ([`Net::directing_origin`], [`Net::via_toward`]).
+//! originates ([`Net::directing_origins`], [`Net::via_toward`]).
 //!
 //! The next hops of pool `p` towards origin pool `a` are its peered pools one pool nearer to
 //! `a`. That needs distances to `a`, which a fresh solver would get by searching from every
@@ -50,37 +50,51 @@ impl Step<'_> {
 }
 
 impl Net<'_> {
-    /// The one origin pool towards which a gateway of pool `p` forwards origin `o`, when there is
-    /// one: the class is clean (every gateway that is not an origin's accepts its hop lists, so
-    /// each selects its next hops by distance alone), `p` does not originate it, and one origin
-    /// pool's search is strictly nearer to `p` than every other's. Then every gateway on the
-    /// paths from `p` is strictly nearer to that origin too (a next hop one pool nearer to it
-    /// cannot be as near to another), so the paths are those towards that origin pool alone,
-    /// whatever the destination: [`Net::via_toward`] gives them hop by hop.
-    pub fn directing_origin(&self, p: PoolId, o: Origin) -> Option<PoolId> {
+    /// The origin pools towards which a gateway of pool `p` forwards origin `o`: those nearest
+    /// to `p`, sorted, when the class is clean (every gateway that is not an origin's accepts
+    /// its hop lists, so each selects its next hops by distance alone) and `p` does not
+    /// originate it (empty otherwise, or when `p` reaches none). With one such pool, every
+    /// gateway on the paths from `p` is strictly nearer to it too (a next hop one pool nearer to
+    /// it cannot be as near to another), so the paths are those towards that origin pool alone,
+    /// whatever the destination. With several (a tie), the next hops are those towards any of
+    /// them ([`Net::via_toward_any`]), and each next hop forwards towards those of them it is
+    /// one pool nearer to.
+    pub fn directing_origins(&self, p: PoolId, o: Origin) -> SmallVec<[PoolId; 2]> {
         let bfs = self.bfs(o.dest, o.ty == super::RouteType::NodeCidr);
+        let mut out: SmallVec<[PoolId; 2]> = SmallVec::new();
         if !bfs.clean || bfs.origins.contains(&p) {
-            return None;
+            return out;
         }
-        let mut best: Option<(u32, PoolId)> = None;
-        let mut tied = false;
+        let mut best = UNREACHED;
         for (i, a) in bfs.origins.iter().enumerate() {
             let k = self.origin_dist(&bfs, i, p);
-            match best {
-                Some((b, _)) if k > b => {}
-                Some((b, _)) if k == b => tied = true,
-                _ => {
-                    best = Some((k, *a));
-                    tied = false;
-                }
+            if k == UNREACHED || k > best {
+                continue;
             }
+            if k < best {
+                best = k;
+                out.clear();
+            }
+            out.push(*a);
         }
-        best.filter(|(k, _)| !tied && *k != UNREACHED)
-            .map(|(_, a)| a)
+        out.sort_unstable();
+        out
+    }
+
+    /// The next hops of a gateway of pool `p` towards any of the origin pools `toward` (as
+    /// [`Net::directing_origins`] gives them: all at the same distance from `p`), sorted.
+    pub fn via_toward_any(&self, p: PoolId, toward: &[PoolId]) -> SmallVec<[NodeId; 4]> {
+        let mut out: SmallVec<[NodeId; 4]> = SmallVec::new();
+        for a in toward {
+            out.extend(self.via_toward(p, *a));
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The next hops of a gateway of pool `p` towards origin pool `a` (see
-    /// [`Net::directing_origin`]): the gateways of the pools peered with `p` one pool nearer to
+    /// [`Net::directing_origins`]): the gateways of the pools peered with `p` one pool nearer to
     /// `a`, sorted (empty when `p` is `a` or does not reach it). Read from `a`'s own search when
     /// made, else from a trace whose paths pass through `p`, else from a new trace rooted at `p`
     /// (or past a few roots, from `a`'s own search, made now).
