@@ -124,8 +124,9 @@ pub struct Solver<'t> {
     pub settings: Settings,
     /// The explanation arena.
     pub expl: Explanations,
-    /// Per node (by index): `U(n)` and its source, once computed.
-    underlays: Vec<Option<(u32, UnderlaySource)>>,
+    /// Per node (by index): `U(n)` and its source once computed, packed (`pack_underlay`) so a
+    /// fresh solver's table is zeroed memory the system hands out lazily, not written per node.
+    underlays: Vec<Option<std::num::NonZeroU64>>,
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
     comp_leaves: FxHashMap<SiteId, Option<ExplId>>,
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
@@ -161,10 +162,13 @@ pub struct Solver<'t> {
 impl<'t> Solver<'t> {
     /// A solver over `topo`.
     pub fn new(topo: &'t Topology, settings: Settings) -> Self {
+        // Only gateways are asked what they published (`pub_path` follows next hops), so the
+        // pools' gateways are read, not every node of the cluster.
         let published_prefixes = topo
-            .nodes
+            .pools
             .iter()
-            .flat_map(|n| n.published.iter().map(|(p, _)| *p))
+            .flat_map(|p| p.gateways.iter())
+            .flat_map(|g| topo.node(*g).published.iter().map(|(p, _)| *p))
             .collect();
         let shared_names = [
             settings.devices.geneve.as_str().into(),
@@ -204,8 +208,9 @@ impl<'t> Solver<'t> {
 
     /// `U(n)` and where it came from.
     pub fn underlay(&mut self, n: NodeId) -> (UnderlayMtu, UnderlaySource) {
-        if let Some(Some((u, s))) = self.underlays.get(n.idx()) {
-            return (UnderlayMtu::or_min(*u), *s);
+        if let Some(Some(x)) = self.underlays.get(n.idx()) {
+            let (u, s) = unpack_underlay(*x);
+            return (UnderlayMtu::or_min(u), s);
         }
         let node = self.topo().node(n);
         let given = self
@@ -247,7 +252,7 @@ impl<'t> Solver<'t> {
             ),
         };
         if let Some(slot) = self.underlays.get_mut(n.idx()) {
-            *slot = Some(v);
+            *slot = Some(pack_underlay(v.0, v.1));
         }
         (UnderlayMtu::or_min(v.0), v.1)
     }
@@ -711,6 +716,37 @@ impl<'t> Solver<'t> {
 }
 
 /// The index of a protocol in per-protocol arrays.
+/// The sources in packing order.
+const UNDERLAY_SOURCES: [UnderlaySource; 5] = [
+    UnderlaySource::Annotation,
+    UnderlaySource::Max,
+    UnderlaySource::Default,
+    UnderlaySource::Override,
+    UnderlaySource::Invalid,
+];
+
+/// An underlay and its source as one non-zero word: the value in the low 32 bits, the source's
+/// index in `UNDERLAY_SOURCES` above it, and bit 63 set.
+fn pack_underlay(u: u32, s: UnderlaySource) -> std::num::NonZeroU64 {
+    let i = UNDERLAY_SOURCES.iter().position(|x| *x == s).unwrap_or(0) as u64;
+    // Bit 63 makes the word non-zero whatever the value.
+    std::num::NonZeroU64::new(1u64 << 63 | i << 32 | u64::from(u))
+        .unwrap_or(std::num::NonZeroU64::MIN)
+}
+
+fn unpack_underlay(x: std::num::NonZeroU64) -> (u32, UnderlaySource) {
+    let x = x.get();
+    let i = usize::try_from((x >> 32) & 0xff).unwrap_or(0);
+    let u = u32::try_from(x & u64::from(u32::MAX)).unwrap_or(0);
+    (
+        u,
+        UNDERLAY_SOURCES
+            .get(i)
+            .copied()
+            .unwrap_or(UnderlaySource::Default),
+    )
+}
+
 fn protocol_slot(p: Protocol) -> usize {
     match p {
         Protocol::WireGuard => 0,
