@@ -231,8 +231,20 @@ impl Solver<'_> {
         }
         let topo = self.topo();
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        let mut last: Option<(Option<PoolId>, SiteId)> = None;
         for h in self.net.via_toward(pool, delivery.pool) {
             let hn = topo.node(h);
+            // A next hop of the same gateway class (pool and Site) as the one before has the
+            // same edge caps and the same paths on: the walk per destination would only look
+            // them up again, and on the paths' memoized walk meet the delivery on every gateway
+            // of the origin pool, as `toward` does on a memo hit.
+            if last == Some((hn.pool(), hn.site)) {
+                if hn.pool() != Some(delivery.pool) {
+                    self.meet_all_deliveries(delivery);
+                }
+                continue;
+            }
+            last = Some((hn.pool(), hn.site));
             if let Some(c) = self.edge_caps(LinkKind::Transit, site, hn.site, Some(pool), hn.pool())
             {
                 kids.push(c);
