@@ -36,7 +36,8 @@ pub(super) type PubKey = (NodeId, IpNet, SmallVec<[Origin; 1]>);
 struct Delivery {
     origin: Origin,
     pool: PoolId,
-    met_all: bool,
+    /// The delivery's terms on every gateway of the pool, once met.
+    met: Option<SmallVec<[ExplId; 8]>>,
 }
 
 impl Solver<'_> {
@@ -47,7 +48,7 @@ impl Solver<'_> {
 
     /// `reach`, told the origin pools `g` forwards towards when its caller knows them (a next
     /// hop of a tied walk: those of the tied pools it is one pool nearer to, which are the ones
-    /// nearest to it), so the walk asks no distance of its own.
+    /// nearest to it, for a prefix with one origin), so the walk asks no distance of its own.
     fn reach_toward(
         &mut self,
         g: NodeId,
@@ -94,7 +95,7 @@ impl Solver<'_> {
         // no route for any of them), not only on the origins the caller's route leads to.
         if self.shared_walks
             && let [o] = origins
-            && self.net.origins_of(&prefix).as_slice() == [*o]
+            && (toward.is_some() || self.net.origins_of(&prefix).as_slice() == [*o])
         {
             let directing = match toward {
                 Some(t) => SmallVec::from_slice(t),
@@ -209,12 +210,17 @@ impl Solver<'_> {
         let mut delivery = Delivery {
             origin: o,
             pool: a,
-            met_all: false,
+            met: None,
         };
         let paths = self.toward(pool, topo.node(g).site, &mut delivery);
         let mut kids: SmallVec<[ExplId; 8]> = paths.into_iter().collect();
-        for h in &topo.pool(a).gateways {
-            self.delivery_terms(*h, &[o], &mut kids);
+        match delivery.met {
+            Some(met) => kids.extend(met),
+            None => {
+                for h in &topo.pool(a).gateways {
+                    self.delivery_terms(*h, &[o], &mut kids);
+                }
+            }
         }
         self.expl.min(&kids)
     }
@@ -252,7 +258,7 @@ impl Solver<'_> {
             match hn.pool() {
                 // A gateway of the origin pool: the walk per destination meets the delivery's
                 // terms here.
-                Some(q) if q == delivery.pool && !delivery.met_all => {
+                Some(q) if q == delivery.pool && delivery.met.is_none() => {
                     let mut met: SmallVec<[ExplId; 8]> = SmallVec::new();
                     self.delivery_terms(h, &[delivery.origin], &mut met);
                 }
@@ -272,14 +278,14 @@ impl Solver<'_> {
 
     /// Meets the delivery's terms on every gateway of its origin pool, in order (once).
     fn meet_all_deliveries(&mut self, delivery: &mut Delivery) {
-        if delivery.met_all {
+        if delivery.met.is_some() {
             return;
         }
         let mut met: SmallVec<[ExplId; 8]> = SmallVec::new();
         for h in &self.topo().pool(delivery.pool).gateways {
             self.delivery_terms(*h, &[delivery.origin], &mut met);
         }
-        delivery.met_all = true;
+        delivery.met = Some(met);
     }
 
     /// `pubPath(g, X)`: the published values of every gateway on every selected path.
