@@ -959,8 +959,7 @@ fn every_node_of_spread_sites(topo: &Topology, k: usize) -> Vec<NodeId> {
 }
 
 /// Hyperscale (13 times the standard cluster) against the standard one, stage by stage, per
-/// input byte, node or value. Reported as information with issue 19's target (≤ 1.3 ×) in the
-/// notes: the resolver does not meet it yet.
+/// input byte, node or value, judged at issue 19's budget (≤ 1.3 ×).
 fn hyperscale(t: &mut Table, std: &Fixture, hyper: &Fixture, samples: usize) {
     const SAMPLE: usize = 5000;
     let s = scale_costs(std, samples, SAMPLE);
@@ -1027,11 +1026,22 @@ fn hyperscale(t: &mut Table, std: &Fixture, hyper: &Fixture, samples: usize) {
             ),
         ),
     ];
-    for (what, r, notes) in rows {
-        t.info(
+    let [judged @ .., spread] = rows;
+    for (what, r, notes) in judged {
+        t.budget(
             &format!("{what}, hyperscale-65000 / standard"),
             format!("{r:.2} ×"),
-            format!("{notes}; target ≤ 1.3 ×"),
+            "≤ 1.3 ×",
+            r <= 1.3,
+            notes,
         );
     }
+    // A sparse sample (2 nodes per Site here, 25 on the standard cluster) shares each Site's
+    // routes between fewer nodes than a full resolve: information, beside the judged figure.
+    let (what, r, notes) = spread;
+    t.info(
+        &format!("{what}, hyperscale-65000 / standard"),
+        format!("{r:.2} ×"),
+        format!("{notes}; a partial resolve: each Site's routes shared by 2 nodes, not 25"),
+    );
 }
