@@ -17,7 +17,7 @@ fn resolver(example: &str, settings: Settings) -> Resolver {
 fn pod_cidrs(r: &Resolver, node: &str) -> Vec<ipnet::IpNet> {
     let topo = r.topology();
     let id = topo.node_id(node).expect("node");
-    topo.node(id).pod_cidrs.clone()
+    topo.node(id).pod_cidrs.to_vec()
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The validated topology: arenas sorted by name, typed IDs, membership and linear indexes.
 //! Built from raw objects in any order; the result depends only on the set of objects.
 
+pub use crate::decode::{Addrs, Cidrs};
 use crate::decode::{
     RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool, RawRelation, RawSite, RawSlice,
     RawSliceNode, RawStatusNode, RawUnderlay, site_label,
@@ -13,7 +14,6 @@ use ipnet::IpNet;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 /// A name that names nothing (a node, or an object of a kind), with the closest names that do
@@ -142,11 +142,11 @@ pub struct NodeInfo {
     /// Worker or gateway.
     pub role: Role,
     /// InternalIPs.
-    pub internal_ips: Vec<IpAddr>,
+    pub internal_ips: Addrs,
     /// ExternalIPs.
-    pub external_ips: Vec<IpAddr>,
+    pub external_ips: Addrs,
     /// Pod CIDRs.
-    pub pod_cidrs: Vec<IpNet>,
+    pub pod_cidrs: Cidrs,
     /// `underlay-mtu` annotation.
     pub underlay: Option<RawUnderlay>,
     /// `underlay-mtu-max` annotation.
@@ -240,7 +240,6 @@ pub struct Topology {
     pub diagnostics: Vec<Diagnostic>,
     site_by_name: FxHashMap<Arc<str>, SiteId>,
     pool_by_name: FxHashMap<Arc<str>, PoolId>,
-    node_by_name: FxHashMap<Arc<str>, NodeId>,
     /// Workers of each Site, sorted.
     pub(crate) site_workers: Vec<Vec<NodeId>>,
     /// Gateways located in each Site, sorted.
@@ -266,9 +265,13 @@ impl Topology {
     pub fn pool_id(&self, name: &str) -> Option<PoolId> {
         self.pool_by_name.get(name).copied()
     }
-    /// Looks a node up by name.
+    /// Looks a node up by name: a binary search, the nodes being sorted by name (a map beside
+    /// tens of thousands of nodes would cost more memory than the nodes' names).
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
-        self.node_by_name.get(name).copied()
+        self.nodes
+            .binary_search_by(|n| (*n.name).cmp(name))
+            .ok()
+            .map(NodeId::from_idx)
     }
     /// Looks a node up by name; a missing one is an error naming the closest nodes.
     pub fn find_node(&self, name: &str) -> Result<NodeId, NoSuchName> {
@@ -705,21 +708,23 @@ impl Builder {
             .collect();
         names.sort_unstable();
         names.dedup();
+        // One allocation of the final size: growing by doubling would leave every earlier,
+        // smaller copy behind as freed but resident memory.
+        t.nodes.reserve_exact(names.len());
         for name in names {
             let obj = obj_of(name);
             let slice = slice_entries.get(name).copied();
             let object = format!("Node/{name}");
-            let empty: Vec<(String, String)> = Vec::new();
-            let labels = obj.map(|o| &o.labels).unwrap_or(&empty);
-            let mut internal_ips = obj.map(|o| o.internal_ips.clone()).unwrap_or_default();
-            let mut external_ips = obj.map(|o| o.external_ips.clone()).unwrap_or_default();
-            let mut pod_cidrs = obj.map(|o| o.pod_cidrs.clone()).unwrap_or_default();
+            let labels: &[(Arc<str>, Arc<str>)] = obj.map(|o| &o.labels[..]).unwrap_or(&[]);
+            let mut internal_ips: Addrs = obj.map(|o| o.internal_ips.clone()).unwrap_or_default();
+            let mut external_ips: Addrs = obj.map(|o| o.external_ips.clone()).unwrap_or_default();
+            let mut pod_cidrs: Cidrs = obj.map(|o| o.pod_cidrs.clone()).unwrap_or_default();
             let mut loc = obj.and_then(|o| o.meta.loc.clone());
             if obj.is_none()
                 && let Some((_, e)) = slice
             {
-                internal_ips = e.internal_ips.clone();
-                pod_cidrs = e.pod_cidrs.clone();
+                internal_ips = Addrs::from_slice(&e.internal_ips);
+                pod_cidrs = Cidrs::from_slice(&e.pod_cidrs);
                 loc = e.loc.clone();
             }
             // Pool membership.
@@ -730,8 +735,8 @@ impl Builder {
             // reported and ignored: membership falls through to status, then selectors.
             let pool_label = labels
                 .iter()
-                .find(|(k, _)| k == POOL_LABEL_KEY)
-                .map(|(_, v)| v.as_str());
+                .find(|(k, _)| &**k == POOL_LABEL_KEY)
+                .map(|(_, v)| &**v);
             let label_decides = match pool_label {
                 Some("") => true,
                 Some(v) => match t.pool_id(v) {
@@ -806,13 +811,13 @@ impl Builder {
             });
             if let Some(st) = status {
                 if internal_ips.is_empty() {
-                    internal_ips = st.internal_ips.clone();
+                    internal_ips = Addrs::from_slice(&st.internal_ips);
                 }
                 if external_ips.is_empty() {
-                    external_ips = st.external_ips.clone();
+                    external_ips = Addrs::from_slice(&st.external_ips);
                 }
                 if pod_cidrs.is_empty() {
-                    pod_cidrs = st.pod_cidrs.clone();
+                    pod_cidrs = Cidrs::from_slice(&st.pod_cidrs);
                 }
                 if loc.is_none() {
                     loc = st.loc.clone();
@@ -904,11 +909,8 @@ impl Builder {
                         .collect()
                 })
                 .unwrap_or_default();
-            let id = NodeId::from_idx(t.nodes.len());
-            let name_arc: Arc<str> = Arc::from(name);
-            t.node_by_name.insert(name_arc.clone(), id);
             t.nodes.push(NodeInfo {
-                name: name_arc,
+                name: Arc::from(name),
                 site,
                 role: pool.map(Role::Gateway).unwrap_or(Role::Worker),
                 internal_ips,
@@ -1199,7 +1201,7 @@ impl<'a> PoolMembership<'a> {
     fn pools_taking(
         &self,
         name: &str,
-        labels: &[(String, String)],
+        labels: &[(Arc<str>, Arc<str>)],
         has_external: bool,
     ) -> Vec<PoolId> {
         let mut out: Vec<PoolId> = self
@@ -1208,7 +1210,7 @@ impl<'a> PoolMembership<'a> {
             .map(|v| v.to_vec())
             .unwrap_or_default();
         for (k, v) in labels {
-            let Some(candidates) = self.by_selector_label.get(&(k.as_str(), v.as_str())) else {
+            let Some(candidates) = self.by_selector_label.get(&(&**k, &**v)) else {
                 continue;
             };
             for id in candidates {
@@ -1218,7 +1220,7 @@ impl<'a> PoolMembership<'a> {
                 let selected = p
                     .node_selector
                     .iter()
-                    .all(|kv| labels.iter().any(|l| l == kv));
+                    .all(|(sk, sv)| labels.iter().any(|(k, v)| **k == **sk && **v == **sv));
                 if selected && (p.internal || has_external) {
                     out.push(*id);
                 }

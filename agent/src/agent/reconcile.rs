@@ -72,6 +72,7 @@ pub fn reconcile(
     let Decoded {
         objects,
         diagnostics,
+        ..
     } = decoded;
     let topo = Topology::build(objects.iter(), diagnostics);
     drop(objects);

@@ -153,8 +153,8 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
             for o in input.objects.iter_mut() {
                 match o {
                     RawObject::Node(n) if n.meta.name == *node => {
-                        n.labels.retain(|(k, _)| k != POOL_LABEL_KEY);
-                        n.labels.push((POOL_LABEL_KEY.to_string(), String::new()));
+                        n.labels.retain(|(k, _)| &**k != POOL_LABEL_KEY);
+                        n.labels.push((POOL_LABEL_KEY.into(), "".into()));
                         hit = true;
                     }
                     RawObject::Pool(p) => {
@@ -182,8 +182,8 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
                 if let RawObject::Node(n) = o
                     && n.meta.name == *node
                 {
-                    n.labels.retain(|(k, _)| k != POOL_LABEL_KEY);
-                    n.labels.push((POOL_LABEL_KEY.to_string(), pool.clone()));
+                    n.labels.retain(|(k, _)| &**k != POOL_LABEL_KEY);
+                    n.labels.push((POOL_LABEL_KEY.into(), pool.as_str().into()));
                     hit = true;
                 }
             }

@@ -8,6 +8,7 @@
 //! `relation`) built on the typed field accessors of `fields`.
 
 mod fields;
+mod intern;
 mod node;
 mod object;
 mod pool;
@@ -16,8 +17,8 @@ mod relation;
 mod site;
 
 pub use raw::{
-    Member, Meta, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool, RawRelation, RawSite,
-    RawSlice, RawSliceNode, RawStatusNode, RawUnderlay, site_label,
+    Addrs, Cidrs, Member, Meta, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool,
+    RawRelation, RawSite, RawSlice, RawSliceNode, RawStatusNode, RawUnderlay, site_label,
 };
 
 use crate::diag::{Code, Diagnostic, SourceLoc};
@@ -35,6 +36,8 @@ pub struct Decoded {
     pub objects: Vec<RawObject>,
     /// Findings that belong to no object (documents that failed, skipped kinds).
     pub diagnostics: Vec<Diagnostic>,
+    /// Label keys and values, shared between the objects that repeat them.
+    strings: intern::Interner,
 }
 
 impl Decoded {
@@ -49,6 +52,9 @@ impl Decoded {
         let source: Arc<str> = Arc::from(source);
         let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
         let chunks = tree::split_document_bytes(bytes);
+        // About one object per document: one allocation of the final size rather than every
+        // smaller copy left behind, freed but resident, as the list grows.
+        self.objects.reserve(chunks.len());
         let mut parser = tree::DocParser::default();
         if let Ok(text) = std::str::from_utf8(bytes)
             && tree::whole_pass_applies(text)
@@ -150,7 +156,13 @@ impl Decoded {
             return;
         };
         let cx = Cx::new(source, kind_id, name);
-        let obj = cx.read_object(kind_id, &root, name.to_string(), Some(loc(root.line)));
+        let obj = cx.read_object(
+            kind_id,
+            &root,
+            name.to_string(),
+            Some(loc(root.line)),
+            &mut self.strings,
+        );
         self.objects.push(obj);
     }
 

@@ -1,22 +1,23 @@
 //! Reading a core `v1` Node: its labels, underlay annotations, addresses and pod CIDRs.
 
 use super::fields::{Cx, short};
-use super::raw::{Meta, RawNode, RawUnderlay};
+use super::intern::Interner;
+use super::raw::{Addrs, Cidrs, Meta, RawNode, RawUnderlay};
 use crate::diag::Code;
 use crate::mtu::{MAX_UNDERLAY, MIN_MTU};
 use crate::tree::Node;
 use crate::vocab::{UNDERLAY_ANNOTATION, UNDERLAY_MAX_ANNOTATION};
-use ipnet::IpNet;
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 impl Cx {
     /// A `Node`.
-    pub(super) fn node(&mut self, root: &Node) -> RawNode {
-        let labels: Vec<(String, String)> = self
+    pub(super) fn node(&mut self, root: &Node, strings: &mut Interner) -> RawNode {
+        let labels: Vec<(Arc<str>, Arc<str>)> = self
             .string_map(root, "metadata.labels")
             .into_iter()
-            .map(|(k, v, _)| (k.to_string(), v.into_owned()))
+            .map(|(k, v, _)| (strings.intern(k), strings.intern(&v)))
             .collect();
         let (underlay, underlay_max) = self.underlay_annotations(root);
         let (internal_ips, external_ips) = self.node_addresses(root);
@@ -73,9 +74,9 @@ impl Cx {
     }
 
     /// `status.addresses` of type `InternalIP` and of type `ExternalIP`; other types are not read.
-    fn node_addresses(&mut self, root: &Node) -> (Vec<IpAddr>, Vec<IpAddr>) {
-        let mut internal_ips = Vec::new();
-        let mut external_ips = Vec::new();
+    fn node_addresses(&mut self, root: &Node) -> (Addrs, Addrs) {
+        let mut internal_ips = Addrs::new();
+        let mut external_ips = Addrs::new();
         let addrs = self.seq_at(root, "status.addresses");
         for (i, a) in addrs.iter().enumerate() {
             let ty = self.str_at(a, "type");
@@ -101,8 +102,8 @@ impl Cx {
     }
 
     /// `spec.podCIDRs`, else the single `spec.podCIDR`.
-    fn node_pod_cidrs(&mut self, root: &Node) -> Vec<IpNet> {
-        let mut pod_cidrs = self.cidr_list(root, "spec.podCIDRs");
+    fn node_pod_cidrs(&mut self, root: &Node) -> Cidrs {
+        let mut pod_cidrs: Cidrs = self.cidr_list(root, "spec.podCIDRs").into_iter().collect();
         if pod_cidrs.is_empty()
             && let Some(s) = self.str_at(root, "spec.podCIDR")
         {

@@ -2,6 +2,7 @@
 //! kind; every finding lands in the object's [`Meta`].
 
 use super::fields::Cx;
+use super::intern::Interner;
 use super::raw::{Meta, RawObject};
 use crate::diag::{Code, SourceLoc};
 use crate::schema;
@@ -28,19 +29,22 @@ impl Cx {
         root: &Node,
         name: String,
         loc: Option<SourceLoc>,
+        strings: &mut Interner,
     ) -> RawObject {
         self.unknown_fields(kind, root);
         let mut obj = match kind {
-            Kind::Site => RawObject::Site(self.site(root)),
-            Kind::GatewayPool => RawObject::Pool(self.pool(root)),
-            Kind::Node => RawObject::Node(self.node(root)),
-            Kind::SiteNodeSlice => RawObject::Slice(self.slice(root)),
+            Kind::Site => RawObject::Site(Box::new(self.site(root))),
+            Kind::GatewayPool => RawObject::Pool(Box::new(self.pool(root))),
+            Kind::Node => RawObject::Node(Box::new(self.node(root, strings))),
+            Kind::SiteNodeSlice => RawObject::Slice(Box::new(self.slice(root))),
             Kind::GatewayPoolNode => {
-                RawObject::GatewayPoolNode(self.gateway_pool_node(root, &name))
+                RawObject::GatewayPoolNode(Box::new(self.gateway_pool_node(root, &name)))
             }
-            Kind::SitePeering => RawObject::SitePeering(self.site_peering(root)),
-            Kind::SiteGatewayPoolAssignment => RawObject::Assignment(self.assignment(root)),
-            Kind::GatewayPoolPeering => RawObject::PoolPeering(self.pool_peering(root)),
+            Kind::SitePeering => RawObject::SitePeering(Box::new(self.site_peering(root))),
+            Kind::SiteGatewayPoolAssignment => {
+                RawObject::Assignment(Box::new(self.assignment(root)))
+            }
+            Kind::GatewayPoolPeering => RawObject::PoolPeering(Box::new(self.pool_peering(root))),
         };
         *obj.meta_mut() = Meta {
             name,

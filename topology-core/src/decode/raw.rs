@@ -4,7 +4,15 @@
 use crate::diag::{Diagnostic, SourceLoc};
 use crate::vocab::{Kind, Protocol, SITE_LABEL_KEY};
 use ipnet::IpNet;
+use smallvec::SmallVec;
 use std::net::IpAddr;
+use std::sync::Arc;
+
+/// A node's addresses: one in most clusters (two when dual-stack), held inline: a cluster holds
+/// tens of thousands of nodes, and an allocation per list would cost more than the address.
+pub type Addrs = SmallVec<[IpAddr; 1]>;
+/// A node's pod CIDRs: one in most clusters (two when dual-stack), held inline.
+pub type Cidrs = SmallVec<[IpNet; 1]>;
 
 /// A `tunnelMTU` as read: valid, or invalid (fails closed to 576).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -99,18 +107,19 @@ pub struct RawPool {
 pub struct RawNode {
     /// Metadata.
     pub meta: Meta,
-    /// `metadata.labels`.
-    pub labels: Vec<(String, String)>,
+    /// `metadata.labels`; keys and values shared with the other objects of the decode that
+    /// write them (the Site and pool labels repeat on every node).
+    pub labels: Vec<(Arc<str>, Arc<str>)>,
     /// `mtu.unbounded-cloud.io/underlay-mtu`.
     pub underlay: Option<RawUnderlay>,
     /// `mtu.unbounded-cloud.io/underlay-mtu-max`.
     pub underlay_max: Option<RawUnderlay>,
     /// `status.addresses` of type `InternalIP`.
-    pub internal_ips: Vec<IpAddr>,
+    pub internal_ips: Addrs,
     /// `status.addresses` of type `ExternalIP`.
-    pub external_ips: Vec<IpAddr>,
+    pub external_ips: Addrs,
     /// `spec.podCIDRs` (or `spec.podCIDR`).
-    pub pod_cidrs: Vec<IpNet>,
+    pub pod_cidrs: Cidrs,
 }
 
 /// A SiteNodeSlice entry.
@@ -179,24 +188,27 @@ pub struct RawRelation {
 }
 
 /// One decoded object.
+///
+/// Each kind is boxed: a cluster's objects are mostly Nodes, and an enum as large as its largest
+/// kind would hold every Node in a Pool's or a peering's size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RawObject {
     /// Site
-    Site(RawSite),
+    Site(Box<RawSite>),
     /// GatewayPool
-    Pool(RawPool),
+    Pool(Box<RawPool>),
     /// Node
-    Node(RawNode),
+    Node(Box<RawNode>),
     /// SiteNodeSlice
-    Slice(RawSlice),
+    Slice(Box<RawSlice>),
     /// GatewayPoolNode
-    GatewayPoolNode(RawGatewayPoolNode),
+    GatewayPoolNode(Box<RawGatewayPoolNode>),
     /// SitePeering
-    SitePeering(RawRelation),
+    SitePeering(Box<RawRelation>),
     /// SiteGatewayPoolAssignment
-    Assignment(RawRelation),
+    Assignment(Box<RawRelation>),
     /// GatewayPoolPeering
-    PoolPeering(RawRelation),
+    PoolPeering(Box<RawRelation>),
 }
 
 impl RawObject {
@@ -269,6 +281,6 @@ impl Meta {
 pub fn site_label(node: &RawNode) -> Option<&str> {
     node.labels
         .iter()
-        .find(|(k, _)| k == SITE_LABEL_KEY)
-        .map(|(_, v)| v.as_str())
+        .find(|(k, _)| &**k == SITE_LABEL_KEY)
+        .map(|(_, v)| &**v)
 }
