@@ -1,5 +1,5 @@
 //! A workload to run under a profiler (`perf record`), one figure of `perf-budget` at a time:
-//! `cargo run --release -p benches --example profile -- resolve-all|every|one|spread|build|whatif [repeats]`.
+//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|spread|build|whatif [repeats]`.
 
 use benches::{Fixture, resolve_all, site_assignment_cap, thread_cpu};
 use mtu_solver::whatif::what_if;
@@ -107,6 +107,16 @@ fn main() {
                 }
                 let d = thread_cpu().saturating_sub(t);
                 println!("one: {:?} per node, {n} values", d / 51);
+            }
+            "typical" => {
+                // perf-budget's "resolve one node" on one typical worker, fresh solvers.
+                let node = fx.typical_worker();
+                let mut n = 0;
+                for _ in 0..51 {
+                    n += benches::resolve_one(fx.topo(), node).value_count();
+                }
+                let d = thread_cpu().saturating_sub(t);
+                println!("typical: {:?} per resolve, {} values", d / 51, n / 51);
             }
             "build" => {
                 let d = benches::decode_text(&fx.text);
