@@ -8,7 +8,7 @@ use crate::decode::{
 use crate::diag::{Code, Diagnostic, SourceLoc, sort_diagnostics};
 use crate::ids::*;
 use crate::mtu::Mtu;
-use crate::vocab::{POOL_LABEL_KEY, Protocol};
+use crate::vocab::{Kind, POOL_LABEL_KEY, Protocol};
 use ipnet::IpNet;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
@@ -436,6 +436,35 @@ fn warn(code: Code, object: &str, field: &str, msg: String, loc: Option<SourceLo
     Diagnostic::new(code, object, field, msg, loc)
 }
 
+/// The objects that count, by kind, each kind sorted by name and each name once.
+#[derive(Default)]
+struct Grouped<'a> {
+    sites: Vec<&'a RawSite>,
+    pools: Vec<&'a RawPool>,
+    nodes: Vec<&'a RawNode>,
+    slices: Vec<&'a RawSlice>,
+    gpn: Vec<&'a RawGatewayPoolNode>,
+    peerings: Vec<&'a RawRelation>,
+    assignments: Vec<&'a RawRelation>,
+    pool_peerings: Vec<&'a RawRelation>,
+}
+
+impl<'a> Grouped<'a> {
+    /// Adds the only object of its kind and name (objects come in (kind, name) order).
+    fn push(&mut self, o: &'a RawObject) {
+        match o {
+            RawObject::Site(x) => self.sites.push(x),
+            RawObject::Pool(x) => self.pools.push(x),
+            RawObject::Node(x) => self.nodes.push(x),
+            RawObject::Slice(x) => self.slices.push(x),
+            RawObject::GatewayPoolNode(x) => self.gpn.push(x),
+            RawObject::SitePeering(x) => self.peerings.push(x),
+            RawObject::Assignment(x) => self.assignments.push(x),
+            RawObject::PoolPeering(x) => self.pool_peerings.push(x),
+        }
+    }
+}
+
 impl Builder {
     fn build<'a>(
         mut self,
@@ -443,71 +472,9 @@ impl Builder {
         decode_diags: impl IntoIterator<Item = Diagnostic>,
     ) -> Topology {
         self.diags.extend(decode_diags);
-        // 1. Group by kind and name; a name given twice within a kind is ignored entirely.
-        // One copy per name is the rule, so the copies live inline (no allocation per object).
-        let mut by_kind: BTreeMap<(crate::vocab::Kind, &str), SmallVec<[&RawObject; 1]>> =
-            BTreeMap::new();
-        for o in objects {
-            // An object with `enabled: false` is absent everywhere, silently.
-            if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) =
-                o
-                && !r.enabled
-            {
-                continue;
-            }
-            self.diags.extend(o.meta().diags.iter().cloned());
-            by_kind.entry((o.kind(), o.name())).or_default().push(o);
-        }
-        let mut sites_raw: Vec<&RawSite> = Vec::new();
-        let mut pools_raw: Vec<&RawPool> = Vec::new();
-        let mut nodes_raw: Vec<&RawNode> = Vec::new();
-        let mut slices_raw: Vec<&RawSlice> = Vec::new();
-        let mut gpn_raw: Vec<&RawGatewayPoolNode> = Vec::new();
-        let mut peer_raw: Vec<&RawRelation> = Vec::new();
-        let mut asg_raw: Vec<&RawRelation> = Vec::new();
-        let mut pp_raw: Vec<&RawRelation> = Vec::new();
-        for ((kind, name), copies) in &by_kind {
-            if copies.len() > 1 {
-                let loc = copies.iter().filter_map(|o| o.meta().loc.clone()).min();
-                let mut where_ = copies
-                    .iter()
-                    .filter_map(|o| o.meta().loc.as_ref().map(|l| l.to_string()))
-                    .collect::<Vec<_>>();
-                where_.sort();
-                self.diags.push(Diagnostic::new(
-                    Code::Duplicate,
-                    format!("{kind}/{name}"),
-                    "metadata.name",
-                    format!(
-                        "{} objects of kind {kind} are named {name:?}{}; every copy is ignored",
-                        copies.len(),
-                        if where_.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", where_.join(", "))
-                        }
-                    ),
-                    loc,
-                ));
-                continue;
-            }
-            let Some(o) = copies.first() else { continue };
-            match o {
-                RawObject::Site(x) => sites_raw.push(x),
-                RawObject::Pool(x) => pools_raw.push(x),
-                RawObject::Node(x) => nodes_raw.push(x),
-                RawObject::Slice(x) => slices_raw.push(x),
-                RawObject::GatewayPoolNode(x) => gpn_raw.push(x),
-                RawObject::SitePeering(x) => peer_raw.push(x),
-                RawObject::Assignment(x) => asg_raw.push(x),
-                RawObject::PoolPeering(x) => pp_raw.push(x),
-            }
-        }
-        // BTreeMap iteration already sorted each kind by name. The grouping is not needed any
-        // more: freed before the topology is built beside the objects.
-        drop(by_kind);
+        let g = self.group(objects);
         let mut t = Topology::default();
-        for s in &sites_raw {
+        for s in &g.sites {
             let name: Arc<str> = Arc::from(s.meta.name.as_str());
             t.site_by_name
                 .insert(name.clone(), SiteId::from_idx(t.sites.len()));
@@ -522,7 +489,7 @@ impl Builder {
                 loc: s.meta.loc.clone(),
             });
         }
-        for p in &pools_raw {
+        for p in &g.pools {
             let name: Arc<str> = Arc::from(p.meta.name.as_str());
             t.pool_by_name
                 .insert(name.clone(), PoolId::from_idx(t.pools.len()));
@@ -536,10 +503,10 @@ impl Builder {
                 loc: p.meta.loc.clone(),
             });
         }
-        t.site_peerings = self.relations(&t, "SitePeering", &peer_raw, true, false);
-        t.assignments = self.relations(&t, "SiteGatewayPoolAssignment", &asg_raw, true, true);
-        t.pool_peerings = self.relations(&t, "GatewayPoolPeering", &pp_raw, false, true);
-        self.nodes(&mut t, &pools_raw, &nodes_raw, &slices_raw, &gpn_raw);
+        t.site_peerings = self.relations(&t, "SitePeering", &g.peerings, true, false);
+        t.assignments = self.relations(&t, "SiteGatewayPoolAssignment", &g.assignments, true, true);
+        t.pool_peerings = self.relations(&t, "GatewayPoolPeering", &g.pool_peerings, false, true);
+        self.nodes(&mut t, &g.pools, &g.nodes, &g.slices, &g.gpn);
         self.indexes(&mut t);
         self.overlaps(&t);
         self.protocol_conflicts(&t);
@@ -547,6 +514,65 @@ impl Builder {
         sort_diagnostics(&mut diags);
         t.diagnostics = diags;
         t
+    }
+
+    /// Step 1 of the build: groups the objects by kind and name. A name given twice within a
+    /// kind is reported and ignored entirely; an object with `enabled: false` is absent
+    /// everywhere, silently.
+    fn group<'a>(&mut self, objects: impl IntoIterator<Item = &'a RawObject>) -> Grouped<'a> {
+        let objects = objects.into_iter();
+        let mut keyed: Vec<(Kind, &str, &RawObject)> = Vec::with_capacity(objects.size_hint().0);
+        for o in objects {
+            if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) =
+                o
+                && !r.enabled
+            {
+                continue;
+            }
+            self.diags.extend(o.meta().diags.iter().cloned());
+            keyed.push((o.kind(), o.name(), o));
+        }
+        // A stable sort keeps the copies of a name in input order. Generated files and API lists
+        // come sorted by name within each kind: the sort finds those runs and merges a few of
+        // them, nearly linear where a map of every name would compare O(log n) names per object.
+        keyed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let mut g = Grouped::default();
+        for copies in keyed.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
+            match copies {
+                [(_, _, o)] => g.push(o),
+                [(kind, name, _), ..] => self.duplicate(*kind, name, copies),
+                [] => {}
+            }
+        }
+        g
+    }
+
+    /// Reports the `copies` of `kind/name` (more than one): every copy is ignored.
+    fn duplicate(&mut self, kind: Kind, name: &str, copies: &[(Kind, &str, &RawObject)]) {
+        let loc = copies
+            .iter()
+            .filter_map(|(_, _, o)| o.meta().loc.clone())
+            .min();
+        let mut where_ = copies
+            .iter()
+            .filter_map(|(_, _, o)| o.meta().loc.as_ref().map(|l| l.to_string()))
+            .collect::<Vec<_>>();
+        where_.sort();
+        self.diags.push(Diagnostic::new(
+            Code::Duplicate,
+            format!("{kind}/{name}"),
+            "metadata.name",
+            format!(
+                "{} objects of kind {kind} are named {name:?}{}; every copy is ignored",
+                copies.len(),
+                if where_.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", where_.join(", "))
+                }
+            ),
+            loc,
+        ));
     }
 
     fn relations(
