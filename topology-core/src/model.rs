@@ -695,14 +695,6 @@ impl Builder {
         slices_raw: &[&RawSlice],
         gpn_raw: &[&RawGatewayPoolNode],
     ) {
-        // `nodes_raw` comes sorted by name, each name once: looked up by binary search, with
-        // no map beside it.
-        let obj_of = |name: &str| -> Option<&RawNode> {
-            nodes_raw
-                .binary_search_by(|n| n.meta.name.as_str().cmp(name))
-                .ok()
-                .and_then(|i| nodes_raw.get(i).copied())
-        };
         let mut slice_entries: BTreeMap<&str, (&RawSlice, &RawSliceNode)> = BTreeMap::new();
         for s in slices_raw {
             for e in &s.nodes {
@@ -723,18 +715,14 @@ impl Builder {
         for g in gpn_raw {
             published.entry(&g.node_name).or_insert(g);
         }
-        let mut names: Vec<&str> = nodes_raw
-            .iter()
-            .map(|n| n.meta.name.as_str())
-            .chain(slice_entries.keys().copied())
-            .chain(status_entries.keys().copied())
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        for name in names {
-            let obj = obj_of(name);
+        let names = node_names(
+            nodes_raw,
+            slice_entries.keys().chain(status_entries.keys()).copied(),
+        );
+        for (name, obj) in names {
             let slice = slice_entries.get(name).copied();
-            let object = format!("Node/{name}");
+            // Only a diagnostic names the node as an object: formatted when one is reported.
+            let object = || format!("Node/{name}");
             let empty: Vec<(String, String)> = Vec::new();
             let labels = obj.map(|o| &o.labels).unwrap_or(&empty);
             let mut internal_ips = obj.map(|o| o.internal_ips.clone()).unwrap_or_default();
@@ -768,7 +756,7 @@ impl Builder {
                     None => {
                         self.diags.push(warn(
                             Code::MissingPool,
-                            &object,
+                            &object(),
                             &format!("metadata.labels.{POOL_LABEL_KEY}"),
                             format!(
                                 "GatewayPool {v} does not exist; the label is ignored and pool membership falls through to the pools' status.nodes, then their nodeSelector"
@@ -802,7 +790,7 @@ impl Builder {
                     }
                     self.diags.push(warn(
                         Code::MultiPool,
-                        &object,
+                        &object(),
                         if by_status {
                             "status.nodes"
                         } else {
@@ -852,7 +840,7 @@ impl Builder {
                         Some(s) => site = Some(s),
                         None => self.diags.push(warn(
                             Code::MissingSite,
-                            &object,
+                            &object(),
                             &format!("metadata.labels.{}", crate::vocab::SITE_LABEL_KEY),
                             format!(
                                 "Site {label} does not exist; membership falls back to nodeCidrs"
@@ -878,7 +866,7 @@ impl Builder {
                             .collect();
                         self.diags.push(warn(
                             Code::MultiSite,
-                            &object,
+                            &object(),
                             "status.addresses",
                             format!(
                                 "the node's InternalIPs lie in the nodeCidrs of Sites {}; it joins {} (first by name)",
@@ -914,15 +902,15 @@ impl Builder {
             let Some(site) = site else {
                 self.diags.push(warn(
                     Code::NoSite,
-                    &object,
+                    &object(),
                     "",
                     "the node belongs to no Site (no site label naming an existing Site, no InternalIP in any Site's nodeCidrs); it is left out".to_string(),
                     loc,
                 ));
                 continue;
             };
-            let pub_vals = published
-                .get(name)
+            let published_by = published.get(name).copied();
+            let pub_vals = published_by
                 .map(|g| {
                     g.published
                         .iter()
@@ -944,7 +932,7 @@ impl Builder {
                 underlay_max: obj.and_then(|o| o.underlay_max.clone()),
                 wg_port: status.and_then(|s| s.wg_port),
                 published: pub_vals,
-                published_by: published.get(name).map(|g| Arc::from(g.meta.name.as_str())),
+                published_by: published_by.map(|g| Arc::from(g.meta.name.as_str())),
                 loc,
             });
         }
@@ -1180,6 +1168,30 @@ impl Builder {
             }
         }
     }
+}
+
+/// Every node name, sorted, each once, with its Node object: the names of `nodes_raw` (sorted,
+/// each once) merged in one pass with `others` (names without an object until merged: slice
+/// and pool status entries, each source sorted).
+fn node_names<'a>(
+    nodes_raw: &[&'a RawNode],
+    others: impl Iterator<Item = &'a str>,
+) -> Vec<(&'a str, Option<&'a RawNode>)> {
+    let mut others: Vec<&str> = others.collect();
+    // The sources come sorted one after the other: the stable sort merges their runs.
+    others.sort();
+    others.dedup();
+    let mut out = Vec::with_capacity(nodes_raw.len().saturating_add(others.len()));
+    let mut objects = nodes_raw.iter().copied().peekable();
+    for name in others {
+        while let Some(o) = objects.next_if(|o| o.meta.name.as_str() < name) {
+            out.push((o.meta.name.as_str(), Some(o)));
+        }
+        let obj = objects.next_if(|o| o.meta.name == name);
+        out.push((name, obj));
+    }
+    out.extend(objects.map(|o| (o.meta.name.as_str(), Some(o))));
+    out
 }
 
 /// Which pools can take a node that its label does not place: a pool with a non-empty
