@@ -240,7 +240,6 @@ pub struct Topology {
     pub diagnostics: Vec<Diagnostic>,
     site_by_name: FxHashMap<Arc<str>, SiteId>,
     pool_by_name: FxHashMap<Arc<str>, PoolId>,
-    node_by_name: FxHashMap<Arc<str>, NodeId>,
     /// Workers of each Site, sorted.
     pub(crate) site_workers: Vec<Vec<NodeId>>,
     /// Gateways located in each Site, sorted.
@@ -266,9 +265,13 @@ impl Topology {
     pub fn pool_id(&self, name: &str) -> Option<PoolId> {
         self.pool_by_name.get(name).copied()
     }
-    /// Looks a node up by name.
+    /// Looks a node up by name: a binary search of `nodes`, which are sorted by name, each name
+    /// once (no map beside them to build at every build).
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
-        self.node_by_name.get(name).copied()
+        self.nodes
+            .binary_search_by(|n| (*n.name).cmp(name))
+            .ok()
+            .map(NodeId::from_idx)
     }
     /// Looks a node up by name; a missing one is an error naming the closest nodes.
     pub fn find_node(&self, name: &str) -> Result<NodeId, NoSuchName> {
@@ -719,6 +722,7 @@ impl Builder {
             nodes_raw,
             slice_entries.keys().chain(status_entries.keys()).copied(),
         );
+        t.nodes.reserve(names.len());
         for (name, obj) in names {
             let slice = slice_entries.get(name).copied();
             // Only a diagnostic names the node as an object: formatted when one is reported.
@@ -918,11 +922,8 @@ impl Builder {
                         .collect()
                 })
                 .unwrap_or_default();
-            let id = NodeId::from_idx(t.nodes.len());
-            let name_arc: Arc<str> = Arc::from(name);
-            t.node_by_name.insert(name_arc.clone(), id);
             t.nodes.push(NodeInfo {
-                name: name_arc,
+                name: Arc::from(name),
                 site,
                 role: pool.map(Role::Gateway).unwrap_or(Role::Worker),
                 internal_ips,
