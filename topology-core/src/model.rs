@@ -523,8 +523,10 @@ impl Builder {
     /// kind is reported and ignored entirely; an object with `enabled: false` is absent
     /// everywhere, silently.
     fn group<'a>(&mut self, objects: impl IntoIterator<Item = &'a RawObject>) -> Grouped<'a> {
-        let objects = objects.into_iter();
-        let mut keyed: Vec<(Kind, &str, &RawObject)> = Vec::with_capacity(objects.size_hint().0);
+        let mut kinds = Kind::ALL;
+        kinds.sort();
+        // Each kind's objects in input order, the kinds in their order.
+        let mut by_kind: [Vec<(&str, &RawObject)>; Kind::ALL.len()] = Default::default();
         for o in objects {
             if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) =
                 o
@@ -533,32 +535,47 @@ impl Builder {
                 continue;
             }
             self.diags.extend(o.meta().diags.iter().cloned());
-            keyed.push((o.kind(), o.name(), o));
+            let kind = o.kind();
+            if let Some(v) = kinds
+                .iter()
+                .position(|k| *k == kind)
+                .and_then(|i| by_kind.get_mut(i))
+            {
+                v.push((o.name(), o));
+            }
         }
-        // A stable sort keeps the copies of a name in input order. Generated files and API lists
-        // come sorted by name within each kind: the sort finds those runs and merges a few of
-        // them, nearly linear where a map of every name would compare O(log n) names per object.
-        keyed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         let mut g = Grouped::default();
-        for copies in keyed.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
-            match copies {
-                [(_, _, o)] => g.push(o),
-                [(kind, name, _), ..] => self.duplicate(*kind, name, copies),
-                [] => {}
+        for (kind, mut objects) in kinds.into_iter().zip(by_kind) {
+            // Generated files and API lists come sorted by name within each kind, each name once:
+            // one pass over the names confirms it, and the objects are taken as they are.
+            if objects.is_sorted_by(|a, b| a.0 < b.0) {
+                for (_, o) in objects {
+                    g.push(o);
+                }
+                continue;
+            }
+            // Otherwise a stable sort brings the copies of a name together, in input order.
+            objects.sort_by(|a, b| a.0.cmp(b.0));
+            for copies in objects.chunk_by(|a, b| a.0 == b.0) {
+                match copies {
+                    [(_, o)] => g.push(o),
+                    [(name, _), ..] => self.duplicate(kind, name, copies),
+                    [] => {}
+                }
             }
         }
         g
     }
 
     /// Reports the `copies` of `kind/name` (more than one): every copy is ignored.
-    fn duplicate(&mut self, kind: Kind, name: &str, copies: &[(Kind, &str, &RawObject)]) {
+    fn duplicate(&mut self, kind: Kind, name: &str, copies: &[(&str, &RawObject)]) {
         let loc = copies
             .iter()
-            .filter_map(|(_, _, o)| o.meta().loc.clone())
+            .filter_map(|(_, o)| o.meta().loc.clone())
             .min();
         let mut where_ = copies
             .iter()
-            .filter_map(|(_, _, o)| o.meta().loc.as_ref().map(|l| l.to_string()))
+            .filter_map(|(_, o)| o.meta().loc.as_ref().map(|l| l.to_string()))
             .collect::<Vec<_>>();
         where_.sort();
         self.diags.push(Diagnostic::new(
