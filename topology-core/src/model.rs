@@ -9,7 +9,7 @@ use crate::decode::{
 use crate::diag::{Code, Diagnostic, SourceLoc, sort_diagnostics};
 use crate::ids::*;
 use crate::mtu::Mtu;
-use crate::vocab::{POOL_LABEL_KEY, Protocol};
+use crate::vocab::{Kind, POOL_LABEL_KEY, Protocol};
 use ipnet::IpNet;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
@@ -265,8 +265,9 @@ impl Topology {
     pub fn pool_id(&self, name: &str) -> Option<PoolId> {
         self.pool_by_name.get(name).copied()
     }
-    /// Looks a node up by name: a binary search, the nodes being sorted by name (a map beside
-    /// tens of thousands of nodes would cost more memory than the nodes' names).
+    /// Looks a node up by name: a binary search of `nodes`, which are sorted by name, each name
+    /// once (a map beside tens of thousands of nodes would cost more memory than their names,
+    /// and time at every build).
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.nodes
             .binary_search_by(|n| (*n.name).cmp(name))
@@ -439,6 +440,35 @@ fn warn(code: Code, object: &str, field: &str, msg: String, loc: Option<SourceLo
     Diagnostic::new(code, object, field, msg, loc)
 }
 
+/// The objects that count, by kind, each kind sorted by name and each name once.
+#[derive(Default)]
+struct Grouped<'a> {
+    sites: Vec<&'a RawSite>,
+    pools: Vec<&'a RawPool>,
+    nodes: Vec<&'a RawNode>,
+    slices: Vec<&'a RawSlice>,
+    gpn: Vec<&'a RawGatewayPoolNode>,
+    peerings: Vec<&'a RawRelation>,
+    assignments: Vec<&'a RawRelation>,
+    pool_peerings: Vec<&'a RawRelation>,
+}
+
+impl<'a> Grouped<'a> {
+    /// Adds the only object of its kind and name (objects come in (kind, name) order).
+    fn push(&mut self, o: &'a RawObject) {
+        match o {
+            RawObject::Site(x) => self.sites.push(x),
+            RawObject::Pool(x) => self.pools.push(x),
+            RawObject::Node(x) => self.nodes.push(x),
+            RawObject::Slice(x) => self.slices.push(x),
+            RawObject::GatewayPoolNode(x) => self.gpn.push(x),
+            RawObject::SitePeering(x) => self.peerings.push(x),
+            RawObject::Assignment(x) => self.assignments.push(x),
+            RawObject::PoolPeering(x) => self.pool_peerings.push(x),
+        }
+    }
+}
+
 impl Builder {
     fn build<'a>(
         mut self,
@@ -446,71 +476,9 @@ impl Builder {
         decode_diags: impl IntoIterator<Item = Diagnostic>,
     ) -> Topology {
         self.diags.extend(decode_diags);
-        // 1. Group by kind and name; a name given twice within a kind is ignored entirely.
-        // One copy per name is the rule, so the copies live inline (no allocation per object).
-        let mut by_kind: BTreeMap<(crate::vocab::Kind, &str), SmallVec<[&RawObject; 1]>> =
-            BTreeMap::new();
-        for o in objects {
-            // An object with `enabled: false` is absent everywhere, silently.
-            if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) =
-                o
-                && !r.enabled
-            {
-                continue;
-            }
-            self.diags.extend(o.meta().diags.iter().cloned());
-            by_kind.entry((o.kind(), o.name())).or_default().push(o);
-        }
-        let mut sites_raw: Vec<&RawSite> = Vec::new();
-        let mut pools_raw: Vec<&RawPool> = Vec::new();
-        let mut nodes_raw: Vec<&RawNode> = Vec::new();
-        let mut slices_raw: Vec<&RawSlice> = Vec::new();
-        let mut gpn_raw: Vec<&RawGatewayPoolNode> = Vec::new();
-        let mut peer_raw: Vec<&RawRelation> = Vec::new();
-        let mut asg_raw: Vec<&RawRelation> = Vec::new();
-        let mut pp_raw: Vec<&RawRelation> = Vec::new();
-        for ((kind, name), copies) in &by_kind {
-            if copies.len() > 1 {
-                let loc = copies.iter().filter_map(|o| o.meta().loc.clone()).min();
-                let mut where_ = copies
-                    .iter()
-                    .filter_map(|o| o.meta().loc.as_ref().map(|l| l.to_string()))
-                    .collect::<Vec<_>>();
-                where_.sort();
-                self.diags.push(Diagnostic::new(
-                    Code::Duplicate,
-                    format!("{kind}/{name}"),
-                    "metadata.name",
-                    format!(
-                        "{} objects of kind {kind} are named {name:?}{}; every copy is ignored",
-                        copies.len(),
-                        if where_.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", where_.join(", "))
-                        }
-                    ),
-                    loc,
-                ));
-                continue;
-            }
-            let Some(o) = copies.first() else { continue };
-            match o {
-                RawObject::Site(x) => sites_raw.push(x),
-                RawObject::Pool(x) => pools_raw.push(x),
-                RawObject::Node(x) => nodes_raw.push(x),
-                RawObject::Slice(x) => slices_raw.push(x),
-                RawObject::GatewayPoolNode(x) => gpn_raw.push(x),
-                RawObject::SitePeering(x) => peer_raw.push(x),
-                RawObject::Assignment(x) => asg_raw.push(x),
-                RawObject::PoolPeering(x) => pp_raw.push(x),
-            }
-        }
-        // BTreeMap iteration already sorted each kind by name. The grouping is not needed any
-        // more: freed before the topology is built beside the objects.
-        drop(by_kind);
+        let g = self.group(objects);
         let mut t = Topology::default();
-        for s in &sites_raw {
+        for s in &g.sites {
             let name: Arc<str> = Arc::from(s.meta.name.as_str());
             t.site_by_name
                 .insert(name.clone(), SiteId::from_idx(t.sites.len()));
@@ -525,7 +493,7 @@ impl Builder {
                 loc: s.meta.loc.clone(),
             });
         }
-        for p in &pools_raw {
+        for p in &g.pools {
             let name: Arc<str> = Arc::from(p.meta.name.as_str());
             t.pool_by_name
                 .insert(name.clone(), PoolId::from_idx(t.pools.len()));
@@ -539,10 +507,10 @@ impl Builder {
                 loc: p.meta.loc.clone(),
             });
         }
-        t.site_peerings = self.relations(&t, "SitePeering", &peer_raw, true, false);
-        t.assignments = self.relations(&t, "SiteGatewayPoolAssignment", &asg_raw, true, true);
-        t.pool_peerings = self.relations(&t, "GatewayPoolPeering", &pp_raw, false, true);
-        self.nodes(&mut t, &pools_raw, &nodes_raw, &slices_raw, &gpn_raw);
+        t.site_peerings = self.relations(&t, "SitePeering", &g.peerings, true, false);
+        t.assignments = self.relations(&t, "SiteGatewayPoolAssignment", &g.assignments, true, true);
+        t.pool_peerings = self.relations(&t, "GatewayPoolPeering", &g.pool_peerings, false, true);
+        self.nodes(&mut t, &g.pools, &g.nodes, &g.slices, &g.gpn);
         self.indexes(&mut t);
         self.overlaps(&t);
         self.protocol_conflicts(&t);
@@ -550,6 +518,82 @@ impl Builder {
         sort_diagnostics(&mut diags);
         t.diagnostics = diags;
         t
+    }
+
+    /// Step 1 of the build: groups the objects by kind and name. A name given twice within a
+    /// kind is reported and ignored entirely; an object with `enabled: false` is absent
+    /// everywhere, silently.
+    fn group<'a>(&mut self, objects: impl IntoIterator<Item = &'a RawObject>) -> Grouped<'a> {
+        let mut kinds = Kind::ALL;
+        kinds.sort();
+        // Each kind's objects in input order, the kinds in their order.
+        let mut by_kind: [Vec<(&str, &RawObject)>; Kind::ALL.len()] = Default::default();
+        for o in objects {
+            if let RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) =
+                o
+                && !r.enabled
+            {
+                continue;
+            }
+            self.diags.extend(o.meta().diags.iter().cloned());
+            let kind = o.kind();
+            if let Some(v) = kinds
+                .iter()
+                .position(|k| *k == kind)
+                .and_then(|i| by_kind.get_mut(i))
+            {
+                v.push((o.name(), o));
+            }
+        }
+        let mut g = Grouped::default();
+        for (kind, mut objects) in kinds.into_iter().zip(by_kind) {
+            // Generated files and API lists come sorted by name within each kind, each name once:
+            // one pass over the names confirms it, and the objects are taken as they are.
+            if objects.is_sorted_by(|a, b| a.0 < b.0) {
+                for (_, o) in objects {
+                    g.push(o);
+                }
+                continue;
+            }
+            // Otherwise a stable sort brings the copies of a name together, in input order.
+            objects.sort_by(|a, b| a.0.cmp(b.0));
+            for copies in objects.chunk_by(|a, b| a.0 == b.0) {
+                match copies {
+                    [(_, o)] => g.push(o),
+                    [(name, _), ..] => self.duplicate(kind, name, copies),
+                    [] => {}
+                }
+            }
+        }
+        g
+    }
+
+    /// Reports the `copies` of `kind/name` (more than one): every copy is ignored.
+    fn duplicate(&mut self, kind: Kind, name: &str, copies: &[(&str, &RawObject)]) {
+        let loc = copies
+            .iter()
+            .filter_map(|(_, o)| o.meta().loc.clone())
+            .min();
+        let mut where_ = copies
+            .iter()
+            .filter_map(|(_, o)| o.meta().loc.as_ref().map(|l| l.to_string()))
+            .collect::<Vec<_>>();
+        where_.sort();
+        self.diags.push(Diagnostic::new(
+            Code::Duplicate,
+            format!("{kind}/{name}"),
+            "metadata.name",
+            format!(
+                "{} objects of kind {kind} are named {name:?}{}; every copy is ignored",
+                copies.len(),
+                if where_.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", where_.join(", "))
+                }
+            ),
+            loc,
+        ));
     }
 
     fn relations(
@@ -672,14 +716,6 @@ impl Builder {
         slices_raw: &[&RawSlice],
         gpn_raw: &[&RawGatewayPoolNode],
     ) {
-        // `nodes_raw` comes sorted by name, each name once: looked up by binary search, with
-        // no map beside it.
-        let obj_of = |name: &str| -> Option<&RawNode> {
-            nodes_raw
-                .binary_search_by(|n| n.meta.name.as_str().cmp(name))
-                .ok()
-                .and_then(|i| nodes_raw.get(i).copied())
-        };
         let mut slice_entries: BTreeMap<&str, (&RawSlice, &RawSliceNode)> = BTreeMap::new();
         for s in slices_raw {
             for e in &s.nodes {
@@ -700,21 +736,17 @@ impl Builder {
         for g in gpn_raw {
             published.entry(&g.node_name).or_insert(g);
         }
-        let mut names: Vec<&str> = nodes_raw
-            .iter()
-            .map(|n| n.meta.name.as_str())
-            .chain(slice_entries.keys().copied())
-            .chain(status_entries.keys().copied())
-            .collect();
-        names.sort_unstable();
-        names.dedup();
+        let names = node_names(
+            nodes_raw,
+            slice_entries.keys().chain(status_entries.keys()).copied(),
+        );
         // One allocation of the final size: growing by doubling would leave every earlier,
         // smaller copy behind as freed but resident memory.
         t.nodes.reserve_exact(names.len());
-        for name in names {
-            let obj = obj_of(name);
+        for (name, obj) in names {
             let slice = slice_entries.get(name).copied();
-            let object = format!("Node/{name}");
+            // Only a diagnostic names the node as an object: formatted when one is reported.
+            let object = || format!("Node/{name}");
             let labels: &[(Arc<str>, Arc<str>)] = obj.map(|o| &o.labels[..]).unwrap_or(&[]);
             let mut internal_ips: Addrs = obj.map(|o| o.internal_ips.clone()).unwrap_or_default();
             let mut external_ips: Addrs = obj.map(|o| o.external_ips.clone()).unwrap_or_default();
@@ -747,7 +779,7 @@ impl Builder {
                     None => {
                         self.diags.push(warn(
                             Code::MissingPool,
-                            &object,
+                            &object(),
                             &format!("metadata.labels.{POOL_LABEL_KEY}"),
                             format!(
                                 "GatewayPool {v} does not exist; the label is ignored and pool membership falls through to the pools' status.nodes, then their nodeSelector"
@@ -781,7 +813,7 @@ impl Builder {
                     }
                     self.diags.push(warn(
                         Code::MultiPool,
-                        &object,
+                        &object(),
                         if by_status {
                             "status.nodes"
                         } else {
@@ -831,7 +863,7 @@ impl Builder {
                         Some(s) => site = Some(s),
                         None => self.diags.push(warn(
                             Code::MissingSite,
-                            &object,
+                            &object(),
                             &format!("metadata.labels.{}", crate::vocab::SITE_LABEL_KEY),
                             format!(
                                 "Site {label} does not exist; membership falls back to nodeCidrs"
@@ -857,7 +889,7 @@ impl Builder {
                             .collect();
                         self.diags.push(warn(
                             Code::MultiSite,
-                            &object,
+                            &object(),
                             "status.addresses",
                             format!(
                                 "the node's InternalIPs lie in the nodeCidrs of Sites {}; it joins {} (first by name)",
@@ -893,15 +925,15 @@ impl Builder {
             let Some(site) = site else {
                 self.diags.push(warn(
                     Code::NoSite,
-                    &object,
+                    &object(),
                     "",
                     "the node belongs to no Site (no site label naming an existing Site, no InternalIP in any Site's nodeCidrs); it is left out".to_string(),
                     loc,
                 ));
                 continue;
             };
-            let pub_vals = published
-                .get(name)
+            let published_by = published.get(name).copied();
+            let pub_vals = published_by
                 .map(|g| {
                     g.published
                         .iter()
@@ -920,7 +952,7 @@ impl Builder {
                 underlay_max: obj.and_then(|o| o.underlay_max.clone()),
                 wg_port: status.and_then(|s| s.wg_port),
                 published: pub_vals,
-                published_by: published.get(name).map(|g| Arc::from(g.meta.name.as_str())),
+                published_by: published_by.map(|g| Arc::from(g.meta.name.as_str())),
                 loc,
             });
         }
@@ -1156,6 +1188,30 @@ impl Builder {
             }
         }
     }
+}
+
+/// Every node name, sorted, each once, with its Node object: the names of `nodes_raw` (sorted,
+/// each once) merged in one pass with `others` (names without an object until merged: slice
+/// and pool status entries, each source sorted).
+fn node_names<'a>(
+    nodes_raw: &[&'a RawNode],
+    others: impl Iterator<Item = &'a str>,
+) -> Vec<(&'a str, Option<&'a RawNode>)> {
+    let mut others: Vec<&str> = others.collect();
+    // The sources come sorted one after the other: the stable sort merges their runs.
+    others.sort();
+    others.dedup();
+    let mut out = Vec::with_capacity(nodes_raw.len().saturating_add(others.len()));
+    let mut objects = nodes_raw.iter().copied().peekable();
+    for name in others {
+        while let Some(o) = objects.next_if(|o| o.meta.name.as_str() < name) {
+            out.push((o.meta.name.as_str(), Some(o)));
+        }
+        let obj = objects.next_if(|o| o.meta.name == name);
+        out.push((name, obj));
+    }
+    out.extend(objects.map(|o| (o.meta.name.as_str(), Some(o))));
+    out
 }
 
 /// Which pools can take a node that its label does not place: a pool with a non-empty
