@@ -5,9 +5,18 @@ use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 /// The distinct strings met so far, each held once.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Interner {
     strings: FxHashSet<Arc<str>>,
+}
+
+/// A count, not the strings: they are the objects' own labels, shown with the objects.
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interner")
+            .field("strings", &self.strings.len())
+            .finish()
+    }
 }
 
 impl Interner {
