@@ -1,5 +1,5 @@
 //! A workload to run under a profiler (`perf record`), one figure of `perf-budget` at a time:
-//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|spread|build|whatif [repeats]`.
+//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|sites|spread|build|whatif [repeats]`.
 
 use benches::{Fixture, resolve_all, site_assignment_cap, thread_cpu};
 use mtu_solver::whatif::what_if;
@@ -107,6 +107,18 @@ fn main() {
                 }
                 let d = thread_cpu().saturating_sub(t);
                 println!("one: {:?} per node, {n} values", d / 51);
+            }
+            "sites" => {
+                // perf-budget's "resolve all nodes": every node of 200 spread Sites, one solver.
+                let nodes = fx.every_node_of_spread_sites(200);
+                let mut s = mtu_solver::Solver::new(fx.topo(), mtu_solver::Settings::default());
+                let values: usize = nodes.iter().map(|n| s.plan(*n).value_count()).sum();
+                let d = thread_cpu().saturating_sub(t);
+                println!(
+                    "sites: {d:?}, {} nodes, {values} values, {:.1} ns/value",
+                    nodes.len(),
+                    d.as_nanos() as f64 / values.max(1) as f64
+                );
             }
             "typical" => {
                 // perf-budget's "resolve one node" on one typical worker, fresh solvers.

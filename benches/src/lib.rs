@@ -72,6 +72,27 @@ impl Fixture {
         self.base.topology()
     }
 
+    /// Every node of `k` Sites spread evenly over the cluster, in node order: resolving all
+    /// nodes of a cluster resolves every node of each Site, so per-Site work (the learned routes
+    /// its workers share) is shared by as many nodes as in a full resolve. On the standard
+    /// cluster (200 Sites) `k = 200` is every node.
+    pub fn every_node_of_spread_sites(&self, k: usize) -> Vec<NodeId> {
+        let topo = self.topo();
+        let n = topo.sites.len();
+        let mut out: Vec<NodeId> = (0..k.min(n))
+            .map(|i| SiteId::from_idx(i * n / k.min(n).max(1)))
+            .flat_map(|s| {
+                topo.workers_of(s)
+                    .iter()
+                    .chain(topo.gateways_in(s))
+                    .copied()
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// A node spread evenly over the cluster (`i` of `n`).
     pub fn spread_node(&self, i: usize, n: usize) -> NodeId {
         let len = self.topo().nodes.len().max(1);

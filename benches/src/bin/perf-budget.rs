@@ -19,8 +19,7 @@ use mtu_solver::{NodePlan, Settings, Solver};
 use std::time::{Duration, Instant};
 use test_utils::testkit::scale::{ScaleSpec, mesh_peering, pool_peering};
 use topology_core::decode::{Decoded, RawObject};
-use topology_core::ids::{NodeId, SiteId};
-use topology_core::model::Topology;
+use topology_core::ids::NodeId;
 
 /// One line of the table.
 struct Row {
@@ -915,7 +914,7 @@ fn scale_costs(f: &Fixture, samples: usize, sample: usize) -> Scale {
         });
         all.push(s);
     }
-    let sites = every_node_of_spread_sites(f.topo(), 200);
+    let sites = f.every_node_of_spread_sites(200);
     let mut every = Vec::new();
     let mut all_values = 0;
     for _ in 0..samples {
@@ -936,26 +935,6 @@ fn scale_costs(f: &Fixture, samples: usize, sample: usize) -> Scale {
         per_value: medians(&all).cpu.as_secs_f64() / values.max(1) as f64,
         values,
     }
-}
-
-/// Every node of `k` Sites spread evenly over the cluster, in node order: resolving all nodes
-/// of a cluster resolves every node of each Site, so per-Site work (the learned routes its
-/// workers share) is shared by as many nodes as in a full resolve. On the standard cluster (200
-/// Sites) it is every node.
-fn every_node_of_spread_sites(topo: &Topology, k: usize) -> Vec<NodeId> {
-    let n = topo.sites.len();
-    let mut out: Vec<NodeId> = (0..k.min(n))
-        .map(|i| SiteId::from_idx(i * n / k.min(n).max(1)))
-        .flat_map(|s| {
-            topo.workers_of(s)
-                .iter()
-                .chain(topo.gateways_in(s))
-                .copied()
-        })
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
 }
 
 /// Hyperscale (13 times the standard cluster) against the standard one, stage by stage, per
