@@ -229,6 +229,7 @@ pub struct Net<'t> {
     transit: RefCell<FxHashMap<PoolId, TransitPeers>>,
     /// Member Sites of each SitePeering that host gateways (gateway-only index, built lazily).
     peering_gw_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
+    classes: OnceCell<search::Classes>,
     searches: RefCell<search::Searches>,
     site_routes: RefCell<FxHashMap<SiteId, Arc<[Learned]>>>,
     gw_routes: RefCell<LearnedMemo>,
@@ -277,6 +278,7 @@ impl<'t> Net<'t> {
             gateway_sites: OnceCell::new(),
             transit: RefCell::default(),
             peering_gw_sites: OnceCell::new(),
+            classes: OnceCell::new(),
             searches: RefCell::default(),
             site_routes: RefCell::default(),
             gw_routes: RefCell::default(),
@@ -300,7 +302,7 @@ impl<'t> Net<'t> {
             || self.gateway_sites.get().is_some()
             || !self.transit.borrow().is_empty()
             || self.peering_gw_sites.get().is_some()
-            || !self.searches.borrow().is_empty()
+            || self.classes.get().is_some()
     }
 
     /// Facts about two Sites (`s ≠ t`), memoized symmetrically.
@@ -929,9 +931,11 @@ impl<'t> Net<'t> {
             if gws.is_empty() {
                 continue;
             }
-            let bfs = self.bfs(o.dest, o.ty == RouteType::NodeCidr);
+            let Some(bfs) = self.bfs(o.dest, o.ty == RouteType::NodeCidr) else {
+                continue;
+            };
             for (g, p, x) in gws {
-                if let Some(d) = self.advertised(&bfs, *p, *x, *o) {
+                if let Some(d) = self.advertised(bfs, *p, *x, *o) {
                     consider(&mut best, prefix, *o, d, *g);
                 }
             }
@@ -968,9 +972,11 @@ impl<'t> Net<'t> {
             if peers.is_empty() {
                 continue;
             }
-            let bfs = self.bfs(o.dest, o.ty == RouteType::NodeCidr);
+            let Some(bfs) = self.bfs(o.dest, o.ty == RouteType::NodeCidr) else {
+                continue;
+            };
             for (h, p, y) in peers {
-                if let Some(d) = self.advertised(&bfs, *p, *y, *o) {
+                if let Some(d) = self.advertised(bfs, *p, *y, *o) {
                     consider(&mut best, prefix, *o, d, *h);
                 }
             }

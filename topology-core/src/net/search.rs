@@ -21,6 +21,7 @@
 use super::{Dest, Net, Origin};
 use crate::ids::{PoolId, SiteId};
 use smallvec::SmallVec;
+use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
 /// A distance that means "advertises nothing".
@@ -46,11 +47,14 @@ pub(crate) struct Bfs {
     pub clean: bool,
 }
 
+/// Per destination class (a Site or a pool, its node CIDRs or not), its distances once asked.
+/// Dense, so asking is an index rather than a hash probe, and the answer is borrowed rather than
+/// reference-counted: a node's resolve asks once or more per route.
+pub(super) type Classes = Box<[OnceCell<Bfs>]>;
+
 /// The searches made so far and the buffers they reuse.
 #[derive(Default)]
 pub(super) struct Searches {
-    /// Per destination class.
-    classes: rustc_hash::FxHashMap<(Dest, bool), Arc<Bfs>>,
     /// Per origin pool: its search when no pool is blocked.
     open: Vec<Option<Arc<[u32]>>>,
     /// Searches that avoid blocked pools, by origin and blocked pools.
@@ -62,11 +66,6 @@ pub(super) struct Searches {
 }
 
 impl Searches {
-    /// Whether any search has been made (for the complexity tests).
-    pub fn is_empty(&self) -> bool {
-        self.classes.is_empty()
-    }
-
     /// The open search from pool `p`, if it was made.
     pub(super) fn open_search(&self, p: PoolId) -> Option<&Arc<[u32]>> {
         self.open.get(p.idx()).and_then(|s| s.as_ref())
@@ -90,12 +89,24 @@ struct Scratch {
 
 impl Net<'_> {
     /// The distances of one destination class (memoized): its origins, the pools it blocks,
-    /// and the search of each origin avoiding them.
-    pub(crate) fn bfs(&self, dest: Dest, node_cidr: bool) -> Arc<Bfs> {
+    /// and the search of each origin avoiding them. `None` only for a Site or pool the topology
+    /// does not have.
+    pub(crate) fn bfs(&self, dest: Dest, node_cidr: bool) -> Option<&Bfs> {
+        let topo = self.topo;
+        let classes = self.classes.get_or_init(|| {
+            let n = topo.sites.len().saturating_add(topo.pools.len());
+            (0..n.saturating_mul(2)).map(|_| OnceCell::new()).collect()
+        });
+        let at = match dest {
+            Dest::Site(s) => s.idx(),
+            Dest::Pool(p) => topo.sites.len().saturating_add(p.idx()),
+        };
+        let slot = classes.get(at.saturating_mul(2).saturating_add(usize::from(node_cidr)))?;
+        Some(slot.get_or_init(|| self.new_bfs(dest, node_cidr)))
+    }
+
+    fn new_bfs(&self, dest: Dest, node_cidr: bool) -> Bfs {
         let key = (dest, node_cidr);
-        if let Some(b) = self.searches.borrow().classes.get(&key) {
-            return b.clone();
-        }
         let topo = self.topo;
         let origins: SmallVec<[PoolId; 4]> = self
             .origin_pools(dest)
@@ -113,13 +124,11 @@ impl Net<'_> {
                     .collect(),
             );
         }
-        let rc = Arc::new(Bfs {
+        Bfs {
             origins,
             searches,
             clean: dropping.is_empty(),
-        });
-        self.searches.borrow_mut().classes.insert(key, rc.clone());
-        rc
+        }
     }
 
     /// Pools on the best hop list pool `p` advertises for a destination class (`None`: it

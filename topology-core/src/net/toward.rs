@@ -60,14 +60,16 @@ impl Net<'_> {
     /// them ([`Net::via_toward_any`]), and each next hop forwards towards those of them it is
     /// one pool nearer to.
     pub fn directing_origins(&self, p: PoolId, o: Origin) -> SmallVec<[PoolId; 2]> {
-        let bfs = self.bfs(o.dest, o.ty == super::RouteType::NodeCidr);
         let mut out: SmallVec<[PoolId; 2]> = SmallVec::new();
+        let Some(bfs) = self.bfs(o.dest, o.ty == super::RouteType::NodeCidr) else {
+            return out;
+        };
         if !bfs.clean || bfs.origins.contains(&p) {
             return out;
         }
         let mut best = UNREACHED;
         for (i, a) in bfs.origins.iter().enumerate() {
-            let k = self.origin_dist(&bfs, i, p);
+            let k = self.origin_dist(bfs, i, p);
             if k == UNREACHED || k > best {
                 continue;
             }
