@@ -18,7 +18,7 @@ use topology_core::vocab::Protocol;
 mod node_plan;
 mod reach;
 
-use reach::{PubKey, ReachKey, TowardKey};
+use reach::{PubKey, ReachMemo, TowardKey};
 
 /// Default device names (agent settings).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -130,7 +130,7 @@ pub struct Solver<'t> {
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
     comp_leaves: FxHashMap<SiteId, Option<ExplId>>,
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
-    reach_memo: FxHashMap<ReachKey, Option<ExplId>>,
+    reach_memo: ReachMemo,
     /// `reach` along the paths towards one origin pool, without the delivery into the
     /// destination: shared by every destination forwarded towards that pool alone.
     toward_memo: FxHashMap<TowardKey, Option<ExplId>>,
@@ -184,7 +184,7 @@ impl<'t> Solver<'t> {
             cap_leaves: FxHashMap::default(),
             comp_leaves: FxHashMap::default(),
             edges: FxHashMap::default(),
-            reach_memo: FxHashMap::default(),
+            reach_memo: ReachMemo::default(),
             toward_memo: FxHashMap::default(),
             shared_walks: true,
             pub_memo: FxHashMap::default(),
@@ -392,8 +392,7 @@ impl<'t> Solver<'t> {
                 .flatten()
                 .map(|s| Dest::Site(*s))
                 .collect();
-            self.reach_memo
-                .retain(|k, _| !k.3.iter().any(|o| dests.contains(&o.dest)));
+            self.reach_memo.forget_leading_to(&dests);
         } else {
             self.reach_memo.clear();
             self.toward_memo.clear();

@@ -19,13 +19,71 @@
 use super::Solver;
 use crate::explain::{ExplId, Leaf};
 use ipnet::IpNet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::ObjRef;
 use topology_core::net::{Dest, LinkKind, Origin};
 
-/// `reach` memo key: gateway class (pool, Site), prefix, and the origins the route leads to.
-pub(super) type ReachKey = (PoolId, SiteId, IpNet, SmallVec<[Origin; 1]>);
+/// The `reach` memo: per gateway class (pool, Site), prefix and the origins the route leads to.
+/// A route leads to one origin but where identical prefixes of several Sites merge, so that case
+/// has plain keys (no drop, half the size: a node's resolve memoizes thousands) and the other
+/// its own map.
+#[derive(Default)]
+pub(super) struct ReachMemo {
+    one: FxHashMap<(PoolId, SiteId, IpNet, Origin), Option<ExplId>>,
+    many: FxHashMap<(PoolId, SiteId, IpNet, SmallVec<[Origin; 2]>), Option<ExplId>>,
+}
+
+impl ReachMemo {
+    fn get(
+        &self,
+        pool: PoolId,
+        site: SiteId,
+        prefix: IpNet,
+        origins: &[Origin],
+    ) -> Option<Option<ExplId>> {
+        match origins {
+            [o] => self.one.get(&(pool, site, prefix, *o)).copied(),
+            _ => self
+                .many
+                .get(&(pool, site, prefix, SmallVec::from_slice(origins)))
+                .copied(),
+        }
+    }
+
+    fn insert(
+        &mut self,
+        pool: PoolId,
+        site: SiteId,
+        prefix: IpNet,
+        origins: &[Origin],
+        r: Option<ExplId>,
+    ) {
+        match origins {
+            [o] => {
+                self.one.insert((pool, site, prefix, *o), r);
+            }
+            _ => {
+                self.many
+                    .insert((pool, site, prefix, SmallVec::from_slice(origins)), r);
+            }
+        }
+    }
+
+    /// Forgets the values of routes leading to any of `dests`.
+    pub(super) fn forget_leading_to(&mut self, dests: &FxHashSet<Dest>) {
+        self.one.retain(|k, _| !dests.contains(&k.3.dest));
+        self.many
+            .retain(|k, _| !k.3.iter().any(|o| dests.contains(&o.dest)));
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.one.clear();
+        self.many.clear();
+    }
+}
+
 /// `toward` memo key: gateway class (pool, Site) and the origin pool its paths lead to.
 pub(super) type TowardKey = (PoolId, SiteId, PoolId);
 /// `pubPath` memo key: gateway, prefix, origins.
@@ -61,12 +119,11 @@ impl Solver<'_> {
         let pool = gn.pool()?;
         // `reach` depends on the destination the caller's route leads to: with identical
         // prefixes of several Sites, the origins are part of the key.
-        let key = (pool, gn.site, prefix, origins.iter().copied().collect());
-        if let Some(x) = self.reach_memo.get(&key) {
-            return *x;
+        if let Some(x) = self.reach_memo.get(pool, gn.site, prefix, origins) {
+            return x;
         }
         let r = self.reach_uncached(g, pool, prefix, origins, toward);
-        self.reach_memo.insert(key, r);
+        self.reach_memo.insert(pool, gn.site, prefix, origins, r);
         r
     }
 
