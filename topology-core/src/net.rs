@@ -203,10 +203,22 @@ pub struct PairCaps {
     pub protocol: Option<(Protocol, ObjRef)>,
 }
 
-/// A learned prefix and its origins, in output order.
+/// The learned prefixes and their origins, in output order.
 #[derive(Debug)]
 struct PrefixTable {
     entries: Vec<(IpNet, SmallVec<[Origin; 1]>)>,
+    /// Entry by prefix, truncated: prefixes equal in `prefix_order` are those whose
+    /// truncations are equal (the entries' prefixes are canonical: decoding truncates them).
+    index: FxHashMap<IpNet, u32>,
+}
+
+impl PrefixTable {
+    fn origins(&self, prefix: &IpNet) -> &[Origin] {
+        self.index
+            .get(&prefix.trunc())
+            .and_then(|i| self.entries.get(usize::try_from(*i).ok()?))
+            .map_or(&[], |(_, o)| o.as_slice())
+    }
 }
 
 type LearnedMemo = FxHashMap<(PoolId, SiteId), Arc<[Learned]>>;
@@ -794,16 +806,37 @@ impl<'t> Net<'t> {
                     ));
                 }
             }
-            all.sort_by(|a, b| crate::net::prefix_order(&a.0, &b.0).then(a.1.cmp(&b.1)));
-            all.dedup();
-            let mut entries: Vec<(IpNet, SmallVec<[Origin; 1]>)> = Vec::new();
-            for (p, o) in all {
+            // Sorted by `prefix_order`, then origin, then as listed (what a stable sort by the
+            // first two gives), on plain keys: thousands of prefixes per fresh solver.
+            let mut keyed: Vec<((bool, u128, u8), Origin, usize)> = all
+                .iter()
+                .enumerate()
+                .map(|(i, (p, o))| (order_key(p), *o, i))
+                .collect();
+            keyed.sort_unstable();
+            let mut entries: Vec<(IpNet, SmallVec<[Origin; 1]>)> = Vec::with_capacity(all.len());
+            let mut last: Option<(IpNet, Origin)> = None;
+            for (_, o, i) in keyed {
+                let Some((p, _)) = all.get(i) else {
+                    continue;
+                };
+                if last == Some((*p, o)) {
+                    continue;
+                }
+                last = Some((*p, o));
                 match entries.last_mut() {
-                    Some((lp, os)) if *lp == p => os.push(o),
-                    _ => entries.push((p, smallvec::smallvec![o])),
+                    Some((lp, os)) if lp == p => os.push(o),
+                    _ => entries.push((*p, smallvec::smallvec![o])),
                 }
             }
-            PrefixTable { entries }
+            let mut index = FxHashMap::default();
+            index.reserve(entries.len());
+            for (i, (p, _)) in entries.iter().enumerate() {
+                if let Ok(i) = u32::try_from(i) {
+                    index.entry(p.trunc()).or_insert(i);
+                }
+            }
+            PrefixTable { entries, index }
         })
     }
 
@@ -1024,13 +1057,16 @@ impl<'t> Net<'t> {
 
     /// The origins of a learned prefix (empty when nothing advertises it).
     pub fn origins_of(&self, prefix: &IpNet) -> SmallVec<[Origin; 1]> {
-        let entries = &self.prefix_table().entries;
-        entries
-            .binary_search_by(|(p, _)| prefix_order(p, prefix))
-            .ok()
-            .and_then(|i| entries.get(i))
-            .map(|(_, o)| o.clone())
-            .unwrap_or_default()
+        SmallVec::from_slice(self.prefix_table().origins(prefix))
+    }
+
+    /// The origin of a learned prefix that only one Site or pool advertises (`None`: none or
+    /// several do).
+    pub fn sole_origin(&self, prefix: &IpNet) -> Option<Origin> {
+        match self.prefix_table().origins(prefix) {
+            [o] => Some(*o),
+            _ => None,
+        }
     }
 
     /// Every advertised prefix with its origins, in output order (gateway-only index).
@@ -1406,6 +1442,14 @@ fn finish(mut l: Learned) -> Learned {
         l.origin = *o;
     }
     l
+}
+
+/// [`prefix_order`] as a plain key: family, network address, prefix length.
+fn order_key(p: &IpNet) -> (bool, u128, u8) {
+    match p {
+        IpNet::V4(x) => (false, u128::from(u32::from(x.network())), x.prefix_len()),
+        IpNet::V6(x) => (true, u128::from(x.network()), x.prefix_len()),
+    }
 }
 
 /// Output order of prefixes: IPv4 before IPv6, then network address, then prefix length.

@@ -152,7 +152,7 @@ impl Solver<'_> {
         // no route for any of them), not only on the origins the caller's route leads to.
         if self.shared_walks
             && let [o] = origins
-            && (toward.is_some() || self.net.origins_of(&prefix).as_slice() == [*o])
+            && (toward.is_some() || self.net.sole_origin(&prefix) == Some(*o))
         {
             let directing = match toward {
                 Some(t) => SmallVec::from_slice(t),
