@@ -128,12 +128,16 @@ pub struct Solver<'t> {
     /// fresh solver's table is zeroed memory the system hands out lazily, not written per node.
     underlays: Vec<Option<std::num::NonZeroU64>>,
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
-    comp_leaves: FxHashMap<SiteId, Option<ExplId>>,
+    /// Per direct-mesh component (by index): its term once computed, packed (`pack_term`) so a
+    /// fresh solver's table is zeroed memory.
+    comp_leaves: Vec<u32>,
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
     reach_memo: ReachMemo,
     /// `reach` along the paths towards one origin pool, without the delivery into the
     /// destination: shared by every destination forwarded towards that pool alone.
     toward_memo: FxHashMap<TowardKey, Option<ExplId>>,
+    /// The delivery terms asked last: origin, origin pool, the terms on its gateways.
+    last_delivery: Option<(topology_core::net::Origin, PoolId, SmallVec<[ExplId; 8]>)>,
     /// `reach` shares the walk towards an origin pool between destinations (off only in the
     /// test that compares it with the walk per destination).
     shared_walks: bool,
@@ -182,10 +186,11 @@ impl<'t> Solver<'t> {
             expl: Explanations::default(),
             underlays: vec![None; topo.nodes.len()],
             cap_leaves: FxHashMap::default(),
-            comp_leaves: FxHashMap::default(),
+            comp_leaves: vec![0; topo.components.len()],
             edges: FxHashMap::default(),
             reach_memo: ReachMemo::default(),
             toward_memo: FxHashMap::default(),
+            last_delivery: None,
             shared_walks: true,
             pub_memo: FxHashMap::default(),
             link_memo: FxHashMap::default(),
@@ -286,17 +291,20 @@ impl<'t> Solver<'t> {
     /// The term of `comp(s)`.
     pub fn comp_leaf(&mut self, s: SiteId) -> Option<ExplId> {
         let topo = self.topo();
-        let comp = topo.component(topo.comp(s));
-        let first = comp.sites.first().copied().unwrap_or(s);
-        if let Some(x) = self.comp_leaves.get(&first) {
-            return *x;
+        let c = topo.comp(s);
+        if let Some(x) = self.comp_leaves.get(c.idx()).and_then(|x| unpack_term(*x)) {
+            return x;
         }
+        let comp = topo.component(c);
+        let first = comp.sites.first().copied().unwrap_or(s);
         let r = match comp.cap {
             None => None,
             Some((_, obj)) if comp.sites.len() == 1 => self.cap_leaf(obj),
             Some((m, obj)) => Some(self.expl.leaf(Leaf::Comp { site: first, obj }, m)),
         };
-        self.comp_leaves.insert(first, r);
+        if let Some(slot) = self.comp_leaves.get_mut(c.idx()) {
+            *slot = pack_term(r);
+        }
         r
     }
 
@@ -378,6 +386,7 @@ impl<'t> Solver<'t> {
             self.cap_leaves.remove(o);
         }
         self.edges.clear();
+        self.last_delivery = None;
         self.link_memo.clear();
         self.classes.clear();
         // `reach` meets an assignment's cap only on the delivery into its Sites (never on the
@@ -723,6 +732,25 @@ const UNDERLAY_SOURCES: [UnderlaySource; 5] = [
     UnderlaySource::Override,
     UnderlaySource::Invalid,
 ];
+
+/// A memoized optional term as one word: 1 for none, its ID + 2 for a term (0 is "not yet
+/// computed", so a table of them starts as zeroed memory). An ID too large to pack is left
+/// unmemoized.
+fn pack_term(t: Option<ExplId>) -> u32 {
+    match t {
+        None => 1,
+        Some(e) => e.0.checked_add(2).unwrap_or(0),
+    }
+}
+
+/// The term [`pack_term`] packed (`None`: not computed yet).
+fn unpack_term(x: u32) -> Option<Option<ExplId>> {
+    match x {
+        0 => None,
+        1 => Some(None),
+        x => Some(Some(ExplId(x.saturating_sub(2)))),
+    }
+}
 
 /// An underlay and its source as one non-zero word: the value in the low 32 bits, the source's
 /// index in `UNDERLAY_SOURCES` above it, and bit 63 set.

@@ -273,11 +273,7 @@ impl Solver<'_> {
         let mut kids: SmallVec<[ExplId; 8]> = paths.into_iter().collect();
         match delivery.met {
             Some(met) => kids.extend(met),
-            None => {
-                for h in &topo.pool(a).gateways {
-                    self.delivery_terms(*h, &[o], &mut kids);
-                }
-            }
+            None => kids.extend(self.all_delivery_terms(o, a)),
         }
         self.expl.min(&kids)
     }
@@ -338,11 +334,25 @@ impl Solver<'_> {
         if delivery.met.is_some() {
             return;
         }
-        let mut met: SmallVec<[ExplId; 8]> = SmallVec::new();
-        for h in &self.topo().pool(delivery.pool).gateways {
-            self.delivery_terms(*h, &[delivery.origin], &mut met);
+        delivery.met = Some(self.all_delivery_terms(delivery.origin, delivery.pool));
+    }
+
+    /// The terms of the delivery of origin `o` on every gateway of pool `a`, in order. The last
+    /// answer is kept: a route asks once per class of its next hops, one after the other, and
+    /// the terms, interned on the first ask, are the same until caps change.
+    fn all_delivery_terms(&mut self, o: Origin, a: PoolId) -> SmallVec<[ExplId; 8]> {
+        if let Some((lo, la, terms)) = &self.last_delivery
+            && *lo == o
+            && *la == a
+        {
+            return terms.clone();
         }
-        delivery.met = Some(met);
+        let mut terms: SmallVec<[ExplId; 8]> = SmallVec::new();
+        for h in &self.topo().pool(a).gateways {
+            self.delivery_terms(*h, &[o], &mut terms);
+        }
+        self.last_delivery = Some((o, a, terms.clone()));
+        terms
     }
 
     /// `pubPath(g, X)`: the published values of every gateway on every selected path.
