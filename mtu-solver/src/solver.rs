@@ -12,13 +12,15 @@ use std::net::IpAddr;
 use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::{MIN_MTU, Mtu, UnderlayMtu};
-use topology_core::net::{Dest, Learned, Link, LinkKind, LinkSettings, Net, ProtocolSource};
+use topology_core::net::{
+    Dest, Learned, Link, LinkKind, LinkSettings, Net, ProtocolSource, prefix_order,
+};
 use topology_core::vocab::Protocol;
 
 mod node_plan;
 mod reach;
 
-use reach::{PubKey, ReachMemo, TowardKey};
+use reach::{Known, PubKey, ReachMemo, TowardKey};
 
 /// Default device names (agent settings).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -593,16 +595,22 @@ impl<'t> Solver<'t> {
     /// the minimum over its next hops of the link, `reach` and (workers) `pubPath`, as
     /// `min(min of the links, rest)` (see `RouteClass`).
     pub fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
-        let rest = self.route_rest(l, worker);
+        let rest = self.route_rest(l, worker, None);
         let links = self.via_links(n, &l.via, None);
         self.min2(links, rest)
     }
 
     /// `min over g in via of (reach(g), pubPath(g) for workers)`.
-    pub(crate) fn route_rest(&mut self, l: &Learned, worker: bool) -> Option<ExplId> {
+    pub(crate) fn route_rest(
+        &mut self,
+        l: &Learned,
+        worker: bool,
+        sole_origin: Option<bool>,
+    ) -> Option<ExplId> {
+        let known = sole_origin.map_or(Known::Nothing, Known::SoleOrigin);
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         for g in &l.via {
-            if let Some(r) = self.reach(*g, l.prefix, &l.origins) {
+            if let Some(r) = self.reach_known(*g, l.prefix, &l.origins, known) {
                 kids.push(r);
             }
             if worker && let Some(p) = self.pub_path(*g, l.prefix, &l.origins) {
@@ -647,16 +655,17 @@ impl<'t> Solver<'t> {
             return c.clone();
         }
         let learned = self.net.learned(n);
+        let sole = self.sole_origins(&learned);
         let mut via_index: FxHashMap<SmallVec<[NodeId; 4]>, u32> = FxHashMap::default();
         let mut via_sets: Vec<SmallVec<[NodeId; 4]>> = Vec::new();
         let mut rest = Vec::with_capacity(learned.len());
-        for l in learned.iter() {
+        for (i, l) in learned.iter().enumerate() {
             let next = u32::try_from(via_sets.len()).unwrap_or(u32::MAX);
             let v = *via_index.entry(l.via.clone()).or_insert_with(|| {
                 via_sets.push(l.via.clone());
                 next
             });
-            rest.push((v, self.route_rest(l, worker)));
+            rest.push((v, self.route_rest(l, worker, sole.get(i).copied())));
         }
         let c = std::sync::Arc::new(RouteClass {
             learned,
@@ -665,6 +674,25 @@ impl<'t> Solver<'t> {
         });
         self.classes.insert(key, c.clone());
         c
+    }
+
+    /// Per learned route (in prefix order, as a class's list is): whether only one Site or pool
+    /// advertises its prefix. One walk beside the prefix table, instead of a look-up per route.
+    fn sole_origins(&self, learned: &[Learned]) -> Vec<bool> {
+        let mut table = self.net.advertised_prefixes().peekable();
+        let mut out = Vec::with_capacity(learned.len());
+        for l in learned {
+            while table
+                .next_if(|(p, _)| prefix_order(p, &l.prefix).is_lt())
+                .is_some()
+            {}
+            out.push(
+                table
+                    .peek()
+                    .is_some_and(|(p, o)| prefix_order(p, &l.prefix).is_eq() && o.len() == 1),
+            );
+        }
+        out
     }
 
     /// `U(n) − O(protocol, family)` as a term naming node `n`.

@@ -98,21 +98,33 @@ struct Delivery {
     met: Option<SmallVec<[ExplId; 8]>>,
 }
 
+/// What the caller of `reach` already knows about the prefix, so the walk need not ask.
+#[derive(Clone, Copy)]
+pub(super) enum Known<'a> {
+    /// Nothing.
+    Nothing,
+    /// Whether only one Site or pool advertises the prefix (a route of a class's list, walked
+    /// beside the prefix table).
+    SoleOrigin(bool),
+    /// The origin pools the gateway forwards towards: a next hop of a tied walk, told those of
+    /// the tied pools it is one pool nearer to (the ones nearest to it), for a prefix with one
+    /// origin.
+    Toward(&'a [PoolId]),
+}
+
 impl Solver<'_> {
     /// `reach(g, X)`: the smallest configured cap along `g`'s selected paths to `X`'s destination.
     pub fn reach(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
-        self.reach_toward(g, prefix, origins, None)
+        self.reach_known(g, prefix, origins, Known::Nothing)
     }
 
-    /// `reach`, told the origin pools `g` forwards towards when its caller knows them (a next
-    /// hop of a tied walk: those of the tied pools it is one pool nearer to, which are the ones
-    /// nearest to it, for a prefix with one origin), so the walk asks no distance of its own.
-    fn reach_toward(
+    /// `reach`, told what its caller knows about the prefix.
+    pub(super) fn reach_known(
         &mut self,
         g: NodeId,
         prefix: IpNet,
         origins: &[Origin],
-        toward: Option<&[PoolId]>,
+        known: Known<'_>,
     ) -> Option<ExplId> {
         let topo = self.topo();
         let gn = topo.node(g);
@@ -122,7 +134,7 @@ impl Solver<'_> {
         if let Some(x) = self.reach_memo.get(pool, gn.site, prefix, origins) {
             return x;
         }
-        let r = self.reach_uncached(g, pool, prefix, origins, toward);
+        let r = self.reach_uncached(g, pool, prefix, origins, known);
         self.reach_memo.insert(pool, gn.site, prefix, origins, r);
         r
     }
@@ -133,7 +145,7 @@ impl Solver<'_> {
         pool: PoolId,
         prefix: IpNet,
         origins: &[Origin],
-        toward: Option<&[PoolId]>,
+        known: Known<'_>,
     ) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         let originated: SmallVec<[Origin; 1]> = origins
@@ -152,11 +164,15 @@ impl Solver<'_> {
         // no route for any of them), not only on the origins the caller's route leads to.
         if self.shared_walks
             && let [o] = origins
-            && (toward.is_some() || self.net.sole_origin(&prefix) == Some(*o))
+            && match known {
+                Known::Toward(_) => true,
+                Known::SoleOrigin(sole) => sole,
+                Known::Nothing => self.net.sole_origin(&prefix) == Some(*o),
+            }
         {
-            let directing = match toward {
-                Some(t) => SmallVec::from_slice(t),
-                None => self.net.directing_origins(pool, *o),
+            let directing = match known {
+                Known::Toward(t) => SmallVec::from_slice(t),
+                _ => self.net.directing_origins(pool, *o),
             };
             match directing.as_slice() {
                 [a] => return self.reach_towards(g, pool, *o, *a),
@@ -217,7 +233,7 @@ impl Solver<'_> {
                 .filter(|(_, v)| v.contains(&h))
                 .map(|(a, _)| *a)
                 .collect();
-            if let Some(c) = self.reach_toward(h, prefix, &[o], Some(&nearer)) {
+            if let Some(c) = self.reach_known(h, prefix, &[o], Known::Toward(&nearer)) {
                 kids.push(c);
             }
         }

@@ -238,7 +238,9 @@ fn record_before(
     for (key, first) in class_representatives(t, near_set) {
         for prefix in prefixes {
             if let Some(l) = s.net.learned_for(first, prefix) {
-                let rb = s.route_rest(&l, !key.0).map(|e| s.expl.value(e).get());
+                let rb = s
+                    .route_rest(&l, !key.0, None)
+                    .map(|e| s.expl.value(e).get());
                 recorded.rest.insert((first, *prefix), rb);
             }
         }
@@ -301,7 +303,7 @@ fn remote_classes(
             let Some(l) = s.net.learned_for(id, prefix) else {
                 continue;
             };
-            let rest_after_expl = s.route_rest(&l, !gateway);
+            let rest_after_expl = s.route_rest(&l, !gateway, None);
             let rest_after = rest_after_expl.map(|e| s.expl.value(e).get());
             let rest_before = match &mut rest_before_of {
                 RestBefore::FromTerms(before) => rest_after_expl
