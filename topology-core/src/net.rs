@@ -233,7 +233,6 @@ pub struct Net<'t> {
     /// Link settings.
     pub settings: LinkSettings,
     site_pairs: RefCell<FxHashMap<(SiteId, SiteId), Arc<SitePair>>>,
-    sgpa: RefCell<FxHashMap<(SiteId, PoolId), Arc<PairCaps>>>,
     gpp: RefCell<FxHashMap<(PoolId, PoolId), Arc<PairCaps>>>,
     prefixes: OnceCell<PrefixTable>,
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
@@ -283,7 +282,6 @@ impl<'t> Net<'t> {
             topo,
             settings,
             site_pairs: RefCell::default(),
-            sgpa: RefCell::default(),
             gpp: RefCell::default(),
             prefixes: OnceCell::new(),
             served: OnceCell::new(),
@@ -303,7 +301,6 @@ impl<'t> Net<'t> {
         self.site_pairs
             .borrow()
             .len()
-            .saturating_add(self.sgpa.borrow().len())
             .saturating_add(self.gpp.borrow().len())
     }
 
@@ -355,27 +352,28 @@ impl<'t> Net<'t> {
         s == t || self.site_pair(s, t).network
     }
 
-    /// Assignments listing Site `s` and pool `p`: caps and protocol.
-    pub fn sgpa(&self, s: SiteId, p: PoolId) -> Arc<PairCaps> {
-        if let Some(x) = self.sgpa.borrow().get(&(s, p)) {
-            return x.clone();
-        }
+    /// Assignments listing Site `s` and pool `p`: caps and protocol. Not memoized: a Site lists
+    /// few assignments, each looked up in the pool's sorted list, which costs less than a memo
+    /// entry (a one-node resolve asks once per Site it delivers to).
+    pub fn sgpa(&self, s: SiteId, p: PoolId) -> PairCaps {
         let topo = self.topo;
+        let of_pool = topo.assignments_of_pool(p);
         let mut out = PairCaps::default();
-        for a in intersect(topo.assignments_of(s), topo.assignments_of_pool(p)) {
-            let r = topo.assignment(a);
+        for a in topo.assignments_of(s) {
+            if of_pool.binary_search(a).is_err() {
+                continue;
+            }
+            let r = topo.assignment(*a);
             if let Some(c) = &r.cap {
-                out.caps.push((c.mtu, ObjRef::Assignment(a)));
+                out.caps.push((c.mtu, ObjRef::Assignment(*a)));
             }
             if out.protocol.is_none()
                 && let Some(pr) = r.protocol
             {
-                out.protocol = Some((pr, ObjRef::Assignment(a)));
+                out.protocol = Some((pr, ObjRef::Assignment(*a)));
             }
         }
-        let rc = Arc::new(out);
-        self.sgpa.borrow_mut().insert((s, p), rc.clone());
-        rc
+        out
     }
 
     /// Pool peerings listing pools `p` and `q`: caps and protocol, memoized symmetrically.
