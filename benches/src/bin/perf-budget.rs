@@ -15,7 +15,7 @@ use benches::{
 };
 use mtu_solver::incremental::{Event, Incremental};
 use mtu_solver::whatif::{what_if, what_if_on};
-use mtu_solver::{NodePlan, Settings, Solver};
+use mtu_solver::{NodePlan, RouteKind, Settings, Solver};
 use std::time::{Duration, Instant};
 use test_utils::testkit::scale::{ScaleSpec, mesh_peering, pool_peering};
 use topology_core::decode::{Decoded, RawObject};
@@ -873,6 +873,9 @@ struct Scale {
     build_per_node: f64,
     one_node: Duration,
     one_node_values: usize,
+    /// Of those values, the learned routes (the rest, links and direct routes, do not grow
+    /// with the cluster).
+    one_node_learned: usize,
     per_value: f64,
     values: usize,
     /// Resolve all, per value: every node of 200 Sites spread evenly, one solver.
@@ -894,10 +897,16 @@ fn scale_costs(f: &Fixture, samples: usize, sample: usize) -> Scale {
     let nodes = f.topo().nodes.len();
     let mut one = Vec::new();
     let mut one_values = 0;
+    let mut one_learned = 0;
     for i in 0..51 {
         let n = f.spread_node(i, 51);
         let (plan, s) = timed(|| resolve_one(f.topo(), n));
         one_values += plan.value_count();
+        one_learned += plan
+            .routes
+            .iter()
+            .filter(|r| r.kind != RouteKind::Direct)
+            .count();
         one.push(s);
     }
     let mut all = Vec::new();
@@ -932,6 +941,7 @@ fn scale_costs(f: &Fixture, samples: usize, sample: usize) -> Scale {
         build_per_node: medians(&bld).cpu.as_secs_f64() / nodes.max(1) as f64,
         one_node: medians(&one).cpu,
         one_node_values: one_values / 51,
+        one_node_learned: one_learned / 51,
         per_value: medians(&all).cpu.as_secs_f64() / values.max(1) as f64,
         values,
     }
@@ -972,11 +982,14 @@ fn hyperscale(t: &mut Table, std: &Fixture, hyper: &Fixture, samples: usize) {
                 s.one_node.as_secs_f64() / s.one_node_values.max(1) as f64,
             ),
             format!(
-                "{} for {} values vs {} for {} values (median of 51 spread nodes, fresh solvers)",
+                "{} for {} values ({} learned routes) vs {} for {} values ({} learned routes) \
+                 (median of 51 spread nodes, fresh solvers)",
                 ms(h.one_node),
                 h.one_node_values,
+                h.one_node_learned,
                 ms(s.one_node),
-                s.one_node_values
+                s.one_node_values,
+                s.one_node_learned
             ),
         ),
         (
@@ -1015,6 +1028,27 @@ fn hyperscale(t: &mut Table, std: &Fixture, hyper: &Fixture, samples: usize) {
             notes,
         );
     }
+    // A node's links and direct routes are its own (about 200 on both clusters); its learned
+    // routes grow with the cluster, and cost the most. The same cost per learned route thus
+    // reads higher per value on the larger cluster: the cost per learned route is shown beside
+    // the judged figure.
+    let per_learned = ratio(
+        h.one_node.as_secs_f64() / h.one_node_learned.max(1) as f64,
+        s.one_node.as_secs_f64() / s.one_node_learned.max(1) as f64,
+    );
+    let share = |v: usize, l: usize| l as f64 / v.max(1) as f64;
+    t.info(
+        "resolve one node, per learned route, hyperscale-65000 / standard",
+        format!("{per_learned:.2} ×"),
+        format!(
+            "learned routes are {:.0} % of a node's values vs {:.0} %: equal cost per learned \
+             route reads as {:.2} × per value",
+            100.0 * share(h.one_node_values, h.one_node_learned),
+            100.0 * share(s.one_node_values, s.one_node_learned),
+            share(h.one_node_values, h.one_node_learned)
+                / share(s.one_node_values, s.one_node_learned).max(f64::MIN_POSITIVE)
+        ),
+    );
     // A sparse sample (2 nodes per Site here, 25 on the standard cluster) shares each Site's
     // routes between fewer nodes than a full resolve: information, beside the judged figure.
     let (what, r, notes) = spread;
