@@ -32,8 +32,11 @@ use topology_core::net::{Dest, LinkKind, Origin};
 #[derive(Default)]
 pub(super) struct ReachMemo {
     one: FxHashMap<(PoolId, SiteId, IpNet, Origin), Option<ExplId>>,
-    many: FxHashMap<(PoolId, SiteId, IpNet, SmallVec<[Origin; 2]>), Option<ExplId>>,
+    many: FxHashMap<ManyKey, Option<ExplId>>,
 }
+
+/// A [`ReachMemo`] key of a route leading to several origins.
+type ManyKey = (PoolId, SiteId, IpNet, SmallVec<[Origin; 2]>);
 
 impl ReachMemo {
     fn get(
