@@ -3,9 +3,10 @@
 //! origin pool: `toward.rs`), where each gateway pool advertises what its Sites originate to the
 //! pools it peers with.
 //!
-//! [`Net`] is a lazily memoizing view over an immutable [`Topology`]. Pair lookups (two Sites, a
-//! Site and a pool, two pools) are computed on first use and memoized with `(x, y)` and `(y, x)`
-//! as one key, so the memo holds only pairs actually queried. Everything that only gateway paths
+//! [`Net`] is a lazily memoizing view over an immutable [`Topology`]. Pair lookups of two Sites
+//! and of two pools are computed on first use and memoized with `(x, y)` and `(y, x)` as one key,
+//! so the memo holds only pairs actually queried; a Site and a pool are looked up in the pool's
+//! sorted assignments each time (cheaper than a memo entry). Everything that only gateway paths
 //! need (the prefix table, the pool-graph searches, learned routes) is built on
 //! first use, so a worker whose Site has no assignment pays nothing for it.
 
