@@ -13,7 +13,7 @@ use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::{MIN_MTU, Mtu, UnderlayMtu};
 use topology_core::net::{
-    Dest, Learned, Link, LinkKind, LinkSettings, Net, ProtocolSource, prefix_order,
+    Dest, Learned, Link, LinkKind, LinkSettings, Net, Origin, ProtocolSource,
 };
 use topology_core::vocab::Protocol;
 
@@ -139,7 +139,7 @@ pub struct Solver<'t> {
     /// destination: shared by every destination forwarded towards that pool alone.
     toward_memo: FxHashMap<TowardKey, Option<ExplId>>,
     /// The delivery terms asked last: origin, origin pool, the terms on its gateways.
-    last_delivery: Option<(topology_core::net::Origin, PoolId, SmallVec<[ExplId; 8]>)>,
+    last_delivery: Option<(Origin, PoolId, SmallVec<[ExplId; 8]>)>,
     /// `reach` shares the walk towards an origin pool between destinations (off only in the
     /// test that compares it with the walk per destination).
     shared_walks: bool,
@@ -655,7 +655,7 @@ impl<'t> Solver<'t> {
             return c.clone();
         }
         let learned = self.net.learned(n);
-        let sole = self.sole_origins(&learned);
+        let sole = self.net.sole_origins(&learned);
         let mut via_index: FxHashMap<SmallVec<[NodeId; 4]>, u32> = FxHashMap::default();
         let mut via_sets: Vec<SmallVec<[NodeId; 4]>> = Vec::new();
         let mut rest = Vec::with_capacity(learned.len());
@@ -674,25 +674,6 @@ impl<'t> Solver<'t> {
         });
         self.classes.insert(key, c.clone());
         c
-    }
-
-    /// Per learned route (in prefix order, as a class's list is): whether only one Site or pool
-    /// advertises its prefix. One walk beside the prefix table, instead of a look-up per route.
-    fn sole_origins(&self, learned: &[Learned]) -> Vec<bool> {
-        let mut table = self.net.advertised_prefixes().peekable();
-        let mut out = Vec::with_capacity(learned.len());
-        for l in learned {
-            while table
-                .next_if(|(p, _)| prefix_order(p, &l.prefix).is_lt())
-                .is_some()
-            {}
-            out.push(
-                table
-                    .peek()
-                    .is_some_and(|(p, o)| prefix_order(p, &l.prefix).is_eq() && o.len() == 1),
-            );
-        }
-        out
     }
 
     /// `U(n) − O(protocol, family)` as a term naming node `n`.

@@ -1059,6 +1059,30 @@ impl<'t> Net<'t> {
         SmallVec::from_slice(self.prefix_table().origins(prefix))
     }
 
+    /// Per learned route, whether only one Site or pool advertises its prefix: one walk beside
+    /// the prefix table when the routes come in prefix order (a node's list does), instead of a
+    /// look-up per route; a route out of that order is looked up.
+    pub fn sole_origins(&self, learned: &[Learned]) -> Vec<bool> {
+        let table = self.prefix_table();
+        let mut at = 0usize;
+        learned
+            .iter()
+            .map(|l| {
+                while table
+                    .entries
+                    .get(at)
+                    .is_some_and(|(p, _)| prefix_order(p, &l.prefix).is_lt())
+                {
+                    at = at.saturating_add(1);
+                }
+                match table.entries.get(at) {
+                    Some((p, o)) if prefix_order(p, &l.prefix).is_eq() => o.len() == 1,
+                    _ => table.origins(&l.prefix).len() == 1,
+                }
+            })
+            .collect()
+    }
+
     /// The origin of a learned prefix that only one Site or pool advertises (`None`: none or
     /// several do).
     pub fn sole_origin(&self, prefix: &IpNet) -> Option<Origin> {

@@ -1,7 +1,8 @@
 //! The prefix table a `Net` builds (sorted on plain keys, indexed by prefix) against one written
 //! here: every Site's pod blocks and node CIDRs and every pool's routed CIDRs, grouped by prefix
 //! in `prefix_order`, each with its origins sorted. `origins_of` and `sole_origin` answer from the
-//! index, also for a prefix written with host bits set.
+//! index, also for a prefix written with host bits set, and `sole_origins` agrees with them for a
+//! node's routes in any order.
 
 use ipnet::IpNet;
 use proptest::prelude::*;
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use test_utils::reference::topology_of;
 use test_utils::testkit::scale::ScaleSpec;
 use test_utils::testkit::{arb_spec, proptest_config};
-use topology_core::ids::{PoolId, SiteId};
+use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::Topology;
 use topology_core::net::{Dest, LinkSettings, Net, Origin, RouteType, prefix_order};
 
@@ -82,6 +83,18 @@ fn check(topo: &Topology) {
                 _ => None,
             };
             assert_eq!(net.sole_origin(&asked), sole);
+        }
+    }
+    // A node's learned routes, in their order and reversed: one walk, or look-ups.
+    for i in 0..topo.nodes.len() {
+        let mut learned = net.learned(NodeId::from_idx(i)).to_vec();
+        for _ in 0..2 {
+            let want: Vec<bool> = learned
+                .iter()
+                .map(|l| net.sole_origin(&l.prefix).is_some())
+                .collect();
+            assert_eq!(net.sole_origins(&learned), want);
+            learned.reverse();
         }
     }
     let unknown: IpNet = "203.0.113.0/24".parse().unwrap();
