@@ -13,14 +13,16 @@ use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::{MIN_MTU, Mtu, UnderlayMtu};
 use topology_core::net::{
-    Dest, Learned, Link, LinkKind, LinkSettings, Net, Origin, ProtocolSource,
+    Dest, Learned, Link, LinkKind, LinkSettings, Net, Origin, ProtocolSource, SolePrefix,
 };
 use topology_core::vocab::Protocol;
 
 mod node_plan;
 mod reach;
+mod rows;
 
-use reach::{Known, PubKey, ReachMemo, TowardKey};
+use reach::{Known, PubKey, ReachMemo};
+use rows::{ClassRows, pack_term, unpack_term};
 
 /// Default device names (agent settings).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -136,8 +138,9 @@ pub struct Solver<'t> {
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
     reach_memo: ReachMemo,
     /// `reach` along the paths towards one origin pool, without the delivery into the
-    /// destination: shared by every destination forwarded towards that pool alone.
-    toward_memo: FxHashMap<TowardKey, Option<ExplId>>,
+    /// destination: shared by every destination forwarded towards that pool alone. Per gateway
+    /// class, by origin pool.
+    toward_memo: ClassRows<16>,
     /// The delivery terms asked last: origin, origin pool, the terms on its gateways.
     last_delivery: Option<(Origin, PoolId, SmallVec<[ExplId; 8]>)>,
     /// `reach` shares the walk towards an origin pool between destinations (off only in the
@@ -191,7 +194,7 @@ impl<'t> Solver<'t> {
             comp_leaves: vec![0; topo.components.len()],
             edges: FxHashMap::default(),
             reach_memo: ReachMemo::default(),
-            toward_memo: FxHashMap::default(),
+            toward_memo: ClassRows::default(),
             last_delivery: None,
             shared_walks: true,
             pub_memo: FxHashMap::default(),
@@ -403,7 +406,8 @@ impl<'t> Solver<'t> {
                 .flatten()
                 .map(|s| Dest::Site(*s))
                 .collect();
-            self.reach_memo.forget_leading_to(&dests);
+            let sole = self.net.sole_prefixes_leading_to(|d| dests.contains(&d));
+            self.reach_memo.forget_leading_to(&dests, &sole);
         } else {
             self.reach_memo.clear();
             self.toward_memo.clear();
@@ -605,9 +609,9 @@ impl<'t> Solver<'t> {
         &mut self,
         l: &Learned,
         worker: bool,
-        sole_origin: Option<bool>,
+        sole: Option<Option<SolePrefix>>,
     ) -> Option<ExplId> {
-        let known = sole_origin.map_or(Known::Nothing, Known::SoleOrigin);
+        let known = sole.map_or(Known::Nothing, Known::Prefix);
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         for g in &l.via {
             if let Some(r) = self.reach_known(*g, l.prefix, &l.origins, known) {
@@ -655,7 +659,7 @@ impl<'t> Solver<'t> {
             return c.clone();
         }
         let learned = self.net.learned(n);
-        let sole = self.net.sole_origins(&learned);
+        let sole = self.net.sole_prefixes(&learned);
         let mut via_index: FxHashMap<SmallVec<[NodeId; 4]>, u32> = FxHashMap::default();
         let mut via_sets: Vec<SmallVec<[NodeId; 4]>> = Vec::new();
         let mut rest = Vec::with_capacity(learned.len());
@@ -732,7 +736,6 @@ impl<'t> Solver<'t> {
     }
 }
 
-/// The index of a protocol in per-protocol arrays.
 /// The sources in packing order.
 const UNDERLAY_SOURCES: [UnderlaySource; 5] = [
     UnderlaySource::Annotation,
@@ -741,25 +744,6 @@ const UNDERLAY_SOURCES: [UnderlaySource; 5] = [
     UnderlaySource::Override,
     UnderlaySource::Invalid,
 ];
-
-/// A memoized optional term as one word: 1 for none, its ID + 2 for a term (0 is "not yet
-/// computed", so a table of them starts as zeroed memory). An ID too large to pack is left
-/// unmemoized.
-fn pack_term(t: Option<ExplId>) -> u32 {
-    match t {
-        None => 1,
-        Some(e) => e.0.checked_add(2).unwrap_or(0),
-    }
-}
-
-/// The term [`pack_term`] packed (`None`: not computed yet).
-fn unpack_term(x: u32) -> Option<Option<ExplId>> {
-    match x {
-        0 => None,
-        1 => Some(None),
-        x => Some(Some(ExplId(x.saturating_sub(2)))),
-    }
-}
 
 /// An underlay and its source as one non-zero word: the value in the low 32 bits, the source's
 /// index in `UNDERLAY_SOURCES` above it, and bit 63 set.
@@ -783,6 +767,7 @@ fn unpack_underlay(x: std::num::NonZeroU64) -> (u32, UnderlaySource) {
     )
 }
 
+/// The index of a protocol in per-protocol arrays.
 fn protocol_slot(p: Protocol) -> usize {
     match p {
         Protocol::WireGuard => 0,

@@ -204,6 +204,18 @@ pub struct PairCaps {
     pub protocol: Option<(Protocol, ObjRef)>,
 }
 
+/// A learned prefix that only one Site or pool advertises, by its place in the prefix table:
+/// dense (below [`Net::prefix_count`]), so memos per prefix can be rows indexed by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SolePrefix(u32);
+
+impl SolePrefix {
+    /// The index, below [`Net::prefix_count`].
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// The learned prefixes and their origins, in output order.
 #[derive(Debug)]
 struct PrefixTable {
@@ -1059,10 +1071,10 @@ impl<'t> Net<'t> {
         SmallVec::from_slice(self.prefix_table().origins(prefix))
     }
 
-    /// Per learned route, whether only one Site or pool advertises its prefix: one walk beside
+    /// Per learned route, its prefix when only one Site or pool advertises it: one walk beside
     /// the prefix table when the routes come in prefix order (a node's list does), instead of a
     /// look-up per route; a route out of that order is looked up.
-    pub fn sole_origins(&self, learned: &[Learned]) -> Vec<bool> {
+    pub fn sole_prefixes(&self, learned: &[Learned]) -> Vec<Option<SolePrefix>> {
         let table = self.prefix_table();
         let mut at = 0usize;
         learned
@@ -1076,20 +1088,47 @@ impl<'t> Net<'t> {
                     at = at.saturating_add(1);
                 }
                 match table.entries.get(at) {
-                    Some((p, o)) if prefix_order(p, &l.prefix).is_eq() => o.len() == 1,
-                    _ => table.origins(&l.prefix).len() == 1,
+                    Some((p, o)) if prefix_order(p, &l.prefix).is_eq() => {
+                        (o.len() == 1).then(|| SolePrefix(u32::try_from(at).unwrap_or(u32::MAX)))
+                    }
+                    _ => self.sole_prefix(&l.prefix).map(|(i, _)| i),
                 }
             })
             .collect()
     }
 
+    /// A learned prefix that only one Site or pool advertises, with that origin (`None`: none
+    /// or several do).
+    pub fn sole_prefix(&self, prefix: &IpNet) -> Option<(SolePrefix, Origin)> {
+        let table = self.prefix_table();
+        let i = *table.index.get(&prefix.trunc())?;
+        match table.entries.get(usize::try_from(i).ok()?)?.1.as_slice() {
+            [o] => Some((SolePrefix(i), *o)),
+            _ => None,
+        }
+    }
+
     /// The origin of a learned prefix that only one Site or pool advertises (`None`: none or
     /// several do).
     pub fn sole_origin(&self, prefix: &IpNet) -> Option<Origin> {
-        match self.prefix_table().origins(prefix) {
-            [o] => Some(*o),
-            _ => None,
-        }
+        self.sole_prefix(prefix).map(|(_, o)| o)
+    }
+
+    /// How many prefixes are advertised: every [`SolePrefix`] is below.
+    pub fn prefix_count(&self) -> usize {
+        self.prefix_table().entries.len()
+    }
+
+    /// The prefixes only one Site or pool advertises whose origin leads to a destination
+    /// `to` accepts.
+    pub fn sole_prefixes_leading_to(&self, to: impl Fn(Dest) -> bool) -> Vec<SolePrefix> {
+        self.prefix_table()
+            .entries
+            .iter()
+            .zip(0u32..)
+            .filter(|((_, o), _)| matches!(o.as_slice(), [o] if to(o.dest)))
+            .map(|(_, i)| SolePrefix(i))
+            .collect()
     }
 
     /// Every advertised prefix with its origins, in output order (gateway-only index).

@@ -1,8 +1,9 @@
 //! The prefix table a `Net` builds (sorted on plain keys, indexed by prefix) against one written
 //! here: every Site's pod blocks and node CIDRs and every pool's routed CIDRs, grouped by prefix
-//! in `prefix_order`, each with its origins sorted. `origins_of` and `sole_origin` answer from the
-//! index, also for a prefix written with host bits set, and `sole_origins` agrees with them for a
-//! node's routes in any order.
+//! in `prefix_order`, each with its origins sorted. `origins_of`, `sole_origin` and `sole_prefix`
+//! answer from the index, also for a prefix written with host bits set (a sole prefix is its place
+//! in the table), `sole_prefixes` agrees with them for a node's routes in any order, and
+//! `sole_prefixes_leading_to` lists the sole prefixes of the destinations asked.
 
 use ipnet::IpNet;
 use proptest::prelude::*;
@@ -75,7 +76,8 @@ fn check(topo: &Topology) {
         got.windows(2)
             .all(|w| prefix_order(&w[0].0, &w[1].0).is_lt())
     );
-    for (p, origins) in &got {
+    assert_eq!(net.prefix_count(), got.len());
+    for (i, (p, origins)) in got.iter().enumerate() {
         for asked in [*p, with_host_bit(*p)] {
             assert_eq!(net.origins_of(&asked).as_slice(), origins.as_slice());
             let sole = match origins.as_slice() {
@@ -83,17 +85,40 @@ fn check(topo: &Topology) {
                 _ => None,
             };
             assert_eq!(net.sole_origin(&asked), sole);
+            assert_eq!(
+                net.sole_prefix(&asked).map(|(at, o)| (at.idx(), o)),
+                sole.map(|o| (i, o))
+            );
         }
     }
+    // The sole prefixes leading to every other Site's destination.
+    let picked = |d: Dest| matches!(d, Dest::Site(s) if s.idx() % 2 == 0);
+    let want: Vec<usize> = got
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, o))| matches!(o.as_slice(), [o] if picked(o.dest)))
+        .map(|(i, _)| i)
+        .collect();
+    let leading: Vec<usize> = net
+        .sole_prefixes_leading_to(picked)
+        .iter()
+        .map(|p| p.idx())
+        .collect();
+    assert_eq!(leading, want);
     // A node's learned routes, in their order and reversed: one walk, or look-ups.
     for i in 0..topo.nodes.len() {
         let mut learned = net.learned(NodeId::from_idx(i)).to_vec();
         for _ in 0..2 {
-            let want: Vec<bool> = learned
+            let want: Vec<Option<usize>> = learned
                 .iter()
-                .map(|l| net.sole_origin(&l.prefix).is_some())
+                .map(|l| net.sole_prefix(&l.prefix).map(|(at, _)| at.idx()))
                 .collect();
-            assert_eq!(net.sole_origins(&learned), want);
+            let got: Vec<Option<usize>> = net
+                .sole_prefixes(&learned)
+                .iter()
+                .map(|p| p.map(|p| p.idx()))
+                .collect();
+            assert_eq!(got, want);
             learned.reverse();
         }
     }

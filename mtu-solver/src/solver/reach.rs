@@ -17,20 +17,22 @@
 //! not yet met but the destination's delivery terms, met on its gateways in order).
 
 use super::Solver;
+use super::rows::ClassRows;
 use crate::explain::{ExplId, Leaf};
 use ipnet::IpNet;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::ObjRef;
-use topology_core::net::{Dest, LinkKind, Origin};
+use topology_core::net::{Dest, LinkKind, Origin, SolePrefix};
 
 /// The `reach` memo: per gateway class (pool, Site), prefix and the origins the route leads to.
-/// A route leads to one origin but where identical prefixes of several Sites merge, so that case
-/// has plain keys (no drop, half the size: a node's resolve memoizes thousands) and the other
-/// its own map.
+/// Nearly every prefix has one origin: those are kept in rows indexed by the prefix's place in
+/// the prefix table ([`ClassRows`]). A route leads to one origin but where identical prefixes of
+/// several Sites merge, so that case has plain keys (no drop) and the other its own map.
 #[derive(Default)]
 pub(super) struct ReachMemo {
+    sole: ClassRows<256>,
     one: FxHashMap<(PoolId, SiteId, IpNet, Origin), Option<ExplId>>,
     many: FxHashMap<ManyKey, Option<ExplId>>,
 }
@@ -45,10 +47,12 @@ impl ReachMemo {
         site: SiteId,
         prefix: IpNet,
         origins: &[Origin],
+        sole: Option<SolePrefix>,
     ) -> Option<Option<ExplId>> {
-        match origins {
-            [o] => self.one.get(&(pool, site, prefix, *o)).copied(),
-            _ => self
+        match (sole, origins) {
+            (Some(i), _) => self.sole.get(pool, site, i.idx()),
+            (None, [o]) => self.one.get(&(pool, site, prefix, *o)).copied(),
+            (None, _) => self
                 .many
                 .get(&(pool, site, prefix, SmallVec::from_slice(origins)))
                 .copied(),
@@ -61,34 +65,37 @@ impl ReachMemo {
         site: SiteId,
         prefix: IpNet,
         origins: &[Origin],
+        sole: Option<SolePrefix>,
         r: Option<ExplId>,
     ) {
-        match origins {
-            [o] => {
+        match (sole, origins) {
+            (Some(i), _) => self.sole.insert(pool, site, i.idx(), r),
+            (None, [o]) => {
                 self.one.insert((pool, site, prefix, *o), r);
             }
-            _ => {
+            (None, _) => {
                 self.many
                     .insert((pool, site, prefix, SmallVec::from_slice(origins)), r);
             }
         }
     }
 
-    /// Forgets the values of routes leading to any of `dests`.
-    pub(super) fn forget_leading_to(&mut self, dests: &FxHashSet<Dest>) {
+    /// Forgets the values of routes leading to any of `dests`, whose sole prefixes are
+    /// `sole`.
+    pub(super) fn forget_leading_to(&mut self, dests: &FxHashSet<Dest>, sole: &[SolePrefix]) {
+        self.sole.forget(sole.iter().map(|i| i.idx()));
         self.one.retain(|k, _| !dests.contains(&k.3.dest));
         self.many
             .retain(|k, _| !k.3.iter().any(|o| dests.contains(&o.dest)));
     }
 
     pub(super) fn clear(&mut self) {
+        self.sole.clear();
         self.one.clear();
         self.many.clear();
     }
 }
 
-/// `toward` memo key: gateway class (pool, Site) and the origin pool its paths lead to.
-pub(super) type TowardKey = (PoolId, SiteId, PoolId);
 /// `pubPath` memo key: gateway, prefix, origins.
 pub(super) type PubKey = (NodeId, IpNet, SmallVec<[Origin; 1]>);
 
@@ -106,13 +113,13 @@ struct Delivery {
 pub(super) enum Known<'a> {
     /// Nothing.
     Nothing,
-    /// Whether only one Site or pool advertises the prefix (a route of a class's list, walked
-    /// beside the prefix table).
-    SoleOrigin(bool),
+    /// The prefix when only one Site or pool advertises it, `None` when several do (a route of
+    /// a class's list, walked beside the prefix table).
+    Prefix(Option<SolePrefix>),
     /// The origin pools the gateway forwards towards: a next hop of a tied walk, told those of
     /// the tied pools it is one pool nearer to (the ones nearest to it), for a prefix with one
     /// origin.
-    Toward(&'a [PoolId]),
+    Toward(SolePrefix, &'a [PoolId]),
 }
 
 impl Solver<'_> {
@@ -132,13 +139,25 @@ impl Solver<'_> {
         let topo = self.topo();
         let gn = topo.node(g);
         let pool = gn.pool()?;
+        let sole = match known {
+            Known::Nothing => match origins {
+                [o] => self
+                    .net
+                    .sole_prefix(&prefix)
+                    .and_then(|(i, so)| (so == *o).then_some(i)),
+                _ => None,
+            },
+            Known::Prefix(sole) => sole,
+            Known::Toward(i, _) => Some(i),
+        };
         // `reach` depends on the destination the caller's route leads to: with identical
         // prefixes of several Sites, the origins are part of the key.
-        if let Some(x) = self.reach_memo.get(pool, gn.site, prefix, origins) {
+        if let Some(x) = self.reach_memo.get(pool, gn.site, prefix, origins, sole) {
             return x;
         }
-        let r = self.reach_uncached(g, pool, prefix, origins, known);
-        self.reach_memo.insert(pool, gn.site, prefix, origins, r);
+        let r = self.reach_uncached(g, pool, prefix, origins, sole, known);
+        self.reach_memo
+            .insert(pool, gn.site, prefix, origins, sole, r);
         r
     }
 
@@ -148,6 +167,7 @@ impl Solver<'_> {
         pool: PoolId,
         prefix: IpNet,
         origins: &[Origin],
+        sole: Option<SolePrefix>,
         known: Known<'_>,
     ) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
@@ -166,21 +186,16 @@ impl Solver<'_> {
         // every origin of its prefix (a pool that owns one of several identical prefixes learns
         // no route for any of them), not only on the origins the caller's route leads to.
         if self.shared_walks
-            && let [o] = origins
-            && match known {
-                Known::Toward(_) => true,
-                Known::SoleOrigin(sole) => sole,
-                Known::Nothing => self.net.sole_origin(&prefix) == Some(*o),
-            }
+            && let (Some(i), [o]) = (sole, origins)
         {
             let directing = match known {
-                Known::Toward(t) => SmallVec::from_slice(t),
+                Known::Toward(_, t) => SmallVec::from_slice(t),
                 _ => self.net.directing_origins(pool, *o),
             };
             match directing.as_slice() {
                 [a] => return self.reach_towards(g, pool, *o, *a),
                 [] => {}
-                tied => return self.reach_tied(g, pool, prefix, *o, tied),
+                tied => return self.reach_tied(g, pool, prefix, i, *o, tied),
             }
         }
         if let Some(l) = self.net.learned_for(g, &prefix) {
@@ -209,6 +224,7 @@ impl Solver<'_> {
         g: NodeId,
         pool: PoolId,
         prefix: IpNet,
+        i: SolePrefix,
         o: Origin,
         tied: &[PoolId],
     ) -> Option<ExplId> {
@@ -236,7 +252,7 @@ impl Solver<'_> {
                 .filter(|(_, v)| v.contains(&h))
                 .map(|(a, _)| *a)
                 .collect();
-            if let Some(c) = self.reach_known(h, prefix, &[o], Known::Toward(&nearer)) {
+            if let Some(c) = self.reach_known(h, prefix, &[o], Known::Toward(i, &nearer)) {
                 kids.push(c);
             }
         }
@@ -301,9 +317,7 @@ impl Solver<'_> {
     /// origin pool, the delivery itself left out (memoized per origin pool). Meets the
     /// delivery's terms where the walk per destination would (see the module documentation).
     fn toward(&mut self, pool: PoolId, site: SiteId, delivery: &mut Delivery) -> Option<ExplId> {
-        let key = (pool, site, delivery.pool);
-        if let Some(x) = self.toward_memo.get(&key) {
-            let x = *x;
+        if let Some(x) = self.toward_memo.get(pool, site, delivery.pool.idx()) {
             self.meet_all_deliveries(delivery);
             return x;
         }
@@ -344,7 +358,7 @@ impl Solver<'_> {
             }
         }
         let r = self.expl.min(&kids);
-        self.toward_memo.insert(key, r);
+        self.toward_memo.insert(pool, site, delivery.pool.idx(), r);
         r
     }
 
