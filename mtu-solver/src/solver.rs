@@ -13,16 +13,16 @@ use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::{MIN_MTU, Mtu, UnderlayMtu};
 use topology_core::net::{
-    Dest, Learned, Link, LinkKind, LinkSettings, Net, Origin, ProtocolSource, SolePrefix,
+    Dest, Learned, Link, LinkKind, LinkSettings, Net, ProtocolSource, SolePrefix,
 };
 use topology_core::vocab::Protocol;
 
 mod node_plan;
 mod reach;
-mod rows;
+mod tables;
 
 use reach::{Known, PubKey, ReachMemo};
-use rows::{ClassRows, pack_term, unpack_term};
+use tables::{ClassRows, Sparse, pack_term, unpack_term};
 
 /// Default device names (agent settings).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -128,30 +128,28 @@ pub struct Solver<'t> {
     pub settings: Settings,
     /// The explanation arena.
     pub expl: Explanations,
-    /// Per node (by index): `U(n)` and its source once computed, packed (`pack_underlay`) so a
-    /// fresh solver's table is zeroed memory the system hands out lazily, not written per node.
-    underlays: Vec<Option<std::num::NonZeroU64>>,
+    /// Per node (by index): `U(n)` and its source once computed, packed (`pack_underlay`).
+    underlays: Sparse<Option<std::num::NonZeroU64>, 64>,
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
-    /// Per direct-mesh component (by index): its term once computed, packed (`pack_term`) so a
-    /// fresh solver's table is zeroed memory.
-    comp_leaves: Vec<u32>,
+    /// Per direct-mesh component (by index): its term once computed, packed (`pack_term`).
+    comp_leaves: Sparse<u32, 256>,
     edges: FxHashMap<EdgeKey, Option<ExplId>>,
     reach_memo: ReachMemo,
     /// `reach` along the paths towards one origin pool, without the delivery into the
     /// destination: shared by every destination forwarded towards that pool alone. Per gateway
     /// class, by origin pool.
     toward_memo: ClassRows<16>,
-    /// The delivery terms asked last: origin, origin pool, the terms on its gateways.
-    last_delivery: Option<(Origin, PoolId, SmallVec<[ExplId; 8]>)>,
+    /// The terms of the delivery into a destination on every gateway of an origin pool: every
+    /// route to the destination asks, once per class of its next hops and per class of nodes.
+    deliveries: FxHashMap<(Dest, PoolId), SmallVec<[ExplId; 8]>>,
     /// `reach` shares the walk towards an origin pool between destinations (off only in the
     /// test that compares it with the walk per destination).
     shared_walks: bool,
     pub_memo: FxHashMap<PubKey, Option<ExplId>>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<ExplId>>,
     /// Per node (by index), protocol and outer family: the auto term naming that node, as its
-    /// ID + 1 (all zeros is "none yet", so a fresh solver's table is zeroed memory the system
-    /// hands out lazily, not written: a one-node resolve of a large cluster touches a few rows).
-    auto_leaves: Vec<[Option<std::num::NonZeroU32>; 10]>,
+    /// ID + 1 (`None`: none yet).
+    auto_leaves: Sparse<[Option<std::num::NonZeroU32>; 10], 64>,
     /// Per-plan scratch maps, kept to reuse their capacity.
     scratch_combos: FxHashMap<(ExplId, Option<ExplId>), ExplId>,
     scratch_pairs: FxHashMap<(ExplId, ExplId), ExplId>,
@@ -159,7 +157,7 @@ pub struct Solver<'t> {
     /// Caps replaced by a what-if ([`Solver::set_caps`]).
     cap_overrides: FxHashMap<ObjRef, Option<Mtu>>,
     /// Per node (by index): planned at least once by this solver.
-    planned: Vec<bool>,
+    planned: Sparse<bool, 64>,
     /// What re-planned nodes made, reused when they are planned again (a what-if re-plans the
     /// same nodes query after query).
     replans: FxHashMap<NodeId, Replan>,
@@ -189,22 +187,22 @@ impl<'t> Solver<'t> {
             net: Net::new(topo, settings.link),
             settings,
             expl: Explanations::default(),
-            underlays: vec![None; topo.nodes.len()],
+            underlays: Sparse::default(),
             cap_leaves: FxHashMap::default(),
-            comp_leaves: vec![0; topo.components.len()],
+            comp_leaves: Sparse::default(),
             edges: FxHashMap::default(),
             reach_memo: ReachMemo::default(),
             toward_memo: ClassRows::default(),
-            last_delivery: None,
+            deliveries: FxHashMap::default(),
             shared_walks: true,
             pub_memo: FxHashMap::default(),
             link_memo: FxHashMap::default(),
-            auto_leaves: vec![[None; 10]; topo.nodes.len()],
+            auto_leaves: Sparse::default(),
             scratch_combos: FxHashMap::default(),
             scratch_pairs: FxHashMap::default(),
             classes: FxHashMap::default(),
             cap_overrides: FxHashMap::default(),
-            planned: vec![false; topo.nodes.len()],
+            planned: Sparse::default(),
             replans: FxHashMap::default(),
             shared_names,
             published_prefixes,
@@ -218,8 +216,8 @@ impl<'t> Solver<'t> {
 
     /// `U(n)` and where it came from.
     pub fn underlay(&mut self, n: NodeId) -> (UnderlayMtu, UnderlaySource) {
-        if let Some(Some(x)) = self.underlays.get(n.idx()) {
-            let (u, s) = unpack_underlay(*x);
+        if let Some(x) = self.underlays.get(n.idx()) {
+            let (u, s) = unpack_underlay(x);
             return (UnderlayMtu::or_min(u), s);
         }
         let node = self.topo().node(n);
@@ -261,7 +259,7 @@ impl<'t> Solver<'t> {
                 UnderlaySource::Default,
             ),
         };
-        if let Some(slot) = self.underlays.get_mut(n.idx()) {
+        if let Some(slot) = self.underlays.slot(n.idx()) {
             *slot = Some(pack_underlay(v.0, v.1));
         }
         (UnderlayMtu::or_min(v.0), v.1)
@@ -297,7 +295,7 @@ impl<'t> Solver<'t> {
     pub fn comp_leaf(&mut self, s: SiteId) -> Option<ExplId> {
         let topo = self.topo();
         let c = topo.comp(s);
-        if let Some(x) = self.comp_leaves.get(c.idx()).and_then(|x| unpack_term(*x)) {
+        if let Some(x) = unpack_term(self.comp_leaves.get(c.idx())) {
             return x;
         }
         let comp = topo.component(c);
@@ -307,7 +305,7 @@ impl<'t> Solver<'t> {
             Some((_, obj)) if comp.sites.len() == 1 => self.cap_leaf(obj),
             Some((m, obj)) => Some(self.expl.leaf(Leaf::Comp { site: first, obj }, m)),
         };
-        if let Some(slot) = self.comp_leaves.get_mut(c.idx()) {
+        if let Some(slot) = self.comp_leaves.slot(c.idx()) {
             *slot = pack_term(r);
         }
         r
@@ -391,7 +389,7 @@ impl<'t> Solver<'t> {
             self.cap_leaves.remove(o);
         }
         self.edges.clear();
-        self.last_delivery = None;
+        self.deliveries.clear();
         self.link_memo.clear();
         self.classes.clear();
         // `reach` meets an assignment's cap only on the delivery into its Sites (never on the
@@ -526,7 +524,7 @@ impl<'t> Solver<'t> {
             (peer, ub, sb)
         };
         let slot = auto_slot(protocol, ipv6_outer);
-        if let Some(Some(x)) = self.auto_leaves.get(node.idx()).and_then(|a| a.get(slot)) {
+        if let Some(Some(x)) = self.auto_leaves.get(node.idx()).get(slot) {
             return ExplId(x.get().saturating_sub(1));
         }
         let o = overhead(protocol, ipv6_outer);
@@ -543,7 +541,7 @@ impl<'t> Solver<'t> {
         );
         if let Some(a) = self
             .auto_leaves
-            .get_mut(node.idx())
+            .slot(node.idx())
             .and_then(|a| a.get_mut(slot))
         {
             *a = x.0.checked_add(1).and_then(std::num::NonZeroU32::new);

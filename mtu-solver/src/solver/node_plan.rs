@@ -80,7 +80,7 @@ impl Solver<'_> {
     /// Marks `n` planned: true when this solver plans it for the first time (a node planned
     /// before keeps the route pairs and device terms its last plan made).
     fn first_plan(&mut self, n: NodeId) -> bool {
-        match self.planned.get_mut(n.idx()) {
+        match self.planned.slot(n.idx()) {
             Some(p) => !std::mem::replace(p, true),
             None => false,
         }

@@ -17,7 +17,7 @@
 //! not yet met but the destination's delivery terms, met on its gateways in order).
 
 use super::Solver;
-use super::rows::ClassRows;
+use super::tables::ClassRows;
 use crate::explain::{ExplId, Leaf};
 use ipnet::IpNet;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -370,21 +370,18 @@ impl Solver<'_> {
         delivery.met = Some(self.all_delivery_terms(delivery.origin, delivery.pool));
     }
 
-    /// The terms of the delivery of origin `o` on every gateway of pool `a`, in order. The last
-    /// answer is kept: a route asks once per class of its next hops, one after the other, and
-    /// the terms, interned on the first ask, are the same until caps change.
+    /// The terms of the delivery of origin `o` on every gateway of pool `a`, in order. They
+    /// depend on the destination alone (not on the route's type), and are interned on the first
+    /// ask: memoized until caps change.
     fn all_delivery_terms(&mut self, o: Origin, a: PoolId) -> SmallVec<[ExplId; 8]> {
-        if let Some((lo, la, terms)) = &self.last_delivery
-            && *lo == o
-            && *la == a
-        {
+        if let Some(terms) = self.deliveries.get(&(o.dest, a)) {
             return terms.clone();
         }
         let mut terms: SmallVec<[ExplId; 8]> = SmallVec::new();
         for h in &self.topo().pool(a).gateways {
             self.delivery_terms(*h, &[o], &mut terms);
         }
-        self.last_delivery = Some((o, a, terms.clone()));
+        self.deliveries.insert((o.dest, a), terms.clone());
         terms
     }
 

@@ -1,20 +1,22 @@
-//! Memo rows per gateway class: for each (pool, Site) a walk meets, one optional term per dense
-//! index (a [`SolePrefix`](topology_core::net::SolePrefix), an origin pool), packed into a word.
+//! Tables indexed by dense IDs (nodes, components, prefixes, pools) whose memory is allocated
+//! in chunks on first write ([`Sparse`]), and memo rows per gateway class built on them
+//! ([`ClassRows`]).
 //!
-//! A node's resolve asks `reach` once per learned route and next hop, thousands of times, and a
-//! resolve of every node asks it for every class of gateways: a hash map keyed by (pool, Site,
-//! prefix) spreads those entries over memory, one cache miss each. Routes come in prefix order,
-//! so in a row indexed by the prefix's place in the table the entries of consecutive routes are
-//! neighbours. Rows are cut into chunks allocated on first write, so a class a walk crosses
-//! for a few destinations costs a chunk, not a row of every destination.
+//! A fresh solver resolving one node of a 65,000-node cluster touches a few hundred nodes: a
+//! table of every node, even zeroed, is written per solver (the allocator clears memory it
+//! reuses) and evicts what the resolve reads. A node's resolve asks `reach` once per learned
+//! route and next hop, thousands of times, and a resolve of every node asks it for every class of
+//! gateways: a hash map keyed by (pool, Site, prefix) spreads those entries over memory, one
+//! cache miss each. Routes come in prefix order, so in a row indexed by the prefix's place in
+//! the prefix table ([`SolePrefix`](topology_core::net::SolePrefix)) the entries of consecutive
+//! routes are neighbours.
 
 use crate::explain::ExplId;
 use smallvec::SmallVec;
 use topology_core::ids::{PoolId, SiteId};
 
 /// A memoized optional term as one word: 1 for none, its ID + 2 for a term (0 is "not yet
-/// computed", so a table of them starts as zeroed memory). An ID too large to pack is left
-/// unmemoized.
+/// computed", the default of a fresh table). An ID too large to pack is left unmemoized.
 pub(super) fn pack_term(t: Option<ExplId>) -> u32 {
     match t {
         None => 1,
@@ -31,13 +33,58 @@ pub(super) fn unpack_term(x: u32) -> Option<Option<ExplId>> {
     }
 }
 
+/// A table of `T` by dense index, every entry `T::default()` until written; chunks of `CHUNK`
+/// entries are allocated on their first write.
+pub(super) struct Sparse<T, const CHUNK: usize> {
+    chunks: Vec<Option<Box<[T; CHUNK]>>>,
+}
+
+impl<T, const CHUNK: usize> Default for Sparse<T, CHUNK> {
+    fn default() -> Self {
+        Sparse { chunks: Vec::new() }
+    }
+}
+
+impl<T: Copy + Default, const CHUNK: usize> Sparse<T, CHUNK> {
+    /// The entry at `i`.
+    pub(super) fn get(&self, i: usize) -> T {
+        self.chunks
+            .get(i / CHUNK)
+            .and_then(Option::as_ref)
+            .and_then(|c| c.get(i % CHUNK))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The entry at `i`, to write (its chunk allocated if it was not).
+    pub(super) fn slot(&mut self, i: usize) -> Option<&mut T> {
+        let c = i / CHUNK;
+        if self.chunks.len() <= c {
+            self.chunks.resize_with(c.saturating_add(1), || None);
+        }
+        self.chunks
+            .get_mut(c)?
+            .get_or_insert_with(|| Box::new([T::default(); CHUNK]))
+            .get_mut(i % CHUNK)
+    }
+
+    /// Sets the entry at `i` back to the default (allocates nothing).
+    pub(super) fn reset(&mut self, i: usize) {
+        if let Some(Some(c)) = self.chunks.get_mut(i / CHUNK)
+            && let Some(x) = c.get_mut(i % CHUNK)
+        {
+            *x = T::default();
+        }
+    }
+}
+
 /// Optional terms per gateway class and dense index, computed on first ask. Empty until the
 /// first write: a fresh solver allocates nothing for classes it never walks.
 pub(super) struct ClassRows<const CHUNK: usize> {
     /// Per pool (by index): the row of each of its Sites met so far.
     slots: Vec<SmallVec<[(SiteId, u32); 1]>>,
-    /// Per row: its chunks, each allocated on first write.
-    rows: Vec<Vec<Option<Box<[u32; CHUNK]>>>>,
+    /// Per row: packed terms ([`pack_term`]).
+    rows: Vec<Sparse<u32, CHUNK>>,
 }
 
 impl<const CHUNK: usize> Default for ClassRows<CHUNK> {
@@ -60,9 +107,7 @@ impl<const CHUNK: usize> ClassRows<CHUNK> {
 
     /// The term of class (`pool`, `site`) at `i`, once computed.
     pub(super) fn get(&self, pool: PoolId, site: SiteId, i: usize) -> Option<Option<ExplId>> {
-        let row = self.rows.get(self.row(pool, site)?)?;
-        let chunk = row.get(i / CHUNK)?.as_ref()?;
-        unpack_term(*chunk.get(i % CHUNK)?)
+        unpack_term(self.rows.get(self.row(pool, site)?)?.get(i))
     }
 
     /// Records the term of class (`pool`, `site`) at `i`.
@@ -79,22 +124,11 @@ impl<const CHUNK: usize> ClassRows<CHUNK> {
                 };
                 let r = self.rows.len();
                 slots.push((site, u32::try_from(r).unwrap_or(u32::MAX)));
-                self.rows.push(Vec::new());
+                self.rows.push(Sparse::default());
                 r
             }
         };
-        let Some(row) = self.rows.get_mut(r) else {
-            return;
-        };
-        let c = i / CHUNK;
-        if row.len() <= c {
-            row.resize_with(c.saturating_add(1), || None);
-        }
-        let Some(chunk) = row.get_mut(c) else {
-            return;
-        };
-        let chunk = chunk.get_or_insert_with(|| Box::new([0; CHUNK]));
-        if let Some(x) = chunk.get_mut(i % CHUNK) {
+        if let Some(x) = self.rows.get_mut(r).and_then(|row| row.slot(i)) {
             *x = pack_term(t);
         }
     }
@@ -103,11 +137,7 @@ impl<const CHUNK: usize> ClassRows<CHUNK> {
     pub(super) fn forget(&mut self, indices: impl Iterator<Item = usize> + Clone) {
         for row in &mut self.rows {
             for i in indices.clone() {
-                if let Some(Some(chunk)) = row.get_mut(i / CHUNK)
-                    && let Some(x) = chunk.get_mut(i % CHUNK)
-                {
-                    *x = 0;
-                }
+                row.reset(i);
             }
         }
     }
@@ -153,6 +183,24 @@ mod tests {
         rows.clear();
         assert!(rows.is_empty());
         assert_eq!(rows.get(p1, s0, 599), None);
+    }
+
+    #[test]
+    fn sparse_tables_read_defaults_until_written() {
+        let mut t = Sparse::<u64, 4>::default();
+        assert_eq!(t.get(9), 0);
+        t.reset(9);
+        assert_eq!(t.chunks.len(), 0);
+        if let Some(x) = t.slot(9) {
+            *x = 5;
+        }
+        assert_eq!(t.get(9), 5);
+        assert_eq!(t.get(8), 0);
+        assert_eq!(t.get(100), 0);
+        // Only the written chunk is allocated.
+        assert_eq!(t.chunks.iter().filter(|c| c.is_some()).count(), 1);
+        t.reset(9);
+        assert_eq!(t.get(9), 0);
     }
 
     #[test]
