@@ -236,8 +236,42 @@ impl PrefixTable {
 
 type LearnedMemo = FxHashMap<(PoolId, SiteId), Arc<[Learned]>>;
 
-/// Gateways of peered pools: (gateway, its pool, its Site).
-type TransitPeers = Arc<[(NodeId, PoolId, SiteId)]>;
+/// Gateways of one pool located in one Site: they advertise the same hop lists, so a route
+/// asks each class once, not each gateway.
+#[derive(Debug)]
+struct GatewayClass {
+    pool: PoolId,
+    site: SiteId,
+    /// Sorted.
+    gateways: SmallVec<[NodeId; 4]>,
+}
+
+/// The gateways of `pools`, by class, in the order of the pools (then of their Sites' first
+/// gateways).
+fn gateway_classes(topo: &Topology, pools: &[PoolId]) -> Vec<GatewayClass> {
+    let mut out: Vec<GatewayClass> = Vec::new();
+    for p in pools {
+        let first = out.len();
+        for g in &topo.pool(*p).gateways {
+            let site = topo.node(*g).site;
+            match out
+                .get_mut(first..)
+                .and_then(|cs| cs.iter_mut().find(|c| c.site == site))
+            {
+                Some(c) => c.gateways.push(*g),
+                None => out.push(GatewayClass {
+                    pool: *p,
+                    site,
+                    gateways: smallvec::smallvec![*g],
+                }),
+            }
+        }
+    }
+    out
+}
+
+/// Gateways of peered pools, by class.
+type TransitPeers = Arc<[GatewayClass]>;
 
 /// The lazily memoizing view over a topology.
 pub struct Net<'t> {
@@ -929,13 +963,8 @@ impl<'t> Net<'t> {
         }
     }
 
-    fn uplink_gateways(&self, s: SiteId) -> Vec<(NodeId, PoolId, SiteId)> {
-        let topo = self.topo;
-        self.assigned(s)
-            .iter()
-            .flat_map(|p| topo.pool(*p).gateways.iter().map(move |g| (*g, *p)))
-            .map(|(g, p)| (g, p, topo.node(g).site))
-            .collect()
+    fn uplink_gateways(&self, s: SiteId) -> Vec<GatewayClass> {
+        gateway_classes(self.topo, &self.assigned(s))
     }
 
     /// The transit peers of pool `q`'s gateways (memoized per pool: every learned-route lookup
@@ -944,13 +973,7 @@ impl<'t> Net<'t> {
         if let Some(v) = self.transit.borrow().get(&q) {
             return v.clone();
         }
-        let topo = self.topo;
-        let v: TransitPeers = self
-            .peered_pools(q)
-            .into_iter()
-            .flat_map(|p| topo.pool(p).gateways.iter().map(move |g| (*g, p)))
-            .map(|(g, p)| (g, p, topo.node(g).site))
-            .collect();
+        let v: TransitPeers = gateway_classes(self.topo, &self.peered_pools(q)).into();
         self.transit.borrow_mut().insert(q, v.clone());
         v
     }
@@ -960,7 +983,7 @@ impl<'t> Net<'t> {
         s: SiteId,
         prefix: IpNet,
         origins: &[Origin],
-        gws: &[(NodeId, PoolId, SiteId)],
+        gws: &[GatewayClass],
     ) -> Option<Learned> {
         let mut best: Option<Learned> = None;
         for o in origins {
@@ -978,9 +1001,9 @@ impl<'t> Net<'t> {
             let Some(bfs) = self.bfs(o.dest, o.ty == RouteType::NodeCidr) else {
                 continue;
             };
-            for (g, p, x) in gws {
-                if let Some(d) = self.advertised(bfs, *p, *x, *o) {
-                    consider(&mut best, prefix, *o, d, *g);
+            for c in gws {
+                if let Some(d) = self.advertised(bfs, c.pool, c.site, *o) {
+                    consider(&mut best, prefix, *o, d, &c.gateways);
                 }
             }
         }
@@ -993,7 +1016,7 @@ impl<'t> Net<'t> {
         x: SiteId,
         prefix: IpNet,
         origins: &[Origin],
-        peers: &[(NodeId, PoolId, SiteId)],
+        peers: &[GatewayClass],
     ) -> Option<Learned> {
         // Whether `q` is among `origin_pools(o.dest)` of some origin, without building the list.
         let topo = self.topo;
@@ -1019,9 +1042,9 @@ impl<'t> Net<'t> {
             let Some(bfs) = self.bfs(o.dest, o.ty == RouteType::NodeCidr) else {
                 continue;
             };
-            for (h, p, y) in peers {
-                if let Some(d) = self.advertised(bfs, *p, *y, *o) {
-                    consider(&mut best, prefix, *o, d, *h);
+            for c in peers {
+                if let Some(d) = self.advertised(bfs, c.pool, c.site, *o) {
+                    consider(&mut best, prefix, *o, d, &c.gateways);
                 }
             }
         }
@@ -1475,11 +1498,11 @@ impl Iterator for PathIter<'_> {
     }
 }
 
-fn consider(best: &mut Option<Learned>, prefix: IpNet, o: Origin, d: u32, g: NodeId) {
+fn consider(best: &mut Option<Learned>, prefix: IpNet, o: Origin, d: u32, gs: &[NodeId]) {
     match best {
         Some(b) if b.distance < d => {}
         Some(b) if b.distance == d => {
-            b.via.push(g);
+            b.via.extend_from_slice(gs);
             if !b.origins.contains(&o) {
                 b.origins.push(o);
             }
@@ -1490,7 +1513,7 @@ fn consider(best: &mut Option<Learned>, prefix: IpNet, o: Origin, d: u32, g: Nod
                 origin: o,
                 origins: smallvec::smallvec![o],
                 distance: d,
-                via: smallvec::smallvec![g],
+                via: SmallVec::from_slice(gs),
             })
         }
     }

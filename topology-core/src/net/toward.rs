@@ -13,8 +13,8 @@
 //! resolving many nodes), the origin pool's own search is made and used instead.
 
 use super::search::{UNREACHED, is_marked};
-use super::{Net, Origin};
-use crate::ids::{NodeId, PoolId, SiteId};
+use super::{GatewayClass, Net, Origin};
+use crate::ids::{NodeId, PoolId};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -127,7 +127,7 @@ impl Net<'_> {
         &self,
         p: PoolId,
         a: PoolId,
-        peers: &[(NodeId, PoolId, SiteId)],
+        peers: &[GatewayClass],
     ) -> Option<SmallVec<[NodeId; 4]>> {
         let memo = self.searches.borrow();
         let step = match memo.open_search(a) {
@@ -155,8 +155,8 @@ impl Net<'_> {
         Some(step.map_or_else(SmallVec::new, |step| {
             peers
                 .iter()
-                .filter(|(_, q, _)| step.is_next(*q))
-                .map(|(g, _, _)| *g)
+                .filter(|c| step.is_next(c.pool))
+                .flat_map(|c| c.gateways.iter().copied())
                 .collect()
         }))
     }
