@@ -279,8 +279,10 @@ pub struct Net<'t> {
     pub topo: &'t Topology,
     /// Link settings.
     pub settings: LinkSettings,
-    site_pairs: RefCell<FxHashMap<(SiteId, SiteId), Arc<SitePair>>>,
-    gpp: RefCell<FxHashMap<(PoolId, PoolId), Arc<PairCaps>>>,
+    /// Pair facts held by value: a one-node resolve queries thousands of pairs, and most hold no
+    /// cap, so an entry allocates nothing.
+    site_pairs: RefCell<FxHashMap<(SiteId, SiteId), SitePair>>,
+    gpp: RefCell<FxHashMap<(PoolId, PoolId), PairCaps>>,
     prefixes: OnceCell<PrefixTable>,
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
     gateway_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
@@ -362,7 +364,7 @@ impl<'t> Net<'t> {
     }
 
     /// Facts about two Sites (`s ≠ t`), memoized symmetrically.
-    pub fn site_pair(&self, s: SiteId, t: SiteId) -> Arc<SitePair> {
+    pub fn site_pair(&self, s: SiteId, t: SiteId) -> SitePair {
         let key = sorted_pair(s, t);
         if let Some(p) = self.site_pairs.borrow().get(&key) {
             return p.clone();
@@ -384,9 +386,8 @@ impl<'t> Net<'t> {
                 pair.caps.push((c.mtu, ObjRef::SitePeering(pid)));
             }
         }
-        let rc = Arc::new(pair);
-        self.site_pairs.borrow_mut().insert(key, rc.clone());
-        rc
+        self.site_pairs.borrow_mut().insert(key, pair.clone());
+        pair
     }
 
     /// `meshPeered(s, t)`.
@@ -424,7 +425,7 @@ impl<'t> Net<'t> {
     }
 
     /// Pool peerings listing pools `p` and `q`: caps and protocol, memoized symmetrically.
-    pub fn gpp(&self, p: PoolId, q: PoolId) -> Arc<PairCaps> {
+    pub fn gpp(&self, p: PoolId, q: PoolId) -> PairCaps {
         let key = sorted_pair(p, q);
         if let Some(x) = self.gpp.borrow().get(&key) {
             return x.clone();
@@ -442,9 +443,8 @@ impl<'t> Net<'t> {
                 out.protocol = Some((pr, ObjRef::PoolPeering(r_id)));
             }
         }
-        let rc = Arc::new(out);
-        self.gpp.borrow_mut().insert(key, rc.clone());
-        rc
+        self.gpp.borrow_mut().insert(key, out.clone());
+        out
     }
 
     /// `assigned(s)`: pools assigned to Site `s`, sorted.
