@@ -254,6 +254,8 @@ pub struct Topology {
     pub(crate) pool_peerings_of_pool: Vec<SmallVec<[PoolPeeringId; 2]>>,
     /// Component of each Site.
     pub(crate) comp_of: Vec<CompId>,
+    /// The learned prefixes and their origins, built on first use (gateway paths only).
+    pub(crate) prefixes: std::sync::OnceLock<crate::net::PrefixTable>,
 }
 
 impl Topology {

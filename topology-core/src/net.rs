@@ -8,7 +8,8 @@
 //! so the memo holds only pairs actually queried; a Site and a pool are looked up in the pool's
 //! sorted assignments each time (cheaper than a memo entry). Everything that only gateway paths
 //! need (the prefix table, the pool-graph searches, learned routes) is built on
-//! first use, so a worker whose Site has no assignment pays nothing for it.
+//! first use, so a worker whose Site has no assignment pays nothing for it; the prefix table, a
+//! function of the topology alone, is kept with the [`Topology`] and shared by every `Net`.
 
 use crate::ids::*;
 use crate::model::{ObjRef, Role, Topology};
@@ -216,9 +217,10 @@ impl SolePrefix {
     }
 }
 
-/// The learned prefixes and their origins, in output order.
+/// The learned prefixes and their origins, in output order. A function of the topology alone,
+/// built on first use and kept with it ([`Topology`]), so fresh solvers share it.
 #[derive(Debug)]
-struct PrefixTable {
+pub(crate) struct PrefixTable {
     entries: Vec<(IpNet, SmallVec<[Origin; 1]>)>,
     /// Entry by prefix, truncated: prefixes equal in `prefix_order` are those whose
     /// truncations are equal (the entries' prefixes are canonical: decoding truncates them).
@@ -283,7 +285,6 @@ pub struct Net<'t> {
     /// cap, so an entry allocates nothing.
     site_pairs: RefCell<FxHashMap<(SiteId, SiteId), SitePair>>,
     gpp: RefCell<FxHashMap<(PoolId, PoolId), PairCaps>>,
-    prefixes: OnceCell<PrefixTable>,
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
     gateway_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
     transit: RefCell<FxHashMap<PoolId, TransitPeers>>,
@@ -332,7 +333,6 @@ impl<'t> Net<'t> {
             settings,
             site_pairs: RefCell::default(),
             gpp: RefCell::default(),
-            prefixes: OnceCell::new(),
             served: OnceCell::new(),
             gateway_sites: OnceCell::new(),
             transit: RefCell::default(),
@@ -355,7 +355,7 @@ impl<'t> Net<'t> {
 
     /// Whether any gateway-only index has been built (for the complexity tests).
     pub fn gateway_indexes_built(&self) -> bool {
-        self.prefixes.get().is_some()
+        self.topo.prefixes.get().is_some()
             || self.served.get().is_some()
             || self.gateway_sites.get().is_some()
             || !self.transit.borrow().is_empty()
@@ -815,8 +815,8 @@ impl<'t> Net<'t> {
         }
     }
 
-    fn prefix_table(&self) -> &PrefixTable {
-        self.prefixes.get_or_init(|| {
+    fn prefix_table(&self) -> &'t PrefixTable {
+        self.topo.prefixes.get_or_init(|| {
             let topo = self.topo;
             let mut all: Vec<(IpNet, Origin)> = Vec::new();
             for (si, s) in topo.sites.iter().enumerate() {
@@ -852,7 +852,7 @@ impl<'t> Net<'t> {
                 }
             }
             // Sorted by `prefix_order`, then origin, then as listed (what a stable sort by the
-            // first two gives), on plain keys: thousands of prefixes per fresh solver.
+            // first two gives), on plain keys: thousands of prefixes.
             let mut keyed: Vec<((bool, u128, u8), Origin, usize)> = all
                 .iter()
                 .enumerate()
