@@ -46,32 +46,35 @@ impl<T, const CHUNK: usize> Default for Sparse<T, CHUNK> {
 }
 
 impl<T: Copy + Default, const CHUNK: usize> Sparse<T, CHUNK> {
+    /// The chunk of index `i` and its place in it.
+    fn split(i: usize) -> Option<(usize, usize)> {
+        Some((i.checked_div(CHUNK)?, i.checked_rem(CHUNK)?))
+    }
+
     /// The entry at `i`.
     pub(super) fn get(&self, i: usize) -> T {
-        self.chunks
-            .get(i / CHUNK)
-            .and_then(Option::as_ref)
-            .and_then(|c| c.get(i % CHUNK))
-            .copied()
+        Self::split(i)
+            .and_then(|(c, at)| self.chunks.get(c)?.as_ref()?.get(at).copied())
             .unwrap_or_default()
     }
 
     /// The entry at `i`, to write (its chunk allocated if it was not).
     pub(super) fn slot(&mut self, i: usize) -> Option<&mut T> {
-        let c = i / CHUNK;
+        let (c, at) = Self::split(i)?;
         if self.chunks.len() <= c {
             self.chunks.resize_with(c.saturating_add(1), || None);
         }
         self.chunks
             .get_mut(c)?
             .get_or_insert_with(|| Box::new([T::default(); CHUNK]))
-            .get_mut(i % CHUNK)
+            .get_mut(at)
     }
 
     /// Sets the entry at `i` back to the default (allocates nothing).
     pub(super) fn reset(&mut self, i: usize) {
-        if let Some(Some(c)) = self.chunks.get_mut(i / CHUNK)
-            && let Some(x) = c.get_mut(i % CHUNK)
+        if let Some((c, at)) = Self::split(i)
+            && let Some(Some(chunk)) = self.chunks.get_mut(c)
+            && let Some(x) = chunk.get_mut(at)
         {
             *x = T::default();
         }
