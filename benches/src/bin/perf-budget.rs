@@ -872,6 +872,7 @@ fn dataplane(t: &mut Table, samples: usize) {
 
 /// One fixture's costs per unit: decode per input byte, build per node, one node's resolve, and
 /// resolving `sample` nodes spread over the cluster on one solver, per value.
+#[derive(Default)]
 struct Scale {
     decode_per_mb: f64,
     build_per_node: f64,
@@ -888,76 +889,130 @@ struct Scale {
     all_nodes: usize,
 }
 
-fn scale_costs(f: &Fixture, samples: usize, sample: usize) -> Scale {
-    let (mut dec, mut bld) = (Vec::new(), Vec::new());
-    for _ in 0..samples {
+/// One fixture's samples, taken a round at a time (see [`scale_costs`]).
+#[derive(Default)]
+struct ScaleSamples {
+    dec: Vec<Sample>,
+    bld: Vec<Sample>,
+    one: Vec<Sample>,
+    one_values: usize,
+    one_learned: usize,
+    spread: Vec<Sample>,
+    spread_values: usize,
+    every: Vec<Sample>,
+    every_values: usize,
+    every_nodes: usize,
+}
+
+/// Nodes of the one-node samples, spread over the cluster.
+const ONE_NODE_SAMPLES: usize = 51;
+
+impl ScaleSamples {
+    fn decode_and_build(&mut self, f: &Fixture) {
         let (d, s) = timed(|| decode_text(&f.text));
-        dec.push(s);
+        self.dec.push(s);
         let (topo, s) = timed(|| build(&d));
-        bld.push(s);
+        self.bld.push(s);
         std::hint::black_box(topo);
     }
-    let mb = f.text.len() as f64 / 1e6;
-    let nodes = f.topo().nodes.len();
-    let mut one = Vec::new();
-    let mut one_values = 0;
-    let mut one_learned = 0;
-    for i in 0..51 {
-        let n = f.spread_node(i, 51);
+
+    /// The `i`-th spread node, a fresh solver on a fresh build (not measured).
+    fn one_node(&mut self, f: &Fixture, i: usize) {
+        let n = f.spread_node(i, ONE_NODE_SAMPLES);
         let topo = f.fresh_topology();
         let (plan, s) = timed(|| resolve_one(&topo, n));
-        one_values += plan.value_count();
-        one_learned += plan
+        self.one_values += plan.value_count();
+        self.one_learned += plan
             .routes
             .iter()
             .filter(|r| r.kind != RouteKind::Direct)
             .count();
-        one.push(s);
+        self.one.push(s);
     }
-    let mut all = Vec::new();
-    let mut values = 0;
-    for _ in 0..samples {
-        let ((), s) = timed(|| {
+
+    /// `sample` nodes spread over the cluster, one solver.
+    fn spread(&mut self, f: &Fixture, sample: usize) {
+        let nodes = sample.min(f.topo().nodes.len());
+        let (values, s) = timed(|| {
             let mut solver = Solver::new(f.topo(), Settings::default());
-            values = 0;
-            for i in 0..sample.min(nodes) {
-                values += solver
-                    .plan(f.spread_node(i, sample.min(nodes)))
-                    .value_count();
-            }
+            (0..nodes)
+                .map(|i| solver.plan(f.spread_node(i, nodes)).value_count())
+                .sum()
         });
-        all.push(s);
+        self.spread_values = values;
+        self.spread.push(s);
     }
-    let sites = f.every_node_of_spread_sites(200);
-    let mut every = Vec::new();
-    let mut all_values = 0;
-    for _ in 0..samples {
-        let ((), s) = timed(|| {
+
+    /// Every node of 200 Sites spread evenly, one solver.
+    fn every(&mut self, f: &Fixture) {
+        let sites = f.every_node_of_spread_sites(200);
+        let (values, s) = timed(|| {
             let mut solver = Solver::new(f.topo(), Settings::default());
-            all_values = sites.iter().map(|n| solver.plan(*n).value_count()).sum();
+            sites.iter().map(|n| solver.plan(*n).value_count()).sum()
         });
-        every.push(s);
+        self.every_values = values;
+        self.every_nodes = sites.len();
+        self.every.push(s);
     }
-    Scale {
-        all_per_value: medians(&every).cpu.as_secs_f64() / all_values.max(1) as f64,
-        all_values,
-        all_nodes: sites.len(),
-        decode_per_mb: medians(&dec).cpu.as_secs_f64() / mb,
-        build_per_node: medians(&bld).cpu.as_secs_f64() / nodes.max(1) as f64,
-        one_node: medians(&one).cpu,
-        one_node_values: one_values / 51,
-        one_node_learned: one_learned / 51,
-        per_value: medians(&all).cpu.as_secs_f64() / values.max(1) as f64,
-        values,
+
+    fn costs(&self, f: &Fixture) -> Scale {
+        let mb = f.text.len() as f64 / 1e6;
+        Scale {
+            all_per_value: medians(&self.every).cpu.as_secs_f64() / self.every_values.max(1) as f64,
+            all_values: self.every_values,
+            all_nodes: self.every_nodes,
+            decode_per_mb: medians(&self.dec).cpu.as_secs_f64() / mb,
+            build_per_node: medians(&self.bld).cpu.as_secs_f64()
+                / f.topo().nodes.len().max(1) as f64,
+            one_node: medians(&self.one).cpu,
+            one_node_values: self.one_values / ONE_NODE_SAMPLES,
+            one_node_learned: self.one_learned / ONE_NODE_SAMPLES,
+            per_value: medians(&self.spread).cpu.as_secs_f64() / self.spread_values.max(1) as f64,
+            values: self.spread_values,
+        }
     }
+}
+
+/// The costs of each fixture, measured side by side: each sample is taken of every fixture in
+/// turn, so a change in the machine's load moves both figures of a ratio alike rather than
+/// the one measured while it lasts (these machines move by 30–70 % between runs).
+fn scale_costs<const N: usize>(
+    fixtures: [&Fixture; N],
+    samples: usize,
+    sample: usize,
+) -> [Scale; N] {
+    let mut acc: [ScaleSamples; N] = std::array::from_fn(|_| ScaleSamples::default());
+    for _ in 0..samples {
+        for (a, f) in acc.iter_mut().zip(fixtures) {
+            a.decode_and_build(f);
+        }
+    }
+    for i in 0..ONE_NODE_SAMPLES {
+        for (a, f) in acc.iter_mut().zip(fixtures) {
+            a.one_node(f, i);
+        }
+    }
+    for _ in 0..samples {
+        for (a, f) in acc.iter_mut().zip(fixtures) {
+            a.spread(f, sample);
+        }
+    }
+    for _ in 0..samples {
+        for (a, f) in acc.iter_mut().zip(fixtures) {
+            a.every(f);
+        }
+    }
+    std::array::from_fn(|i| match (acc.get(i), fixtures.get(i)) {
+        (Some(a), Some(f)) => a.costs(f),
+        _ => Scale::default(),
+    })
 }
 
 /// Hyperscale (13 times the standard cluster) against the standard one, stage by stage, per
 /// input byte, node or value, judged at issue 19's budget (≤ 1.3 ×).
 fn hyperscale(t: &mut Table, std: &Fixture, hyper: &Fixture, samples: usize) {
     const SAMPLE: usize = 5000;
-    let s = scale_costs(std, samples, SAMPLE);
-    let h = scale_costs(hyper, samples, SAMPLE);
+    let [s, h] = scale_costs([std, hyper], samples, SAMPLE);
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::INFINITY };
     let rows = [
         (
