@@ -24,9 +24,11 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     let node = fx.typical_worker();
+    let topo = fx.fresh_topology();
     report_allocs(&format!("hyperscale_resolve_node/{label}"), || {
-        resolve_one(&fx.fresh_topology(), node)
+        resolve_one(&topo, node)
     });
+    drop(topo);
     let mut g = c.benchmark_group("hyperscale_resolve_node");
     g.sample_size(10)
         .warm_up_time(Duration::from_secs(1))

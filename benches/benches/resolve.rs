@@ -8,9 +8,11 @@ use std::time::Duration;
 fn bench(c: &mut Criterion) {
     let std = Fixture::standard();
     let node = std.typical_worker();
+    let topo = std.fresh_topology();
     report_allocs(&format!("resolve_node/{}", std.name), || {
-        resolve_one(&std.fresh_topology(), node)
+        resolve_one(&topo, node)
     });
+    drop(topo);
     let mut g = c.benchmark_group("resolve_node");
     g.sample_size(20).measurement_time(Duration::from_secs(5));
     g.bench_function(BenchmarkId::from_parameter(&std.name), |b| {
