@@ -509,8 +509,11 @@ fn yaml_documents_as_json(text: &str) -> Vec<serde_json::Value> {
     docs
 }
 
+/// Nodes of the one-node samples, spread over the cluster.
+const ONE_NODE_SAMPLES: usize = 51;
+
 fn one_node(t: &mut Table, f: &Fixture) {
-    const N: usize = 51;
+    const N: usize = ONE_NODE_SAMPLES;
     let mut times = Vec::with_capacity(N);
     let mut allocs = Vec::with_capacity(N);
     let mut values = 0;
@@ -921,9 +924,6 @@ struct ScaleSamples {
     every_values: usize,
     every_nodes: usize,
 }
-
-/// Nodes of the one-node samples, spread over the cluster.
-const ONE_NODE_SAMPLES: usize = 51;
 
 impl ScaleSamples {
     fn decode_and_build(&mut self, f: &Fixture) {
