@@ -16,7 +16,7 @@ use topology_core::vocab::Protocol;
 pub struct ExplId(pub u32);
 
 /// Where an underlay value came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum UnderlaySource {
     /// The node's `underlay-mtu` annotation.
     Annotation,
@@ -44,7 +44,10 @@ impl UnderlaySource {
 }
 
 /// A term: one bound that was considered.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Terms are ordered by kind (in the order declared here), then by what they name: on equal
+/// values, the first term in that order binds (see [`Explanations::min`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Leaf {
     /// The agent's configured `mtu` on a node.
     Cfg {
@@ -99,7 +102,7 @@ pub enum Leaf {
 }
 
 /// An encapsulation overhead subtracted from an underlay.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Minus {
     /// The protocol.
     pub protocol: Protocol,
@@ -116,7 +119,7 @@ fn family_note(ipv6_outer: bool) -> &'static str {
 }
 
 /// How a node combines.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// A term.
     Leaf(Leaf),
@@ -258,7 +261,7 @@ impl Explanations {
         let (na, nb) = (self.get(a), self.get(b));
         let ca = (na.value, na.bound);
         let cb = (nb.value, nb.bound);
-        let (value, bound) = if cb < ca { cb } else { ca };
+        let (value, bound) = if self.binds_before(cb, ca) { cb } else { ca };
         let mut kids: SmallVec<[ExplId; 4]> = smallvec::smallvec![a, b];
         kids.sort_unstable();
         self.push_node(Node {
@@ -302,10 +305,11 @@ impl Explanations {
         {
             return Some(*id);
         }
-        // The binding child. A minimum takes the lowest (value, bound term): ties go to the
-        // first-interned term, whatever the nesting, so `min(a, min(b, c))` and `min(a, b, c)`
-        // name the same term (route explanations are built nested, from shared parts). A
-        // maximum (a device) takes the highest value, first link on ties.
+        // The binding child. A minimum takes the lowest (value, bound term), terms in their own
+        // order ([`Leaf`]): whatever the nesting, so `min(a, min(b, c))` and `min(a, b, c)` name
+        // the same term (route explanations are built nested, from shared parts), and whatever
+        // else the arena holds, so a node's explanations do not depend on which nodes were
+        // resolved before it. A maximum (a device) takes the highest value, first link on ties.
         let mut best: Option<(Mtu, ExplId)> = None;
         for k in &kids {
             let node = self.get(*k);
@@ -317,7 +321,11 @@ impl Explanations {
             best = match best {
                 None => Some(cand),
                 Some(b) => {
-                    let better = if max { cand.0 > b.0 } else { cand < b };
+                    let better = if max {
+                        cand.0 > b.0
+                    } else {
+                        self.binds_before(cand, b)
+                    };
                     Some(if better { cand } else { b })
                 }
             };
@@ -342,7 +350,7 @@ impl Explanations {
         Some(self.intern(kind, value, Some(bound)))
     }
 
-    /// Every leaf under `id` (deduplicated), in a stable order: value, then structure.
+    /// Every leaf under `id` (deduplicated), in a stable order: value, then the order of terms.
     pub fn leaves(&self, id: ExplId) -> Vec<ExplId> {
         let mut out: Vec<ExplId> = Vec::new();
         let mut stack = vec![id];
@@ -357,9 +365,31 @@ impl Explanations {
                 Kind::Max(k) => out.extend(k.iter().copied()),
             }
         }
-        out.sort_by_key(|x| (self.value(*x), *x));
+        out.sort_by(|a, b| self.term_order(*a, *b));
         out.dedup();
         out
+    }
+
+    /// Whether term `a` binds before term `b`, each with its value: the lower value, then the
+    /// term first in the order of terms.
+    fn binds_before(&self, a: (Mtu, ExplId), b: (Mtu, ExplId)) -> bool {
+        match a.0.cmp(&b.0) {
+            std::cmp::Ordering::Equal => self.term_order(a.1, b.1).is_lt(),
+            o => o.is_lt(),
+        }
+    }
+
+    /// Two terms (leaves or a device's links) by value, then by what they are: an order that
+    /// does not depend on when they were interned.
+    fn term_order(&self, a: ExplId, b: ExplId) -> std::cmp::Ordering {
+        if a == b {
+            return std::cmp::Ordering::Equal;
+        }
+        let (na, nb) = (self.get(a), self.get(b));
+        na.value
+            .cmp(&nb.value)
+            .then_with(|| na.kind.cmp(&nb.kind))
+            .then(a.cmp(&b))
     }
 
     /// The objects named by any term under `id` (component caps expanded to every object whose
