@@ -139,9 +139,9 @@ pub struct Solver<'t> {
     /// destination: shared by every destination forwarded towards that pool alone. Per gateway
     /// class, by origin pool.
     toward_memo: ClassRows<16>,
-    /// The terms of the delivery into a destination on every gateway of an origin pool: every
+    /// The caps of the delivery into a destination on every gateway of an origin pool: every
     /// route to the destination asks, once per class of its next hops and per class of nodes.
-    deliveries: FxHashMap<(Dest, PoolId), SmallVec<[ExplId; 8]>>,
+    deliveries: FxHashMap<(Dest, PoolId), Option<ExplId>>,
     /// `reach` shares the walk towards an origin pool between destinations (off only in the
     /// test that compares it with the walk per destination).
     shared_walks: bool,

@@ -9,12 +9,9 @@
 //! originates, so their caps are computed once per (gateway class, origin pool) (`toward`), and
 //! a destination adds only the caps of the delivery into it.
 //!
-//! Explanation terms are interned in the order they are first met, and on equal values the
-//! term met first binds, so the shared walk meets new terms in the order the walk per
-//! destination would: the same hops in the same order, and the delivery terms of the
-//! destination where that walk would first reach the origin pool (on arriving at one of its
-//! gateways, or on skipping a part already walked for another destination, which holds no term
-//! not yet met but the destination's delivery terms, met on its gateways in order).
+//! Both walks meet the same terms, so they explain each value alike: on equal values the term
+//! that binds is chosen by the terms' own order ([`crate::explain::Leaf`]), not by the order a
+//! walk meets them.
 
 use super::Solver;
 use super::tables::ClassRows;
@@ -98,15 +95,6 @@ impl ReachMemo {
 
 /// `pubPath` memo key: gateway, prefix, origins.
 pub(super) type PubKey = (NodeId, IpNet, SmallVec<[Origin; 1]>);
-
-/// The delivery a shared walk towards an origin pool is made for: the destination's origin and
-/// whether the terms of its delivery on every gateway of the pool have been met.
-struct Delivery {
-    origin: Origin,
-    pool: PoolId,
-    /// The delivery's terms on every gateway of the pool, once met.
-    met: Option<SmallVec<[ExplId; 8]>>,
-}
 
 /// What the caller of `reach` already knows about the prefix, so the walk need not ask.
 #[derive(Clone, Copy)]
@@ -216,7 +204,7 @@ impl Solver<'_> {
 
     /// `reach` of gateway `g` (of `pool`) whose nearest origin pools are `tied` (two or more, at
     /// the same distance): this hop is walked for the destination, as its learned route would
-    /// (its next hops are those towards any of the tied pools, in the same order), without
+    /// (its next hops are those towards any of the tied pools), without
     /// computing that route; each next hop is told which of the tied pools it is one pool
     /// nearer to, and shares the walk again once that is one pool.
     fn reach_tied(
@@ -298,42 +286,29 @@ impl Solver<'_> {
     /// into the destination on each gateway of `a` (every one of them ends a path: each is a
     /// next hop of the gateways one pool before `a`).
     fn reach_towards(&mut self, g: NodeId, pool: PoolId, o: Origin, a: PoolId) -> Option<ExplId> {
-        let topo = self.topo();
-        let mut delivery = Delivery {
-            origin: o,
-            pool: a,
-            met: None,
-        };
-        let paths = self.toward(pool, topo.node(g).site, &mut delivery);
-        let mut kids: SmallVec<[ExplId; 8]> = paths.into_iter().collect();
-        match delivery.met {
-            Some(met) => kids.extend(met),
-            None => kids.extend(self.all_delivery_terms(o, a)),
-        }
+        let site = self.topo().node(g).site;
+        let kids: SmallVec<[ExplId; 2]> = [self.toward(pool, site, a), self.delivery(o, a)]
+            .into_iter()
+            .flatten()
+            .collect();
         self.expl.min(&kids)
     }
 
-    /// The caps of the paths from a gateway of `pool` located in `site` towards the delivery's
-    /// origin pool, the delivery itself left out (memoized per origin pool). Meets the
-    /// delivery's terms where the walk per destination would (see the module documentation).
-    fn toward(&mut self, pool: PoolId, site: SiteId, delivery: &mut Delivery) -> Option<ExplId> {
-        if let Some(x) = self.toward_memo.get(pool, site, delivery.pool.idx()) {
-            self.meet_all_deliveries(delivery);
+    /// The caps of the paths from a gateway of `pool` located in `site` towards origin pool
+    /// `a`, the delivery into a destination left out (memoized per gateway class and origin
+    /// pool).
+    fn toward(&mut self, pool: PoolId, site: SiteId, a: PoolId) -> Option<ExplId> {
+        if let Some(x) = self.toward_memo.get(pool, site, a.idx()) {
             return x;
         }
         let topo = self.topo();
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         let mut last: Option<(Option<PoolId>, SiteId)> = None;
-        for h in self.net.via_toward(pool, delivery.pool) {
+        for h in self.net.via_toward(pool, a) {
             let hn = topo.node(h);
             // A next hop of the same gateway class (pool and Site) as the one before has the
-            // same edge caps and the same paths on: the walk per destination would only look
-            // them up again, and on the paths' memoized walk meet the delivery on every gateway
-            // of the origin pool, as `toward` does on a memo hit.
+            // same edge caps and the same paths on.
             if last == Some((hn.pool(), hn.site)) {
-                if hn.pool() != Some(delivery.pool) {
-                    self.meet_all_deliveries(delivery);
-                }
                 continue;
             }
             last = Some((hn.pool(), hn.site));
@@ -341,48 +316,38 @@ impl Solver<'_> {
             {
                 kids.push(c);
             }
-            match hn.pool() {
-                // A gateway of the origin pool: the walk per destination meets the delivery's
-                // terms here.
-                Some(q) if q == delivery.pool && delivery.met.is_none() => {
-                    let mut met: SmallVec<[ExplId; 8]> = SmallVec::new();
-                    self.delivery_terms(h, &[delivery.origin], &mut met);
-                }
-                Some(q) if q == delivery.pool => {}
-                Some(q) => {
-                    if let Some(c) = self.toward(q, hn.site, delivery) {
-                        kids.push(c);
-                    }
-                }
-                None => {}
+            if let Some(q) = hn.pool()
+                && q != a
+                && let Some(c) = self.toward(q, hn.site, a)
+            {
+                kids.push(c);
             }
         }
         let r = self.expl.min(&kids);
-        self.toward_memo.insert(pool, site, delivery.pool.idx(), r);
+        self.toward_memo.insert(pool, site, a.idx(), r);
         r
     }
 
-    /// Meets the delivery's terms on every gateway of its origin pool, in order (once).
-    fn meet_all_deliveries(&mut self, delivery: &mut Delivery) {
-        if delivery.met.is_some() {
-            return;
+    /// The caps of the delivery of origin `o` on every gateway of pool `a` (once per gateway
+    /// class: the caps depend on the gateway's Site, not on the gateway). They depend on the
+    /// destination alone (not on the route's type): memoized until caps change.
+    fn delivery(&mut self, o: Origin, a: PoolId) -> Option<ExplId> {
+        if let Some(x) = self.deliveries.get(&(o.dest, a)) {
+            return *x;
         }
-        delivery.met = Some(self.all_delivery_terms(delivery.origin, delivery.pool));
-    }
-
-    /// The terms of the delivery of origin `o` on every gateway of pool `a`, in order. They
-    /// depend on the destination alone (not on the route's type), and are interned on the first
-    /// ask: memoized until caps change.
-    fn all_delivery_terms(&mut self, o: Origin, a: PoolId) -> SmallVec<[ExplId; 8]> {
-        if let Some(terms) = self.deliveries.get(&(o.dest, a)) {
-            return terms.clone();
+        let topo = self.topo();
+        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
+        let mut sites: SmallVec<[SiteId; 4]> = SmallVec::new();
+        for h in &topo.pool(a).gateways {
+            let site = topo.node(*h).site;
+            if !sites.contains(&site) {
+                sites.push(site);
+                self.delivery_terms(*h, &[o], &mut kids);
+            }
         }
-        let mut terms: SmallVec<[ExplId; 8]> = SmallVec::new();
-        for h in &self.topo().pool(a).gateways {
-            self.delivery_terms(*h, &[o], &mut terms);
-        }
-        self.deliveries.insert((o.dest, a), terms.clone());
-        terms
+        let r = self.expl.min(&kids);
+        self.deliveries.insert((o.dest, a), r);
+        r
     }
 
     /// `pubPath(g, X)`: the published values of every gateway on every selected path.
@@ -419,7 +384,6 @@ impl Solver<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::explain::{ExplId, Kind};
     use crate::report::{Renderer, node_out};
     use crate::{Settings, Solver};
     use proptest::prelude::*;
@@ -429,11 +393,9 @@ mod tests {
     use topology_core::ids::NodeId;
     use topology_core::model::Topology;
 
-    /// Every node's plan rendered with every term, and the terms in the order the arena
-    /// interned them (which decides ties).
-    fn resolve(topo: &Topology, shared: bool, one_solver: bool) -> (Vec<String>, Vec<String>) {
+    /// Every node's plan rendered with every term, on fresh solvers per node or on one solver.
+    fn resolve(topo: &Topology, shared: bool, one_solver: bool) -> Vec<String> {
         let mut out = Vec::new();
-        let mut terms = Vec::new();
         let mut solver = Solver::new(topo, Settings::default());
         for i in 0..topo.nodes.len() {
             if !one_solver {
@@ -443,29 +405,8 @@ mod tests {
             let plan = solver.plan(NodeId::from_idx(i));
             let mut r = Renderer::new(&solver, true);
             out.push(serde_json::to_string(&node_out(topo, &mut r, &plan)).unwrap_or_default());
-            if !one_solver {
-                terms.push(interned_terms(&solver));
-            }
         }
-        if one_solver {
-            terms.push(interned_terms(&solver));
-        }
-        (out, terms)
-    }
-
-    fn interned_terms(solver: &Solver<'_>) -> String {
-        (0..solver.expl.len())
-            .filter_map(|i| {
-                let n = solver
-                    .expl
-                    .get(ExplId(u32::try_from(i).unwrap_or(u32::MAX)));
-                match &n.kind {
-                    Kind::Leaf(l) => Some(format!("{l:?}={}", n.value)),
-                    _ => None,
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(",")
+        out
     }
 
     /// A small cluster of the scale generator's shape (ring and chords of pools, capped
@@ -500,8 +441,7 @@ mod tests {
         ))]
 
         /// The walk shared between destinations gives every value, every term and every tie
-        /// the walk per destination gives, and interns terms in the same order: on fresh
-        /// solvers per node and on one solver for all.
+        /// the walk per destination gives: on fresh solvers per node and on one solver for all.
         #[test]
         fn shared_walks_equal_walks_per_destination(spec in arb_spec()) {
             let topo = topology_of(&spec.to_yaml());
