@@ -95,7 +95,7 @@ enum ClassKey {
 /// one (minimums bind by (value, term), whatever the nesting), computed once per class instead of
 /// once per node.
 struct RouteClass {
-    learned: std::sync::Arc<[Learned]>,
+    learned: topology_core::net::LearnedRoutes,
     /// Per learned route: index into `via_sets`, and `rest`.
     rest: Vec<(u32, Option<ExplId>)>,
     /// The distinct next-hop sets of the class's routes.

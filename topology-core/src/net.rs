@@ -236,7 +236,11 @@ impl PrefixTable {
     }
 }
 
-type LearnedMemo = FxHashMap<(PoolId, SiteId), Arc<[Learned]>>;
+type LearnedMemo = FxHashMap<(PoolId, SiteId), LearnedRoutes>;
+
+/// A class of nodes' learned routes, in prefix order, shared by the nodes of the class. A
+/// `Vec` sized once from the prefix table: made into an `Arc<[_]>` it would be copied.
+pub type LearnedRoutes = Arc<Vec<Learned>>;
 
 /// Gateways of one pool located in one Site: they advertise the same hop lists, so a route
 /// asks each class once, not each gateway.
@@ -292,7 +296,7 @@ pub struct Net<'t> {
     peering_gw_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
     classes: OnceCell<search::Classes>,
     searches: RefCell<search::Searches>,
-    site_routes: RefCell<FxHashMap<SiteId, Arc<[Learned]>>>,
+    site_routes: RefCell<FxHashMap<SiteId, LearnedRoutes>>,
     gw_routes: RefCell<LearnedMemo>,
     one_route: RefCell<FxHashMap<(NodeKey, IpNet), Option<Learned>>>,
 }
@@ -1052,39 +1056,43 @@ impl<'t> Net<'t> {
     }
 
     /// Learned routes of the workers of Site `s` (shared by all of them), uncut.
-    pub fn worker_learned(&self, s: SiteId) -> Arc<[Learned]> {
+    pub fn worker_learned(&self, s: SiteId) -> LearnedRoutes {
         if let Some(r) = self.site_routes.borrow().get(&s) {
             return r.clone();
         }
         let gws = self.uplink_gateways(s);
         let mut out: Vec<Learned> = Vec::new();
         if !gws.is_empty() {
-            for (prefix, origins) in &self.prefix_table().entries {
+            let entries = &self.prefix_table().entries;
+            out.reserve_exact(entries.len());
+            for (prefix, origins) in entries {
                 if let Some(l) = self.worker_route(s, *prefix, origins, &gws) {
                     out.push(l);
                 }
             }
         }
-        let rc: Arc<[Learned]> = out.into();
+        let rc = Arc::new(out);
         self.site_routes.borrow_mut().insert(s, rc.clone());
         rc
     }
 
     /// Learned (transit) routes of a gateway of pool `q` located in Site `x`, uncut.
-    pub fn gateway_learned(&self, q: PoolId, x: SiteId) -> Arc<[Learned]> {
+    pub fn gateway_learned(&self, q: PoolId, x: SiteId) -> LearnedRoutes {
         if let Some(r) = self.gw_routes.borrow().get(&(q, x)) {
             return r.clone();
         }
         let peers = self.transit_peers(q);
         let mut out: Vec<Learned> = Vec::new();
         if !peers.is_empty() {
-            for (prefix, origins) in &self.prefix_table().entries {
+            let entries = &self.prefix_table().entries;
+            out.reserve_exact(entries.len());
+            for (prefix, origins) in entries {
                 if let Some(l) = self.gateway_route(q, x, *prefix, origins, &peers) {
                     out.push(l);
                 }
             }
         }
-        let rc: Arc<[Learned]> = out.into();
+        let rc = Arc::new(out);
         self.gw_routes.borrow_mut().insert((q, x), rc.clone());
         rc
     }
@@ -1163,7 +1171,7 @@ impl<'t> Net<'t> {
     }
 
     /// Learned routes of any node, uncut.
-    pub fn learned(&self, n: NodeId) -> Arc<[Learned]> {
+    pub fn learned(&self, n: NodeId) -> LearnedRoutes {
         let node = self.topo.node(n);
         match node.role {
             Role::Worker => self.worker_learned(node.site),
