@@ -4,6 +4,9 @@
 //! other nodes. Nodes are interned structurally, so explanations cost memory per distinct
 //! explanation, not per value, and rendering one reproduces its arithmetic.
 
+mod chunked;
+
+use chunked::Chunked;
 use ipnet::IpNet;
 use smallvec::SmallVec;
 use topology_core::ids::{NodeId, SiteId};
@@ -152,7 +155,7 @@ pub struct Node {
 /// The arena of interned explanations.
 #[derive(Default)]
 pub struct Explanations {
-    nodes: Vec<Node>,
+    nodes: Chunked<Node>,
     /// Interning index: the IDs of interned nodes, hashed by (kind, value); the kinds themselves
     /// live once, in `nodes` (4 bytes per entry keeps the table small and cache-friendly).
     index: hashbrown::HashTable<(u64, ExplId)>,
@@ -164,7 +167,7 @@ pub struct Explanations {
 impl std::fmt::Debug for Explanations {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Explanations")
-            .field("nodes", &self.nodes)
+            .field("nodes", &self.nodes.iter().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
