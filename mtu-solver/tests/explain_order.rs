@@ -38,16 +38,7 @@ fn differing(topo: &Topology) -> Vec<String> {
 /// with many equal caps.
 #[test]
 fn a_scale_cluster_explains_each_node_alike_alone_or_with_all() {
-    let spec = ScaleSpec {
-        sites: 48,
-        nodes_per_site: 4,
-        pools: 12,
-        chords: 3,
-        capped_percent: 40,
-        ..ScaleSpec::standard()
-    };
-    let d = spec.decode();
-    let topo = Topology::build(d.objects.iter(), d.diagnostics.iter().cloned());
+    let topo = topology_of(&ScaleSpec::small().generate());
     assert_eq!(differing(&topo), Vec::<String>::new());
 }
 

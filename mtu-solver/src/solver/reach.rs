@@ -413,16 +413,7 @@ mod tests {
     /// objects with ties), where most walks are shared.
     #[test]
     fn shared_walks_equal_walks_per_destination_on_a_scale_cluster() {
-        let spec = ScaleSpec {
-            sites: 48,
-            nodes_per_site: 4,
-            pools: 12,
-            chords: 3,
-            capped_percent: 40,
-            ..ScaleSpec::standard()
-        };
-        let d = spec.decode();
-        let topo = Topology::build(d.objects.iter(), d.diagnostics.iter().cloned());
+        let topo = topology_of(&ScaleSpec::small().generate());
         for one_solver in [false, true] {
             assert_eq!(
                 resolve(&topo, true, one_solver),

@@ -77,6 +77,19 @@ impl ScaleSpec {
         }
     }
 
+    /// A small cluster of the same shape for tests: 192 nodes, 48 Sites, 12 pools, 3 chords, and
+    /// 40 % of the objects capped, so equal caps (ties) are common.
+    pub fn small() -> Self {
+        ScaleSpec {
+            sites: 48,
+            nodes_per_site: 4,
+            pools: 12,
+            chords: 3,
+            capped_percent: 40,
+            ..ScaleSpec::standard()
+        }
+    }
+
     /// The hyperscale cluster: 13 times the standard one, same shape: 65,000 nodes, 2,600 Sites,
     /// 650 pools, 130 chords.
     pub fn hyperscale() -> Self {
