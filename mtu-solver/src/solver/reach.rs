@@ -204,9 +204,9 @@ impl Solver<'_> {
 
     /// `reach` of gateway `g` (of `pool`) whose nearest origin pools are `tied` (two or more, at
     /// the same distance): this hop is walked for the destination, as its learned route would
-    /// (its next hops are those towards any of the tied pools), without
-    /// computing that route; each next hop is told which of the tied pools it is one pool
-    /// nearer to, and shares the walk again once that is one pool.
+    /// (its next hops are those towards any of the tied pools), without computing that route;
+    /// each next hop is told which of the tied pools it is one pool nearer to, and shares the
+    /// walk again once that is one pool.
     fn reach_tied(
         &mut self,
         g: NodeId,
