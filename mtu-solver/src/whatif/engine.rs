@@ -124,6 +124,14 @@ struct RemoteRoute {
     pieces: Vec<ipnet::IpNet>,
 }
 
+impl RemoteRoute {
+    /// The values a member has for this route: one per installed piece, and the published
+    /// value on a gateway.
+    fn items(&self) -> usize {
+        self.pieces.len() + usize::from(self.gateway)
+    }
+}
+
 /// A next hop of a remote route.
 struct RemoteHop {
     peer: NodeId,
@@ -179,8 +187,14 @@ pub(super) fn per_value_shared(
         RestBefore::Recorded(&recorded.rest)
     };
     let classes = remote_classes(s, &near_set, &prefixes, rest_before);
-    // Every node in order (node IDs order like names).
-    let mut pending: Vec<Pending> = Vec::new();
+    // Every node in order (node IDs order like names), into a vector sized once: tens of
+    // thousands of changes would otherwise be copied at every doubling.
+    let bound = near.values().map(Vec::len).sum::<usize>()
+        + t.nodes
+            .iter()
+            .map(|n| classes.changes_bound(n))
+            .sum::<usize>();
+    let mut pending: Vec<Pending> = Vec::with_capacity(bound);
     for (i, node) in t.nodes.iter().enumerate() {
         let id = NodeId::from_idx(i);
         if let Some(ch) = near.remove(&id) {
@@ -294,6 +308,7 @@ fn remote_classes(
     let t = s.topo();
     let mut class_of: FxHashMap<(bool, u32, u32), usize> = FxHashMap::default();
     let mut classes: Vec<Vec<RemoteRoute>> = Vec::new();
+    let mut bounds: Vec<usize> = Vec::new();
     for (key, id) in class_representatives(t, near_set) {
         let node = t.node(id);
         class_of.insert(key, classes.len());
@@ -344,11 +359,13 @@ fn remote_classes(
                 pieces,
             });
         }
+        bounds.push(routes.iter().map(RemoteRoute::items).sum());
         classes.push(routes);
     }
     RemoteClasses {
         index: class_of,
         routes: classes,
+        bounds,
     }
 }
 
@@ -357,6 +374,8 @@ struct RemoteClasses {
     /// Class key ([`class_key`]) to index in `routes`.
     index: FxHashMap<(bool, u32, u32), usize>,
     routes: Vec<Vec<RemoteRoute>>,
+    /// Per class, the most changes a member can have ([`RemoteRoute::items`] summed).
+    bounds: Vec<usize>,
 }
 
 impl RemoteClasses {
@@ -364,6 +383,54 @@ impl RemoteClasses {
     fn of(&self, node: &NodeInfo) -> Option<&[RemoteRoute]> {
         let i = self.index.get(&class_key(node))?;
         self.routes.get(*i).map(Vec::as_slice)
+    }
+
+    /// The most changes a member of `node`'s class can have (0 for a near node).
+    fn changes_bound(&self, node: &NodeInfo) -> usize {
+        self.index
+            .get(&class_key(node))
+            .and_then(|i| self.bounds.get(*i))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// The values of a remote member's links to the next hops of its changed routes, their caps
+/// left out: the smaller underlay less the overhead of the link's protocol and outer family,
+/// and the member's configured MTU. The changed routes of a member share their next hops, so
+/// each hop is computed once per member.
+struct MemberLinks {
+    id: NodeId,
+    cfg: u32,
+    underlay: topology_core::mtu::UnderlayMtu,
+    /// (peer, public, protocol) → value.
+    seen: SmallVec<[(NodeId, bool, topology_core::vocab::Protocol, u32); 8]>,
+}
+
+impl MemberLinks {
+    fn new(s: &mut Solver<'_>, id: NodeId) -> Self {
+        Self {
+            id,
+            cfg: s.cfg_of(id),
+            underlay: s.underlay(id).0,
+            seen: SmallVec::new(),
+        }
+    }
+
+    fn value(&mut self, s: &mut Solver<'_>, h: &RemoteHop) -> u32 {
+        let key = (h.peer, h.public, h.protocol);
+        if let Some(x) = self.seen.iter().find(|x| (x.0, x.1, x.2) == key) {
+            return x.3;
+        }
+        let (ug, _) = s.underlay(h.peer);
+        // The outer family also depends on this member's own addresses on the link.
+        let o = overhead(h.protocol, s.net.link_ipv6_outer(self.id, h.peer, h.public));
+        let mut v = self.underlay.min(ug).minus_overhead(o).get();
+        if self.cfg > 0 {
+            v = v.min(self.cfg);
+        }
+        self.seen.push((h.peer, h.public, h.protocol, v));
+        v
     }
 }
 
@@ -377,18 +444,11 @@ fn remote_changes(
     pending: &mut Vec<Pending>,
 ) {
     let start = pending.len();
-    let cfg = s.cfg_of(id);
-    let (un, _) = s.underlay(id);
+    let mut own = MemberLinks::new(s, id);
     for r in routes {
         let mut links: Option<u32> = None;
         for h in &r.hops {
-            let (ug, _) = s.underlay(h.peer);
-            // The outer family also depends on this member's own addresses on the link.
-            let o = overhead(h.protocol, s.net.link_ipv6_outer(id, h.peer, h.public));
-            let mut v = un.min(ug).minus_overhead(o).get();
-            if cfg > 0 {
-                v = v.min(cfg);
-            }
+            let mut v = own.value(s, h);
             if let Some(c) = h.caps {
                 v = v.min(c);
             }
