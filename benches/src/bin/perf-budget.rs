@@ -891,6 +891,9 @@ fn dataplane(t: &mut Table, samples: usize) {
     }
 }
 
+/// Builds timed per decoded input in [`scale_costs`].
+const BUILDS_PER_DECODE: usize = 5;
+
 /// One fixture's costs per unit: decode per input byte, build per node, one node's resolve, and
 /// resolving `sample` nodes spread over the cluster on one solver, per value.
 #[derive(Default)]
@@ -926,10 +929,14 @@ struct ScaleSamples {
 }
 
 impl ScaleSamples {
-    fn decode_and_build(&mut self, f: &Fixture) {
+    fn decode(&mut self, f: &Fixture) -> Decoded {
         let (d, s) = timed(|| decode_text(&f.text));
         self.dec.push(s);
-        let (topo, s) = timed(|| build(&d));
+        d
+    }
+
+    fn build(&mut self, d: &Decoded) {
+        let (topo, s) = timed(|| build(d));
         self.bld.push(s);
         std::hint::black_box(topo);
     }
@@ -1001,8 +1008,17 @@ fn scale_costs<const N: usize>(
 ) -> [Scale; N] {
     let mut acc: [ScaleSamples; N] = std::array::from_fn(|_| ScaleSamples::default());
     for _ in 0..samples {
-        for (a, f) in acc.iter_mut().zip(fixtures) {
-            a.decode_and_build(f);
+        let decoded: Vec<Decoded> = acc
+            .iter_mut()
+            .zip(fixtures)
+            .map(|(a, f)| a.decode(f))
+            .collect();
+        // A build takes milliseconds, a decode up to a second: several builds per decode,
+        // interleaved, so the median of the short standard build is not left to three samples.
+        for _ in 0..BUILDS_PER_DECODE {
+            for (a, d) in acc.iter_mut().zip(&decoded) {
+                a.build(d);
+            }
         }
     }
     for i in 0..ONE_NODE_SAMPLES {
