@@ -293,7 +293,14 @@ impl Explanations {
     }
 
     fn combine(&mut self, children: &[ExplId], max: bool) -> Option<ExplId> {
-        let mut kids: SmallVec<[ExplId; 4]> = children.iter().copied().collect();
+        // Most calls combine one term, or the same term twice: nothing to make.
+        match children {
+            [] => return None,
+            [a] => return Some(*a),
+            [a, b] if a == b => return Some(*a),
+            _ => {}
+        }
+        let mut kids: SmallVec<[ExplId; 4]> = SmallVec::from_slice(children);
         kids.sort_unstable();
         kids.dedup();
         if kids.len() <= 1 {

@@ -304,7 +304,7 @@ impl Solver<'_> {
                     kind,
                     mtu,
                     // Node IDs order like names: `via` is already in output order.
-                    via: l.via.clone(),
+                    via: SmallVec::from_slice(&l.via),
                     distance: l.distance,
                     next_hops: next_hops.clone(),
                 })

@@ -159,12 +159,12 @@ impl Solver<'_> {
         known: Known<'_>,
     ) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
-        let originated: SmallVec<[Origin; 1]> = origins
-            .iter()
-            .copied()
-            .filter(|o| self.net.originates(g, o.dest))
-            .collect();
-        if !originated.is_empty() {
+        if origins.iter().any(|o| self.net.originates(g, o.dest)) {
+            let originated: SmallVec<[Origin; 1]> = origins
+                .iter()
+                .copied()
+                .filter(|o| self.net.originates(g, o.dest))
+                .collect();
             self.delivery_terms(g, &originated, &mut kids);
             return self.expl.min(&kids);
         }
@@ -287,11 +287,8 @@ impl Solver<'_> {
     /// next hop of the gateways one pool before `a`).
     fn reach_towards(&mut self, g: NodeId, pool: PoolId, o: Origin, a: PoolId) -> Option<ExplId> {
         let site = self.topo().node(g).site;
-        let kids: SmallVec<[ExplId; 2]> = [self.toward(pool, site, a), self.delivery(o, a)]
-            .into_iter()
-            .flatten()
-            .collect();
-        self.expl.min(&kids)
+        let (t, d) = (self.toward(pool, site, a), self.delivery(o, a));
+        self.min2(t, d)
     }
 
     /// The caps of the paths from a gateway of `pool` located in `site` towards origin pool
