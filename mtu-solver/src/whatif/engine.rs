@@ -128,7 +128,7 @@ impl RemoteRoute {
     /// The values a member has for this route: one per installed piece, and the published
     /// value on a gateway.
     fn items(&self) -> usize {
-        self.pieces.len() + usize::from(self.gateway)
+        self.pieces.len().saturating_add(usize::from(self.gateway))
     }
 }
 
@@ -189,11 +189,11 @@ pub(super) fn per_value_shared(
     let classes = remote_classes(s, &near_set, &prefixes, rest_before);
     // Every node in order (node IDs order like names), into a vector sized once: tens of
     // thousands of changes would otherwise be copied at every doubling.
-    let bound = near.values().map(Vec::len).sum::<usize>()
-        + t.nodes
-            .iter()
-            .map(|n| classes.changes_bound(n))
-            .sum::<usize>();
+    let bound = near
+        .values()
+        .map(Vec::len)
+        .chain(t.nodes.iter().map(|n| classes.changes_bound(n)))
+        .fold(0, usize::saturating_add);
     let mut pending: Vec<Pending> = Vec::with_capacity(bound);
     for (i, node) in t.nodes.iter().enumerate() {
         let id = NodeId::from_idx(i);
@@ -359,7 +359,12 @@ fn remote_classes(
                 pieces,
             });
         }
-        bounds.push(routes.iter().map(RemoteRoute::items).sum());
+        bounds.push(
+            routes
+                .iter()
+                .map(RemoteRoute::items)
+                .fold(0, usize::saturating_add),
+        );
         classes.push(routes);
     }
     RemoteClasses {
