@@ -12,27 +12,7 @@ use dataplane_linux::{
     Dataplane, DesiredState, HopProtocol, NetlinkKernel, NextHop, RouteSpec, Settings,
     TunnelDevice, TunnelKind,
 };
-
-/// A network namespace deleted on drop.
-struct Ns(String);
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
-
-fn sh(ns: &str, cmd: &str) -> Result<String, String> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns, "sh", "-c", cmd])
-        .output()
-        .map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!("{cmd}: {}", String::from_utf8_lossy(&out.stderr)))
-    }
-}
+use test_utils::netns::Ns;
 
 fn prefix(i: usize) -> String {
     format!("10.{}.{}.0/24", i / 256, i % 256)
@@ -124,26 +104,14 @@ pub fn route_mtu(n: usize, samples: usize) -> Result<RouteMtu, String> {
     if !is_root() {
         return Err("needs root (creates a network namespace)".into());
     }
-    let name = format!("umtu-perf-{}", std::process::id());
-    let added = Command::new("ip")
-        .args(["netns", "add", &name])
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if !added.status.success() {
-        return Err(format!(
-            "ip netns add failed: {}",
-            String::from_utf8_lossy(&added.stderr).trim()
-        ));
-    }
-    let ns = Ns(name);
-    sh(
-        &ns.0,
-        "ip link set lo up && ip link add eth0 type veth peer name eth0p && \
+    let ns = Ns::try_new("perf")?;
+    ns.check(
+        "ip link add eth0 type veth peer name eth0p && \
          ip addr add 192.168.0.1/24 dev eth0 && ip link set eth0 up && ip link set eth0p up",
     )
     .map_err(|e| format!("namespace setup failed: {e}"))?;
-    let path = std::path::PathBuf::from(format!("/run/netns/{}", ns.0));
-    let nsname = ns.0.clone();
+    let path = ns.path();
+    let nsname = ns.name.clone();
     let res = in_netns(&path, move || -> Result<RouteMtu, String> {
         let k = NetlinkKernel::new().map_err(|e| e.to_string())?;
         let mut dp = Dataplane::new(k, Settings::default());
@@ -174,12 +142,10 @@ pub fn route_mtu(n: usize, samples: usize) -> Result<RouteMtu, String> {
         Err(e) => return Err(format!("netns: {e}")),
     };
     let last = 1200 - u32::try_from(samples.saturating_sub(1)).unwrap_or(0) * 4;
-    out.verified = sh(
-        &ns.0,
-        &format!("ip route show table 100 | grep -c 'mtu {last}'"),
-    )
-    .ok()
-    .and_then(|s| s.trim().parse().ok())
-    .unwrap_or(0);
+    out.verified = ns
+        .check(&format!("ip route show table 100 | grep -c 'mtu {last}'"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
     Ok(out)
 }

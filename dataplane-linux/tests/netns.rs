@@ -6,7 +6,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{Ns, ip, route, vx, vx_to, vxlan_state};
+use common::{InNs, Ns, ip, route, vx, vx_to, vxlan_state};
 use dataplane_linux::model::{Op, ReadScope};
 use dataplane_linux::{
     DesiredState, ErrorKind, Fabric, HopProtocol, Kernel, NextHop, PodSpec, RouteSpec, Settings,

@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{Ns, route, vx, vxlan_state};
+use common::{InNs, Ns, route, vx, vxlan_state};
 use dataplane_linux::model::{Hop, Op, Route};
 use dataplane_linux::{DesiredState, Error, Kernel, Settings};
 

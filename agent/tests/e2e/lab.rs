@@ -7,9 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+pub use test_utils::netns::Ns;
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
@@ -17,122 +19,14 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_unbounded-mtu")
 }
 
-/// Whether the end-to-end test can run here; prints the reason when not.
+/// Whether the end-to-end test can run here (root, network namespaces, `ip` and `ping`, a
+/// flow-based VXLAN device); prints the reason when not.
 pub fn can_run(test: &str) -> bool {
-    let uid = Command::new("id").arg("-u").output();
-    if !matches!(&uid, Ok(o) if String::from_utf8_lossy(&o.stdout).trim() == "0") {
-        println!("SKIP {test}: not running as root");
-        return false;
-    }
-    for tool in ["ip", "ping"] {
-        if Command::new(tool).arg("-V").output().is_err() {
-            println!("SKIP {test}: `{tool}` is not installed");
-            return false;
-        }
-    }
-    let probe = format!(
-        "ue2e{}p{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    );
-    let ok = Command::new("ip")
-        .args(["netns", "add", &probe])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("SKIP {test}: cannot create a network namespace (ip netns add failed)");
-        return false;
-    }
-    let vxlan = Command::new("ip")
-        .args([
-            "-n",
-            &probe,
-            "link",
-            "add",
-            "umtuprobe",
-            "type",
-            "vxlan",
-            "external",
-            "dstport",
-            "4789",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let _ = Command::new("ip").args(["netns", "del", &probe]).output();
-    if !vxlan {
-        println!("SKIP {test}: this kernel cannot create a flow-based VXLAN device");
-        return false;
-    }
-    true
-}
-
-/// A network namespace created with `ip netns add`, deleted on drop.
-pub struct Ns {
-    pub name: String,
-}
-
-impl Ns {
-    pub fn new(tag: &str) -> Ns {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let name = format!("ue2e{}-{n}-{tag}", std::process::id());
-        let out = Command::new("ip")
-            .args(["netns", "add", &name])
-            .output()
-            .expect("run ip");
-        assert!(out.status.success(), "ip netns add {name}: {out:?}");
-        let ns = Ns { name };
-        ns.sh("ip link set lo up");
-        ns
-    }
-
-    pub fn path(&self) -> PathBuf {
-        PathBuf::from(format!("/run/netns/{}", self.name))
-    }
-
-    /// `sh -c cmd` inside the namespace; panics on failure.
-    pub fn sh(&self, cmd: &str) -> String {
-        let out = self.try_sh(cmd);
-        assert!(
-            out.status.success(),
-            "[{}] {cmd}: {}{}",
-            self.name,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub fn try_sh(&self, cmd: &str) -> Output {
-        Command::new("ip")
-            .args(["netns", "exec", &self.name, "sh", "-c", cmd])
-            .output()
-            .expect("run ip netns exec")
-    }
-
-    /// `ip -n NAME ARGS...` (no shell); stdout, or panics.
-    pub fn ip(&self, args: &[&str]) -> String {
-        let out = Command::new("ip")
-            .arg("-n")
-            .arg(&self.name)
-            .args(args)
-            .output()
-            .expect("run ip");
-        assert!(
-            out.status.success(),
-            "[{}] ip {args:?}: {}",
-            self.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .output();
-    }
+    use test_utils::netns::Need;
+    test_utils::netns::can_run(
+        test,
+        &[Need::Tool("ip"), Need::Tool("ping"), Need::FlowVxlan],
+    )
 }
 
 /// How long an agent may take to bring its node to what `resolve` computes.

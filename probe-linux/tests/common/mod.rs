@@ -1,107 +1,14 @@
-//! Helpers for the real-kernel tests: private network namespaces with a Drop guard, and the
-//! lab of `netns.rs` (two nodes, two routers with a narrower link between them, routers that
-//! send no ICMP errors).
+//! Helpers for the real-kernel tests: whether they can run here, and the lab of `netns.rs`
+//! (two nodes, two routers with a narrower link between them, routers that send no ICMP
+//! errors).
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A network namespace created with `ip netns add`, deleted on drop.
-pub struct Ns {
-    pub name: String,
-}
-
-impl Ns {
-    pub fn new(tag: &str) -> Ns {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let name = format!("pl{}-{n}-{tag}", std::process::id());
-        let out = Command::new("ip")
-            .args(["netns", "add", &name])
-            .output()
-            .expect("run ip");
-        assert!(out.status.success(), "ip netns add {name}: {out:?}");
-        let ns = Ns { name };
-        ns.sh("ip link set lo up");
-        ns
-    }
-
-    pub fn path(&self) -> PathBuf {
-        PathBuf::from(format!("/run/netns/{}", self.name))
-    }
-
-    /// Runs `sh -c cmd` inside the namespace; panics on failure.
-    pub fn sh(&self, cmd: &str) -> String {
-        let out = self.try_sh(cmd);
-        assert!(
-            out.status.success(),
-            "[{}] {cmd}: {}{}",
-            self.name,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Runs `sh -c cmd` inside the namespace; on failure returns what it printed.
-    pub fn check(&self, cmd: &str) -> Result<(), String> {
-        let out = self.try_sh(cmd);
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "[{}] {cmd}: {}",
-                self.name,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
-    }
-
-    pub fn try_sh(&self, cmd: &str) -> Output {
-        Command::new("ip")
-            .args(["netns", "exec", &self.name, "sh", "-c", cmd])
-            .output()
-            .expect("run ip netns exec")
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .output();
-    }
-}
+pub use test_utils::netns::Ns;
 
 /// Whether real-kernel tests can run here (root, network namespaces); prints the reason when
 /// not.
 pub fn can_run(test: &str) -> bool {
-    let uid = Command::new("id").arg("-u").output();
-    match uid {
-        Ok(o) if String::from_utf8_lossy(&o.stdout).trim() == "0" => {}
-        _ => {
-            println!("SKIP {test}: not running as root");
-            return false;
-        }
-    }
-    let probe = format!(
-        "pl{}-{}-can",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    );
-    let ok = Command::new("ip")
-        .args(["netns", "add", &probe])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    let _ = Command::new("ip").args(["netns", "del", &probe]).output();
-    if !ok {
-        println!("SKIP {test}: cannot create a network namespace (ip netns add failed)");
-        return false;
-    }
-    true
+    test_utils::netns::can_run(test, &[])
 }
 
 /// Skips the calling test with a reason when real-kernel tests cannot run.
