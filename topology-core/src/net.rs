@@ -1546,7 +1546,7 @@ fn order_key(p: &IpNet) -> (bool, u128, u8) {
 }
 
 /// Output order of prefixes: IPv4 before IPv6, then network address, then prefix length.
-/// Inlined into the callers' sorts and merges, in other crates too: it is their comparison.
+/// Inlined into the sorts and searches that compare with it, in other crates too.
 #[inline]
 pub fn prefix_order(a: &IpNet, b: &IpNet) -> std::cmp::Ordering {
     // Same order as (family, network address, prefix length), without building `IpAddr`s.

@@ -159,12 +159,13 @@ impl Solver<'_> {
         known: Known<'_>,
     ) -> Option<ExplId> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
-        if origins.iter().any(|o| self.net.originates(g, o.dest)) {
-            let originated: SmallVec<[Origin; 1]> = origins
-                .iter()
-                .copied()
-                .filter(|o| self.net.originates(g, o.dest))
-                .collect();
+        let mut originated: SmallVec<[Origin; 1]> = SmallVec::new();
+        for o in origins {
+            if self.net.originates(g, o.dest) {
+                originated.push(*o);
+            }
+        }
+        if !originated.is_empty() {
             self.delivery_terms(g, &originated, &mut kids);
             return self.expl.min(&kids);
         }

@@ -390,7 +390,8 @@ impl RemoteClasses {
         self.routes.get(*i).map(Vec::as_slice)
     }
 
-    /// The most changes a member of `node`'s class can have (0 for a near node).
+    /// The most changes a member of `node`'s class can have (0 when no class of remote nodes
+    /// has its key).
     fn changes_bound(&self, node: &NodeInfo) -> usize {
         self.index
             .get(&class_key(node))
