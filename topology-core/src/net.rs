@@ -720,7 +720,11 @@ impl<'t> Net<'t> {
     pub fn link_peers(&self, n: NodeId) -> Vec<(NodeId, LinkKind)> {
         let topo = self.topo;
         let node = topo.node(n);
-        let mut out: Vec<(NodeId, LinkKind)> = Vec::new();
+        // The peers come from a few member lists (a gateway's: thousands of workers): the lists
+        // are gathered first, so the output is allocated once at its size. Lists that may name
+        // `n` itself (its Site's workers, its pool's gateways) are of kinds `Mesh` and
+        // `PoolMesh`.
+        let mut lists: SmallVec<[(&[NodeId], LinkKind); 8]> = SmallVec::new();
         match node.role {
             Role::Worker => {
                 let s = node.site;
@@ -737,36 +741,32 @@ impl<'t> Net<'t> {
                 sites.sort_unstable();
                 sites.dedup();
                 for t in sites {
-                    out.extend(
-                        topo.workers_of(t)
-                            .iter()
-                            .filter(|w| **w != n)
-                            .map(|w| (*w, LinkKind::Mesh)),
-                    );
+                    lists.push((topo.workers_of(t), LinkKind::Mesh));
                 }
                 for p in self.assigned(s) {
-                    out.extend(topo.pool(p).gateways.iter().map(|g| (*g, LinkKind::Uplink)));
+                    lists.push((&topo.pool(p).gateways, LinkKind::Uplink));
                 }
             }
             Role::Gateway(p) => {
                 for s in self.served_sites(p) {
-                    out.extend(topo.workers_of(*s).iter().map(|w| (*w, LinkKind::Delivery)));
+                    lists.push((topo.workers_of(*s), LinkKind::Delivery));
                 }
-                out.extend(
-                    topo.pool(p)
-                        .gateways
-                        .iter()
-                        .filter(|g| **g != n)
-                        .map(|g| (*g, LinkKind::PoolMesh)),
-                );
+                lists.push((&topo.pool(p).gateways, LinkKind::PoolMesh));
                 for q in self.peered_pools(p) {
-                    out.extend(
-                        topo.pool(q)
-                            .gateways
-                            .iter()
-                            .map(|g| (*g, LinkKind::Transit)),
-                    );
+                    lists.push((&topo.pool(q).gateways, LinkKind::Transit));
                 }
+            }
+        }
+        let len = lists
+            .iter()
+            .map(|(l, _)| l.len())
+            .fold(0, usize::saturating_add);
+        let mut out: Vec<(NodeId, LinkKind)> = Vec::with_capacity(len);
+        for (list, kind) in lists {
+            if matches!(kind, LinkKind::Mesh | LinkKind::PoolMesh) {
+                out.extend(list.iter().filter(|m| **m != n).map(|m| (*m, kind)));
+            } else {
+                out.extend(list.iter().map(|m| (*m, kind)));
             }
         }
         out.sort_unstable();

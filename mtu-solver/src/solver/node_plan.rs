@@ -7,7 +7,6 @@ use crate::explain::{ExplId, Leaf};
 use crate::plan::*;
 use ipnet::IpNet;
 use smallvec::SmallVec;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -152,7 +151,8 @@ impl Solver<'_> {
     /// carried as a pod CIDR by one link and as an address by another (which only overlapping
     /// input makes) is a `NodePod` route.
     fn direct_routes(&mut self, links: &[LinkPlan], mut direct: Vec<Direct>) -> Vec<RoutePlan> {
-        let mut routes: Vec<RoutePlan> = Vec::new();
+        // At most one route per direct route (a gateway has thousands).
+        let mut routes: Vec<RoutePlan> = Vec::with_capacity(direct.len());
         direct.sort_by(|a, b| {
             prefix_order(&a.0, &b.0)
                 .then(a.1.cmp(&b.1))
@@ -165,24 +165,18 @@ impl Solver<'_> {
             let (dest, ty) = (IpNetKey(*dest), *ty);
             let mut idxs: SmallVec<[usize; 2]> = group.iter().map(|(_, _, i)| *i).collect();
             idxs.dedup();
+            let carrying: SmallVec<[&LinkPlan; 2]> =
+                idxs.iter().filter_map(|i| links.get(*i)).collect();
             let v6 = matches!(dest.0, IpNet::V6(_));
-            let kids: SmallVec<[ExplId; 4]> = idxs
-                .iter()
-                .filter_map(|i| links.get(*i).map(|l| l.mtu.expl))
-                .collect();
+            let kids: SmallVec<[ExplId; 4]> = carrying.iter().map(|l| l.mtu.expl).collect();
             let Some(e) = self.expl.min(&kids) else {
                 continue;
             };
-            let mut via: SmallVec<[NodeId; 4]> = idxs
-                .iter()
-                .filter_map(|i| links.get(*i).map(|l| l.peer))
-                .collect();
+            let mut via: SmallVec<[NodeId; 4]> = carrying.iter().map(|l| l.peer).collect();
             via.sort_unstable();
-            let next_hops: std::sync::Arc<[NextHop]> = idxs
-                .iter()
-                .filter_map(|i| links.get(*i))
-                .map(|l| self.next_hop(l, v6))
-                .collect();
+            // From an iterator of known length: the slice is allocated once, in place.
+            let next_hops: std::sync::Arc<[NextHop]> =
+                carrying.iter().map(|l| self.next_hop(l, v6)).collect();
             routes.push(RoutePlan {
                 destination: dest.0,
                 advertised: dest.0,
@@ -332,7 +326,10 @@ impl Solver<'_> {
         mut kept: Option<&mut Replan>,
     ) -> Vec<DevicePlan> {
         let topo = self.topo();
-        let mut dev_links: BTreeMap<DeviceRef, (Protocol, SmallVec<[ExplId; 4]>)> = BTreeMap::new();
+        // The links each device carries, as (link, its term) grouped by device: one stable
+        // sort of a vector sized once, rather than a map of growing lists (a gateway's shared
+        // device carries thousands of links). Within a device the links keep their order.
+        let mut carried: Vec<(&LinkPlan, ExplId)> = Vec::with_capacity(links.len());
         for l in links {
             if l.device == DeviceRef::Underlay {
                 continue;
@@ -344,18 +341,19 @@ impl Solver<'_> {
                     .or_insert_with(|| self.expl.link(n, l.peer, l.mtu.expl)),
                 None => self.expl.link(n, l.peer, l.mtu.expl),
             };
-            dev_links
-                .entry(l.device.clone())
-                .or_insert_with(|| (l.protocol, SmallVec::new()))
-                .1
-                .push(leaf);
+            carried.push((l, leaf));
         }
+        carried.sort_by(|a, b| a.0.device.cmp(&b.0.device));
         let mut devices: Vec<DevicePlan> = Vec::new();
-        for (device, (protocol, kids)) in dev_links {
+        for group in carried.chunk_by(|a, b| a.0.device == b.0.device) {
+            let Some((first, _)) = group.first() else {
+                continue;
+            };
+            let kids: SmallVec<[ExplId; 4]> = group.iter().map(|(_, leaf)| *leaf).collect();
             if let Some(e) = self.expl.max(&kids) {
                 devices.push(DevicePlan {
-                    device,
-                    protocol,
+                    device: first.device.clone(),
+                    protocol: first.protocol,
                     mtu: Value {
                         mtu: self.expl.value(e),
                         expl: e,
