@@ -4,6 +4,14 @@ use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 use unbounded_mtu::{agent, cli, common, explain, graph, probe, resolve, whatif};
 
+/// mimalloc rather than the C library's malloc: a resolve makes millions of small allocations
+/// beside a large explanation arena, and glibc's malloc spent up to a fifth of a what-if
+/// searching its fragmented bins (`docs/performance.md`, "The allocator"). The DaemonSet sets
+/// its memory settings (`deploy/daemonset.yaml`); the benchmark binaries count allocations over
+/// the same allocator (`benches/src/alloc.rs`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let matches = cli::Cli::command().get_matches();
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());

@@ -156,18 +156,23 @@ fn settings_and_environment_name_only_what_the_agent_reads() {
             .map(|o| o["metadata"]["name"].clone())
             .unwrap_or_default()
     );
-    // The one variable for the C library, not the agent: glibc's malloc arenas.
-    let (libc_env, agent_env): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = c["env"]
-        .as_array()
-        .expect("env")
-        .iter()
-        .partition(|e| e["name"] == "MALLOC_ARENA_MAX");
+    // The variables for the allocator, not the agent: the ones `perf-budget` measures the
+    // agent's memory with (`benches/src/memory.rs`).
+    let (alloc_env, agent_env): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) =
+        c["env"].as_array().expect("env").iter().partition(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("MIMALLOC_"))
+        });
     assert_eq!(
-        libc_env
+        alloc_env
             .iter()
-            .map(|e| e["value"].as_str())
+            .map(|e| (e["name"].as_str(), e["value"].as_str()))
             .collect::<Vec<_>>(),
-        [Some("2")]
+        [
+            (Some("MIMALLOC_PURGE_DELAY"), Some("0")),
+            (Some("MIMALLOC_ARENA_EAGER_COMMIT"), Some("0"))
+        ]
     );
     let env: Vec<(&str, &str)> = agent_env
         .into_iter()

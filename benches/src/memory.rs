@@ -1,10 +1,18 @@
 //! The node agent's peak resident memory on a generated cluster: the release binary run as the
-//! DaemonSet runs it (`MALLOC_ARENA_MAX=2`) with `--manifests FILE --dry-run --once` for one
-//! worker, its peak read from `/proc/PID/status` (`VmHWM`) while it runs.
+//! DaemonSet runs it (its allocator's settings, [`DAEMONSET_ENV`]) with
+//! `--manifests FILE --dry-run --once` for one worker, its peak read from `/proc/PID/status`
+//! (`VmHWM`) while it runs.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The allocator's settings `deploy/daemonset.yaml` gives the agent (its test checks the
+/// manifest holds these): freed memory returned at once, arenas committed as they fill.
+pub const DAEMONSET_ENV: [(&str, &str); 2] = [
+    ("MIMALLOC_PURGE_DELAY", "0"),
+    ("MIMALLOC_ARENA_EAGER_COMMIT", "0"),
+];
 
 /// What one run of the agent measured.
 #[derive(Clone, Copy, Debug)]
@@ -63,7 +71,7 @@ fn run_and_watch(
             "--listen",
             "127.0.0.1:0",
         ])
-        .env("MALLOC_ARENA_MAX", "2")
+        .envs(DAEMONSET_ENV)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null())

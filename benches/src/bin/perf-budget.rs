@@ -831,8 +831,8 @@ fn peering_size(
 }
 
 /// The agent's peak resident memory, one worker, `--manifests --dry-run --once` as the
-/// DaemonSet runs it (`MALLOC_ARENA_MAX=2`): the standard cluster as information, the hyperscale
-/// one judged.
+/// DaemonSet runs it (its allocator settings): the standard cluster as information, the
+/// hyperscale one judged.
 fn memory(t: &mut Table, std: &Fixture, hyper: &Fixture) {
     const FIG: &str = "agent peak resident memory, hyperscale-65000, one worker";
     const BUDGET: &str = "≤ 64 MiB";
@@ -852,8 +852,11 @@ fn memory(t: &mut Table, std: &Fixture, hyper: &Fixture) {
             BUDGET,
             p.bytes <= 64 * 1024 * 1024,
             format!(
-                "--manifests ({:.1} MB of YAML) --dry-run --once, MALLOC_ARENA_MAX=2, {} wall",
+                "--manifests ({:.1} MB of YAML) --dry-run --once, {}, {} wall",
                 hyper.text.len() as f64 / 1e6,
+                benches::memory::DAEMONSET_ENV
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .join(" "),
                 ms(p.took)
             ),
         ),
