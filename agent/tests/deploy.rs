@@ -157,21 +157,26 @@ fn settings_and_environment_name_only_what_the_agent_reads() {
             .unwrap_or_default()
     );
     // The variables for the allocator, not the agent: the ones `perf-budget` measures the
-    // agent's memory with (`benches/src/memory.rs`).
-    let (alloc_env, agent_env): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) =
-        c["env"].as_array().expect("env").iter().partition(|e| {
-            e["name"]
+    // agent's memory with (`benches::memory::DAEMONSET_ENV`).
+    let agent_env: Vec<&serde_json::Value> = c["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter(|e| {
+            !e["name"]
                 .as_str()
                 .is_some_and(|n| n.starts_with("MIMALLOC_"))
-        });
+        })
+        .collect();
+    let alloc_env = support::daemonset_allocator_env();
     assert_eq!(
         alloc_env
             .iter()
-            .map(|e| (e["name"].as_str(), e["value"].as_str()))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect::<Vec<_>>(),
         [
-            (Some("MIMALLOC_PURGE_DELAY"), Some("0")),
-            (Some("MIMALLOC_ARENA_EAGER_COMMIT"), Some("0"))
+            ("MIMALLOC_PURGE_DELAY", "0"),
+            ("MIMALLOC_ARENA_EAGER_COMMIT", "0")
         ]
     );
     let env: Vec<(&str, &str)> = agent_env

@@ -154,10 +154,8 @@ async fn measure(mock: &Mock, full: &Value, label: &str) -> (u64, u64, u64) {
         .arg(&kc)
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .env("RUST_LOG", "warn")
-        // The allocator's settings as deploy/daemonset.yaml gives them (tests/deploy.rs checks
-        // the manifest holds these).
-        .env("MIMALLOC_PURGE_DELAY", "0")
-        .env("MIMALLOC_ARENA_EAGER_COMMIT", "0")
+        // The allocator's settings, read from deploy/daemonset.yaml.
+        .envs(support::daemonset_allocator_env())
         .env_remove("POD_NAME")
         .env_remove("POD_NAMESPACE")
         .stdout(std::process::Stdio::null())

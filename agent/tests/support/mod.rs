@@ -950,6 +950,27 @@ pub fn deploy_objects() -> Vec<Value> {
     out
 }
 
+/// The allocator's variables the DaemonSet gives the agent (`MIMALLOC_*`), in manifest order:
+/// tests that measure the agent run it with them, as the DaemonSet does.
+pub fn daemonset_allocator_env() -> Vec<(String, String)> {
+    let objects = deploy_objects();
+    let ds = objects
+        .iter()
+        .find(|o| o["kind"] == "DaemonSet")
+        .expect("a DaemonSet");
+    ds["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter_map(|e| {
+            let name = e["name"].as_str()?;
+            let value = e["value"].as_str()?;
+            name.starts_with("MIMALLOC_")
+                .then(|| (name.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
 /// What RBAC sees of a recorded request: API group, namespace, resource and verb.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ApiRequest {
