@@ -291,6 +291,9 @@ pub struct Net<'t> {
     gpp: RefCell<FxHashMap<(PoolId, PoolId), PairCaps>>,
     served: OnceCell<Vec<SmallVec<[SiteId; 4]>>>,
     gateway_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
+    /// Per Site, the distinct pools with a gateway located in it, sorted (the inverse of
+    /// `gateway_sites`: a destination's searches ask it without reading the gateways' nodes).
+    site_gateway_pools: OnceCell<Vec<SmallVec<[PoolId; 2]>>>,
     transit: RefCell<FxHashMap<PoolId, TransitPeers>>,
     /// Member Sites of each SitePeering that host gateways (gateway-only index, built lazily).
     peering_gw_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
@@ -339,6 +342,7 @@ impl<'t> Net<'t> {
             gpp: RefCell::default(),
             served: OnceCell::new(),
             gateway_sites: OnceCell::new(),
+            site_gateway_pools: OnceCell::new(),
             transit: RefCell::default(),
             peering_gw_sites: OnceCell::new(),
             classes: OnceCell::new(),
@@ -362,6 +366,7 @@ impl<'t> Net<'t> {
         self.topo.prefixes.get().is_some()
             || self.served.get().is_some()
             || self.gateway_sites.get().is_some()
+            || self.site_gateway_pools.get().is_some()
             || !self.transit.borrow().is_empty()
             || self.peering_gw_sites.get().is_some()
             || self.classes.get().is_some()
@@ -905,6 +910,31 @@ impl<'t> Net<'t> {
                 })
                 .collect()
         })
+    }
+
+    /// The distinct Sites where pool `p`'s gateways are located, sorted.
+    pub fn gateway_sites_of(&self, p: PoolId) -> &[SiteId] {
+        self.pool_gateway_sites()
+            .get(p.idx())
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// The distinct pools with a gateway located in Site `s`, sorted: read from the pools'
+    /// gateway Sites, so a destination's searches do not read the nodes of its gateways (tens
+    /// of thousands of nodes at hyperscale, each on its own cache lines).
+    pub(crate) fn gateway_pools_in(&self, s: SiteId) -> &[PoolId] {
+        let all = self.site_gateway_pools.get_or_init(|| {
+            let mut out: Vec<SmallVec<[PoolId; 2]>> = vec![SmallVec::new(); self.topo.sites.len()];
+            for (pi, sites) in self.pool_gateway_sites().iter().enumerate() {
+                for x in sites {
+                    if let Some(v) = out.get_mut(x.idx()) {
+                        v.push(PoolId::from_idx(pi));
+                    }
+                }
+            }
+            out
+        });
+        all.get(s.idx()).map_or(&[], |v| v.as_slice())
     }
 
     /// The member Sites of SitePeering `r` where gateways are located, sorted (gateway-only

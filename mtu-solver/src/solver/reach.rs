@@ -258,15 +258,24 @@ impl Solver<'_> {
         kids: &mut SmallVec<[ExplId; 8]>,
     ) {
         let gn = self.topo().node(g);
-        let Some(pool) = gn.pool() else {
-            return;
-        };
+        if let Some(pool) = gn.pool() {
+            self.delivery_terms_at(gn.site, pool, originated, kids);
+        }
+    }
+
+    /// [`Solver::delivery_terms`] of a gateway of `pool` located in `site` (the terms depend on
+    /// the gateway's class alone).
+    fn delivery_terms_at(
+        &mut self,
+        site: SiteId,
+        pool: PoolId,
+        originated: &[Origin],
+        kids: &mut SmallVec<[ExplId; 8]>,
+    ) {
         for o in originated {
             match o.dest {
                 Dest::Site(d) => {
-                    if let Some(c) =
-                        self.edge_caps(LinkKind::Delivery, d, gn.site, Some(pool), None)
-                    {
+                    if let Some(c) = self.edge_caps(LinkKind::Delivery, d, site, Some(pool), None) {
                         kids.push(c);
                     }
                 }
@@ -274,7 +283,7 @@ impl Solver<'_> {
                     if let Some(c) = self.cap_leaf(ObjRef::Pool(o)) {
                         kids.push(c);
                     }
-                    if let Some(c) = self.comp_leaf(gn.site) {
+                    if let Some(c) = self.comp_leaf(site) {
                         kids.push(c);
                     }
                 }
@@ -299,24 +308,15 @@ impl Solver<'_> {
         if let Some(x) = self.toward_memo.get(pool, site, a.idx()) {
             return x;
         }
-        let topo = self.topo();
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
-        let mut last: Option<(Option<PoolId>, SiteId)> = None;
-        for h in self.net.via_toward(pool, a) {
-            let hn = topo.node(h);
-            // A next hop of the same gateway class (pool and Site) as the one before has the
-            // same edge caps and the same paths on.
-            if last == Some((hn.pool(), hn.site)) {
-                continue;
-            }
-            last = Some((hn.pool(), hn.site));
-            if let Some(c) = self.edge_caps(LinkKind::Transit, site, hn.site, Some(pool), hn.pool())
-            {
+        // The next hops of one gateway class (pool and Site) have the same edge caps and the
+        // same paths on: each class is walked once.
+        for (q, x) in self.net.classes_toward(pool, a) {
+            if let Some(c) = self.edge_caps(LinkKind::Transit, site, x, Some(pool), Some(q)) {
                 kids.push(c);
             }
-            if let Some(q) = hn.pool()
-                && q != a
-                && let Some(c) = self.toward(q, hn.site, a)
+            if q != a
+                && let Some(c) = self.toward(q, x, a)
             {
                 kids.push(c);
             }
@@ -333,15 +333,10 @@ impl Solver<'_> {
         if let Some(x) = self.deliveries.get(&(o.dest, a)) {
             return *x;
         }
-        let topo = self.topo();
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
-        let mut sites: SmallVec<[SiteId; 4]> = SmallVec::new();
-        for h in &topo.pool(a).gateways {
-            let site = topo.node(*h).site;
-            if !sites.contains(&site) {
-                sites.push(site);
-                self.delivery_terms(*h, &[o], &mut kids);
-            }
+        let sites: SmallVec<[SiteId; 4]> = SmallVec::from_slice(self.net.gateway_sites_of(a));
+        for site in sites {
+            self.delivery_terms_at(site, a, &[o], &mut kids);
         }
         let r = self.expl.min(&kids);
         self.deliveries.insert((o.dest, a), r);

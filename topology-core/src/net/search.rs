@@ -210,7 +210,7 @@ impl Net<'_> {
 
     /// The pools other than the origins with a gateway located where a destination class's hop
     /// lists are dropped (the destination Site itself, and for node CIDRs the Sites
-    /// network-peered with it), sorted. Costs the gateways of those Sites, not the pools.
+    /// network-peered with it), sorted. Costs the pools located in those Sites, not every pool.
     fn dropping_pools(&self, class: (Dest, bool), origins: &[PoolId]) -> SmallVec<[PoolId; 2]> {
         let Dest::Site(d) = class.0 else {
             return SmallVec::new();
@@ -219,9 +219,9 @@ impl Net<'_> {
         let mut out: SmallVec<[PoolId; 2]> = SmallVec::new();
         let mut add_located_in = |s: SiteId| {
             out.extend(
-                topo.gateways_in(s)
+                self.gateway_pools_in(s)
                     .iter()
-                    .filter_map(|g| topo.node(*g).pool())
+                    .copied()
                     .filter(|p| !origins.contains(p)),
             );
         };

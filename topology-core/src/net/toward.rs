@@ -12,9 +12,9 @@
 //! trace covers a pool, a new one is rooted there; past a few roots per origin pool (one solver
 //! resolving many nodes), the origin pool's own search is made and used instead.
 
-use super::search::{UNREACHED, is_marked};
+use super::search::{Searches, UNREACHED, is_marked};
 use super::{GatewayClass, Net, Origin};
-use crate::ids::{NodeId, PoolId};
+use crate::ids::{NodeId, PoolId, SiteId};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -97,68 +97,62 @@ impl Net<'_> {
 
     /// The next hops of a gateway of pool `p` towards origin pool `a` (see
     /// [`Net::directing_origins`]): the gateways of the pools peered with `p` one pool nearer to
-    /// `a`, sorted (empty when `p` is `a` or does not reach it). Read from `a`'s own search when
-    /// made, else from a trace whose paths pass through `p`, else from a new trace rooted at `p`
-    /// (or past a few roots, from `a`'s own search, made now).
+    /// `a`, sorted (empty when `p` is `a` or does not reach it).
     pub fn via_toward(&self, p: PoolId, a: PoolId) -> SmallVec<[NodeId; 4]> {
-        if p == a || self.topo.pool(p).gateways.is_empty() {
-            return SmallVec::new();
-        }
-        let peers = self.transit_peers(p);
-        let mut out = match self.known_next_hops(p, a, &peers) {
-            Some(out) => out,
-            None => {
-                if self.traces_of(a) >= MAX_TRACES {
-                    self.search_from(a, &[]);
-                } else {
-                    self.new_trace(p, a);
-                }
-                self.known_next_hops(p, a, &peers).unwrap_or_default()
-            }
-        };
+        let mut out: SmallVec<[NodeId; 4]> = SmallVec::new();
+        self.for_each_class_toward(p, a, |c| out.extend(c.gateways.iter().copied()));
         out.sort_unstable();
         out.dedup();
         out
     }
 
-    /// `p`'s next hops towards `a` among its transit `peers`, when `a`'s own search or a trace
-    /// through `p` tells them (`None`: neither does).
-    fn known_next_hops(
+    /// The gateway classes (pool, Site) of [`Net::via_toward`]'s next hops, each once: what a
+    /// walk that depends on a next hop's pool and Site alone asks, without reading the nodes
+    /// of the gateways.
+    pub fn classes_toward(&self, p: PoolId, a: PoolId) -> SmallVec<[(PoolId, SiteId); 4]> {
+        let mut out: SmallVec<[(PoolId, SiteId); 4]> = SmallVec::new();
+        self.for_each_class_toward(p, a, |c| out.push((c.pool, c.site)));
+        out
+    }
+
+    /// Calls `f` with each class of `p`'s transit peers one pool nearer to `a`. Read from `a`'s
+    /// own search when made, else from a trace whose paths pass through `p`, else from a new
+    /// trace rooted at `p` (or past a few roots, from `a`'s own search, made now).
+    fn for_each_class_toward(&self, p: PoolId, a: PoolId, mut f: impl FnMut(&GatewayClass)) {
+        if p == a || self.topo.pool(p).gateways.is_empty() {
+            return;
+        }
+        let peers = self.transit_peers(p);
+        if !self.known_next_classes(p, a, &peers, &mut f) {
+            if self.traces_of(a) >= MAX_TRACES {
+                self.search_from(a, &[]);
+            } else {
+                self.new_trace(p, a);
+            }
+            self.known_next_classes(p, a, &peers, &mut f);
+        }
+    }
+
+    /// Calls `f` with each of `p`'s transit `peers` one pool nearer to `a`, when `a`'s own
+    /// search or a trace through `p` tells them; false when neither does. `f` runs while the
+    /// searches are borrowed: it must not search.
+    fn known_next_classes(
         &self,
         p: PoolId,
         a: PoolId,
         peers: &[GatewayClass],
-    ) -> Option<SmallVec<[NodeId; 4]>> {
+        f: &mut impl FnMut(&GatewayClass),
+    ) -> bool {
         let memo = self.searches.borrow();
-        let step = match memo.open_search(a) {
-            Some(search) => search
-                .get(p.idx())
-                .copied()
-                .filter(|k| *k != UNREACHED && *k > 1)
-                .map(|k| Step::Origin {
-                    search,
-                    want: k.saturating_sub(1),
-                }),
-            None => {
-                let trace = memo
-                    .traces
-                    .get(a.idx())?
-                    .iter()
-                    .find(|t| is_marked(&t.marks, p.0))?;
-                trace
-                    .from_root
-                    .get(p.idx())
-                    .and_then(|k| k.checked_add(1))
-                    .map(|want| Step::Traced { trace, want })
-            }
+        let Some(step) = step_toward(&memo, p, a) else {
+            return false;
         };
-        Some(step.map_or_else(SmallVec::new, |step| {
-            peers
-                .iter()
-                .filter(|c| step.is_next(c.pool))
-                .flat_map(|c| c.gateways.iter().copied())
-                .collect()
-        }))
+        if let Some(step) = step {
+            for c in peers.iter().filter(|c| step.is_next(c.pool)) {
+                f(c);
+            }
+        }
+        true
     }
 
     fn traces_of(&self, a: PoolId) -> usize {
@@ -181,6 +175,37 @@ impl Net<'_> {
         }
         if let Some(ts) = memo.traces.get_mut(a.idx()) {
             ts.push(trace);
+        }
+    }
+}
+
+/// How to tell `p`'s next hops towards `a` from the searches made so far: `None` when neither
+/// `a`'s own search nor a trace through `p` is there, `Some(None)` when `p` has none.
+fn step_toward(memo: &Searches, p: PoolId, a: PoolId) -> Option<Option<Step<'_>>> {
+    match memo.open_search(a) {
+        Some(search) => Some(
+            search
+                .get(p.idx())
+                .copied()
+                .filter(|k| *k != UNREACHED && *k > 1)
+                .map(|k| Step::Origin {
+                    search,
+                    want: k.saturating_sub(1),
+                }),
+        ),
+        None => {
+            let trace = memo
+                .traces
+                .get(a.idx())?
+                .iter()
+                .find(|t| is_marked(&t.marks, p.0))?;
+            Some(
+                trace
+                    .from_root
+                    .get(p.idx())
+                    .and_then(|k| k.checked_add(1))
+                    .map(|want| Step::Traced { trace, want }),
+            )
         }
     }
 }
