@@ -860,27 +860,19 @@ impl<'t> Net<'t> {
                     ));
                 }
             }
-            // Sorted by `prefix_order`, then origin, then as listed (what a stable sort by the
-            // first two gives), on plain keys: thousands of prefixes.
-            let mut keyed: Vec<((bool, u128, u8), Origin, usize)> = all
-                .iter()
-                .enumerate()
-                .map(|(i, (p, o))| (order_key(p), *o, i))
-                .collect();
-            keyed.sort_unstable();
             let mut entries: Vec<(IpNet, SmallVec<[Origin; 1]>)> = Vec::with_capacity(all.len());
             let mut last: Option<(IpNet, Origin)> = None;
-            for (_, o, i) in keyed {
-                let Some((p, _)) = all.get(i) else {
+            for i in table_order(&all) {
+                let Some((p, o)) = all.get(i).copied() else {
                     continue;
                 };
-                if last == Some((*p, o)) {
+                if last == Some((p, o)) {
                     continue;
                 }
-                last = Some((*p, o));
+                last = Some((p, o));
                 match entries.last_mut() {
-                    Some((lp, os)) if lp == p => os.push(o),
-                    _ => entries.push((*p, smallvec::smallvec![o])),
+                    Some((lp, os)) if *lp == p => os.push(o),
+                    _ => entries.push((p, smallvec::smallvec![o])),
                 }
             }
             let mut index = FxHashMap::default();
@@ -1567,11 +1559,47 @@ fn finish(mut l: Learned) -> Learned {
     l
 }
 
-/// [`prefix_order`] as a plain key: family, network address, prefix length.
-fn order_key(p: &IpNet) -> (bool, u128, u8) {
-    match p {
-        IpNet::V4(x) => (false, u128::from(u32::from(x.network())), x.prefix_len()),
-        IpNet::V6(x) => (true, u128::from(x.network()), x.prefix_len()),
+/// The indexes of `all` in the prefix table's order: by [`prefix_order`], then origin, then as
+/// listed. Sorted on plain keys, each family apart: an IPv4 prefix's network address and length
+/// in one `u64`, so tens of thousands of prefixes sort by comparing integers. Equal prefixes
+/// (only overlapping input makes them) are ordered by origin afterwards.
+fn table_order(all: &[(IpNet, Origin)]) -> Vec<usize> {
+    let mut v4: Vec<(u64, usize)> = Vec::with_capacity(all.len());
+    let mut v6: Vec<((u128, u8), usize)> = Vec::new();
+    for (i, (p, _)) in all.iter().enumerate() {
+        match p {
+            IpNet::V4(x) => v4.push((
+                u64::from(u32::from(x.network())) << 8 | u64::from(x.prefix_len()),
+                i,
+            )),
+            IpNet::V6(x) => v6.push(((u128::from(x.network()), x.prefix_len()), i)),
+        }
+    }
+    // Indexes are distinct: the unstable sorts order equal keys as listed.
+    v4.sort_unstable();
+    v6.sort_unstable();
+    let mut order: Vec<usize> = Vec::with_capacity(all.len());
+    let origin = |i: &usize| all.get(*i).map(|(_, o)| *o);
+    for run in v4.chunk_by(|a, b| a.0 == b.0) {
+        push_by_origin(&mut order, run.iter().map(|(_, i)| *i), origin);
+    }
+    for run in v6.chunk_by(|a, b| a.0 == b.0) {
+        push_by_origin(&mut order, run.iter().map(|(_, i)| *i), origin);
+    }
+    order
+}
+
+/// Appends the indexes of one prefix, listed in order, by origin (stable: as listed within one).
+fn push_by_origin(
+    order: &mut Vec<usize>,
+    run: impl ExactSizeIterator<Item = usize>,
+    origin: impl Fn(&usize) -> Option<Origin>,
+) {
+    let start = order.len();
+    let many = run.len() > 1;
+    order.extend(run);
+    if many && let Some(tail) = order.get_mut(start..) {
+        tail.sort_by_key(|i| origin(i));
     }
 }
 
