@@ -276,8 +276,9 @@ fn gateway_classes(topo: &Topology, pools: &[PoolId]) -> Vec<GatewayClass> {
     out
 }
 
-/// Gateways of peered pools, by class.
-type TransitPeers = Arc<[GatewayClass]>;
+/// Per pool, the gateways of its peered pools by class, each made on first use: a dense table
+/// read by index and borrowed (a walk asks once per gateway class it passes).
+type TransitPeers = Box<[OnceCell<Box<[GatewayClass]>>]>;
 
 /// The lazily memoizing view over a topology.
 pub struct Net<'t> {
@@ -294,7 +295,7 @@ pub struct Net<'t> {
     /// Per Site, the distinct pools with a gateway located in it, sorted (the inverse of
     /// `gateway_sites`: a destination's searches ask it without reading the gateways' nodes).
     site_gateway_pools: OnceCell<Vec<SmallVec<[PoolId; 2]>>>,
-    transit: RefCell<FxHashMap<PoolId, TransitPeers>>,
+    transit: OnceCell<TransitPeers>,
     /// Member Sites of each SitePeering that host gateways (gateway-only index, built lazily).
     peering_gw_sites: OnceCell<Vec<SmallVec<[SiteId; 2]>>>,
     classes: OnceCell<search::Classes>,
@@ -343,7 +344,7 @@ impl<'t> Net<'t> {
             served: OnceCell::new(),
             gateway_sites: OnceCell::new(),
             site_gateway_pools: OnceCell::new(),
-            transit: RefCell::default(),
+            transit: OnceCell::new(),
             peering_gw_sites: OnceCell::new(),
             classes: OnceCell::new(),
             searches: RefCell::default(),
@@ -367,7 +368,7 @@ impl<'t> Net<'t> {
             || self.served.get().is_some()
             || self.gateway_sites.get().is_some()
             || self.site_gateway_pools.get().is_some()
-            || !self.transit.borrow().is_empty()
+            || self.transit.get().is_some()
             || self.peering_gw_sites.get().is_some()
             || self.classes.get().is_some()
     }
@@ -995,13 +996,15 @@ impl<'t> Net<'t> {
 
     /// The transit peers of pool `q`'s gateways (memoized per pool: every learned-route lookup
     /// of a gateway asks for them).
-    fn transit_peers(&self, q: PoolId) -> TransitPeers {
-        if let Some(v) = self.transit.borrow().get(&q) {
-            return v.clone();
-        }
-        let v: TransitPeers = gateway_classes(self.topo, &self.peered_pools(q)).into();
-        self.transit.borrow_mut().insert(q, v.clone());
-        v
+    fn transit_peers(&self, q: PoolId) -> &[GatewayClass] {
+        let all = self.transit.get_or_init(|| {
+            (0..self.topo.pools.len())
+                .map(|_| OnceCell::new())
+                .collect()
+        });
+        all.get(q.idx()).map_or(&[], |slot| {
+            slot.get_or_init(|| gateway_classes(self.topo, &self.peered_pools(q)).into())
+        })
     }
 
     fn worker_route(
@@ -1109,7 +1112,7 @@ impl<'t> Net<'t> {
             let entries = &self.prefix_table().entries;
             out.reserve_exact(entries.len());
             for (prefix, origins) in entries {
-                if let Some(l) = self.gateway_route(q, x, *prefix, origins, &peers) {
+                if let Some(l) = self.gateway_route(q, x, *prefix, origins, peers) {
                     out.push(l);
                 }
             }
@@ -1234,7 +1237,7 @@ impl<'t> Net<'t> {
                 }
                 NodeKey::Gateway(q, x) => {
                     let peers = self.transit_peers(q);
-                    self.gateway_route(q, x, *prefix, &origins, &peers)
+                    self.gateway_route(q, x, *prefix, &origins, peers)
                 }
             }
         };

@@ -123,13 +123,13 @@ impl Net<'_> {
             return;
         }
         let peers = self.transit_peers(p);
-        if !self.known_next_classes(p, a, &peers, &mut f) {
+        if !self.known_next_classes(p, a, peers, &mut f) {
             if self.traces_of(a) >= MAX_TRACES {
                 self.search_from(a, &[]);
             } else {
                 self.new_trace(p, a);
             }
-            self.known_next_classes(p, a, &peers, &mut f);
+            self.known_next_classes(p, a, peers, &mut f);
         }
     }
 
