@@ -1212,6 +1212,15 @@ impl<'t> Net<'t> {
             Role::Worker => NodeKey::Worker(node.site),
             Role::Gateway(p) => NodeKey::Gateway(p, node.site),
         };
+        self.learned_for_key(key, prefix)
+    }
+
+    /// [`Net::learned_for`] of the gateways of pool `q` located in Site `x`.
+    pub fn gateway_learned_for(&self, q: PoolId, x: SiteId, prefix: &IpNet) -> Option<Learned> {
+        self.learned_for_key(NodeKey::Gateway(q, x), prefix)
+    }
+
+    fn learned_for_key(&self, key: NodeKey, prefix: &IpNet) -> Option<Learned> {
         let full = match key {
             NodeKey::Worker(s) => self.site_routes.borrow().get(&s).cloned(),
             NodeKey::Gateway(p, x) => self.gw_routes.borrow().get(&(p, x)).cloned(),
@@ -1249,12 +1258,17 @@ impl<'t> Net<'t> {
 
     /// Whether gateway `g`'s pool originates (serves or owns) the destination.
     pub fn originates(&self, g: NodeId, dest: Dest) -> bool {
-        match self.topo.node(g).pool() {
-            Some(p) => match dest {
-                Dest::Pool(o) => o == p,
-                Dest::Site(d) => self.serves(p, d),
-            },
-            None => false,
+        self.topo
+            .node(g)
+            .pool()
+            .is_some_and(|p| self.pool_originates(p, dest))
+    }
+
+    /// Whether pool `p` originates (serves or owns) the destination.
+    pub fn pool_originates(&self, p: PoolId, dest: Dest) -> bool {
+        match dest {
+            Dest::Pool(o) => o == p,
+            Dest::Site(d) => self.serves(p, d),
         }
     }
 

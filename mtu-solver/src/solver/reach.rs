@@ -124,9 +124,21 @@ impl Solver<'_> {
         origins: &[Origin],
         known: Known<'_>,
     ) -> Option<ExplId> {
-        let topo = self.topo();
-        let gn = topo.node(g);
+        let gn = self.topo().node(g);
         let pool = gn.pool()?;
+        self.reach_class(pool, gn.site, prefix, origins, known)
+    }
+
+    /// `reach` of the gateways of `pool` located in `site` (every gateway of a class has the
+    /// same paths): what a walk asks of a next hop's class without reading its node.
+    fn reach_class(
+        &mut self,
+        pool: PoolId,
+        site: SiteId,
+        prefix: IpNet,
+        origins: &[Origin],
+        known: Known<'_>,
+    ) -> Option<ExplId> {
         let sole = match known {
             Known::Nothing => match origins {
                 [o] => self
@@ -140,19 +152,18 @@ impl Solver<'_> {
         };
         // `reach` depends on the destination the caller's route leads to: with identical
         // prefixes of several Sites, the origins are part of the key.
-        if let Some(x) = self.reach_memo.get(pool, gn.site, prefix, origins, sole) {
+        if let Some(x) = self.reach_memo.get(pool, site, prefix, origins, sole) {
             return x;
         }
-        let r = self.reach_uncached(g, pool, prefix, origins, sole, known);
-        self.reach_memo
-            .insert(pool, gn.site, prefix, origins, sole, r);
+        let r = self.reach_uncached(pool, site, prefix, origins, sole, known);
+        self.reach_memo.insert(pool, site, prefix, origins, sole, r);
         r
     }
 
     fn reach_uncached(
         &mut self,
-        g: NodeId,
         pool: PoolId,
+        site: SiteId,
         prefix: IpNet,
         origins: &[Origin],
         sole: Option<SolePrefix>,
@@ -161,16 +172,15 @@ impl Solver<'_> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         let mut originated: SmallVec<[Origin; 1]> = SmallVec::new();
         for o in origins {
-            if self.net.originates(g, o.dest) {
+            if self.net.pool_originates(pool, o.dest) {
                 originated.push(*o);
             }
         }
         if !originated.is_empty() {
-            self.delivery_terms(g, &originated, &mut kids);
+            self.delivery_terms(site, pool, &originated, &mut kids);
             return self.expl.min(&kids);
         }
         let topo = self.topo();
-        let gn = topo.node(g);
         // Only a prefix with one origin shares the walk: a gateway's learned route depends on
         // every origin of its prefix (a pool that owns one of several identical prefixes learns
         // no route for any of them), not only on the origins the caller's route leads to.
@@ -182,16 +192,16 @@ impl Solver<'_> {
                 _ => self.net.directing_origins(pool, *o),
             };
             match directing.as_slice() {
-                [a] => return self.reach_towards(g, pool, *o, *a),
+                [a] => return self.reach_towards(site, pool, *o, *a),
                 [] => {}
-                tied => return self.reach_tied(g, pool, prefix, i, *o, tied),
+                tied => return self.reach_tied(site, pool, prefix, i, *o, tied),
             }
         }
-        if let Some(l) = self.net.learned_for(g, &prefix) {
+        if let Some(l) = self.net.gateway_learned_for(pool, site, &prefix) {
             for h in &l.via {
                 let hn = topo.node(*h);
                 if let Some(c) =
-                    self.edge_caps(LinkKind::Transit, gn.site, hn.site, Some(pool), hn.pool())
+                    self.edge_caps(LinkKind::Transit, site, hn.site, Some(pool), hn.pool())
                 {
                     kids.push(c);
                 }
@@ -203,69 +213,51 @@ impl Solver<'_> {
         self.expl.min(&kids)
     }
 
-    /// `reach` of gateway `g` (of `pool`) whose nearest origin pools are `tied` (two or more, at
-    /// the same distance): this hop is walked for the destination, as its learned route would
-    /// (its next hops are those towards any of the tied pools), without computing that route;
-    /// each next hop is told which of the tied pools it is one pool nearer to, and shares the
-    /// walk again once that is one pool.
+    /// `reach` of the gateways of `pool` located in `site` whose nearest origin pools are `tied`
+    /// (two or more, at the same distance): this hop is walked for the destination, as its
+    /// learned route would (its next hops are those towards any of the tied pools), without
+    /// computing that route; each next hop's class is told which of the tied pools it is one
+    /// pool nearer to, and shares the walk again once that is one pool.
     fn reach_tied(
         &mut self,
-        g: NodeId,
+        site: SiteId,
         pool: PoolId,
         prefix: IpNet,
         i: SolePrefix,
         o: Origin,
         tied: &[PoolId],
     ) -> Option<ExplId> {
-        let topo = self.topo();
-        let site = topo.node(g).site;
-        let per_pool: SmallVec<[(PoolId, SmallVec<[NodeId; 4]>); 2]> = tied
+        let per_pool: SmallVec<[(PoolId, SmallVec<[(PoolId, SiteId); 4]>); 2]> = tied
             .iter()
-            .map(|a| (*a, self.net.via_toward(pool, *a)))
+            .map(|a| (*a, self.net.classes_toward(pool, *a)))
             .collect();
-        let mut via: SmallVec<[NodeId; 4]> = per_pool
+        let mut via: SmallVec<[(PoolId, SiteId); 4]> = per_pool
             .iter()
             .flat_map(|(_, v)| v.iter().copied())
             .collect();
         via.sort_unstable();
         via.dedup();
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
-        for h in via {
-            let hn = topo.node(h);
-            if let Some(c) = self.edge_caps(LinkKind::Transit, site, hn.site, Some(pool), hn.pool())
-            {
+        for (q, x) in via {
+            if let Some(c) = self.edge_caps(LinkKind::Transit, site, x, Some(pool), Some(q)) {
                 kids.push(c);
             }
             let nearer: SmallVec<[PoolId; 2]> = per_pool
                 .iter()
-                .filter(|(_, v)| v.contains(&h))
+                .filter(|(_, v)| v.contains(&(q, x)))
                 .map(|(a, _)| *a)
                 .collect();
-            if let Some(c) = self.reach_known(h, prefix, &[o], Known::Toward(i, &nearer)) {
+            if let Some(c) = self.reach_class(q, x, prefix, &[o], Known::Toward(i, &nearer)) {
                 kids.push(c);
             }
         }
         self.expl.min(&kids)
     }
 
-    /// The terms of the delivery by gateway `g` of the origins it originates: for a Site, the
-    /// caps of a delivery link into it; for a pool's routed CIDRs, the pool's cap and the
-    /// component of the gateway's Site.
+    /// The terms of the delivery by the gateways of `pool` located in `site` of the origins
+    /// they originate: for a Site, the caps of a delivery link into it; for a pool's routed
+    /// CIDRs, the pool's cap and the component of the gateways' Site.
     fn delivery_terms(
-        &mut self,
-        g: NodeId,
-        originated: &[Origin],
-        kids: &mut SmallVec<[ExplId; 8]>,
-    ) {
-        let gn = self.topo().node(g);
-        if let Some(pool) = gn.pool() {
-            self.delivery_terms_at(gn.site, pool, originated, kids);
-        }
-    }
-
-    /// [`Solver::delivery_terms`] of a gateway of `pool` located in `site` (the terms depend on
-    /// the gateway's class alone).
-    fn delivery_terms_at(
         &mut self,
         site: SiteId,
         pool: PoolId,
@@ -291,12 +283,17 @@ impl Solver<'_> {
         }
     }
 
-    /// `reach` of gateway `g` (of `pool`) whose paths all lead towards origin pool `a`: the caps
-    /// of those paths (shared with every destination forwarded towards `a`) and of the delivery
-    /// into the destination on each gateway of `a` (every one of them ends a path: each is a
-    /// next hop of the gateways one pool before `a`).
-    fn reach_towards(&mut self, g: NodeId, pool: PoolId, o: Origin, a: PoolId) -> Option<ExplId> {
-        let site = self.topo().node(g).site;
+    /// `reach` of the gateways of `pool` located in `site` whose paths all lead towards origin
+    /// pool `a`: the caps of those paths (shared with every destination forwarded towards `a`)
+    /// and of the delivery into the destination on each gateway of `a` (every one of them ends
+    /// a path: each is a next hop of the gateways one pool before `a`).
+    fn reach_towards(
+        &mut self,
+        site: SiteId,
+        pool: PoolId,
+        o: Origin,
+        a: PoolId,
+    ) -> Option<ExplId> {
         let (t, d) = (self.toward(pool, site, a), self.delivery(o, a));
         self.min2(t, d)
     }
@@ -336,7 +333,7 @@ impl Solver<'_> {
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         let sites: SmallVec<[SiteId; 4]> = SmallVec::from_slice(self.net.gateway_sites_of(a));
         for site in sites {
-            self.delivery_terms_at(site, a, &[o], &mut kids);
+            self.delivery_terms(site, a, &[o], &mut kids);
         }
         let r = self.expl.min(&kids);
         self.deliveries.insert((o.dest, a), r);
