@@ -93,6 +93,9 @@ impl ReachMemo {
     }
 }
 
+/// The gateway classes (pool, Site) of a walk's next hops.
+type NextClasses = SmallVec<[(PoolId, SiteId); 4]>;
+
 /// `pubPath` memo key: gateway, prefix, origins.
 pub(super) type PubKey = (NodeId, IpNet, SmallVec<[Origin; 1]>);
 
@@ -227,11 +230,11 @@ impl Solver<'_> {
         o: Origin,
         tied: &[PoolId],
     ) -> Option<ExplId> {
-        let per_pool: SmallVec<[(PoolId, SmallVec<[(PoolId, SiteId); 4]>); 2]> = tied
+        let per_pool: SmallVec<[(PoolId, NextClasses); 2]> = tied
             .iter()
             .map(|a| (*a, self.net.classes_toward(pool, *a)))
             .collect();
-        let mut via: SmallVec<[(PoolId, SiteId); 4]> = per_pool
+        let mut via: NextClasses = per_pool
             .iter()
             .flat_map(|(_, v)| v.iter().copied())
             .collect();
