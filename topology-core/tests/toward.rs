@@ -1,16 +1,17 @@
-//! Next hops towards an origin pool (`Net::via_toward`) are the peered pools' gateways one pool
-//! nearer to it, whichever search they are read from: a trace rooted where the walk started, a
-//! trace rooted elsewhere, or the origin pool's own search. Compared with a breadth-first search
-//! from the origin pool written here, on random topologies and a small cluster of the scale
-//! shape, asking on fresh views (every trace rooted at the asking pool) and on one view in two
-//! orders (traces reused, then past a few roots the origin's own search).
+//! Next hops towards an origin pool (`Net::via_toward`, and as gateway classes
+//! `Net::classes_toward`) are the peered pools' gateways one pool nearer to it, whichever search
+//! they are read from: a trace rooted where the walk started, a trace rooted elsewhere, or the
+//! origin pool's own search. Compared with a breadth-first search from the origin pool written
+//! here, on random topologies and a small cluster of the scale shape, asking on fresh views
+//! (every trace rooted at the asking pool) and on one view in two orders (traces reused, then
+//! past a few roots the origin's own search).
 
 use proptest::prelude::*;
 use std::collections::VecDeque;
 use test_utils::reference::topology_of;
 use test_utils::testkit::scale::ScaleSpec;
 use test_utils::testkit::{arb_spec, proptest_config};
-use topology_core::ids::{NodeId, PoolId};
+use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::Topology;
 use topology_core::net::{LinkSettings, Net};
 
@@ -70,6 +71,17 @@ fn expected(topo: &Topology) -> Vec<Vec<Vec<NodeId>>> {
     out
 }
 
+/// The gateway classes (pool, Site) of `gateways`, each once, sorted.
+fn classes_of(topo: &Topology, gateways: &[NodeId]) -> Vec<(PoolId, SiteId)> {
+    let mut out: Vec<(PoolId, SiteId)> = gateways
+        .iter()
+        .filter_map(|g| topo.node(*g).pool().map(|p| (p, topo.node(*g).site)))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 fn check(topo: &Topology) -> Result<(), TestCaseError> {
     let want = expected(topo);
     let n = topo.pools.len();
@@ -84,6 +96,12 @@ fn check(topo: &Topology) -> Result<(), TestCaseError> {
                 fresh.via_toward(pools(p), pools(*a)).to_vec(),
                 want_p[*a].clone()
             );
+            // The same next hops as classes, each class once (on another fresh view: the
+            // trace is rooted by whichever asks first).
+            let fresh = Net::new(topo, LinkSettings::default());
+            let mut classes = fresh.classes_toward(pools(p), pools(*a)).to_vec();
+            classes.sort_unstable();
+            prop_assert_eq!(classes, classes_of(topo, &want_p[*a]));
         }
     }
     for reversed in [false, true] {
