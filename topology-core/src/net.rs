@@ -828,27 +828,19 @@ impl<'t> Net<'t> {
     fn prefix_table(&self) -> &'t PrefixTable {
         self.topo.prefixes.get_or_init(|| {
             let topo = self.topo;
+            // Every Site's pod blocks, then every Site's node CIDRs: each list is usually
+            // allocated in Site order, so the sort below meets a few long ascending runs.
             let mut all: Vec<(IpNet, Origin)> = Vec::new();
-            for (si, s) in topo.sites.iter().enumerate() {
-                let sid = SiteId::from_idx(si);
-                for b in &s.pod_blocks {
-                    all.push((
-                        *b,
-                        Origin {
-                            ty: RouteType::PodCidr,
-                            dest: Dest::Site(sid),
-                        },
-                    ));
-                }
-                for c in &s.node_cidrs {
-                    all.push((
-                        *c,
-                        Origin {
-                            ty: RouteType::NodeCidr,
-                            dest: Dest::Site(sid),
-                        },
-                    ));
-                }
+            let sites = || {
+                (topo.sites.iter().enumerate()).map(|(i, s)| (Dest::Site(SiteId::from_idx(i)), s))
+            };
+            for (dest, s) in sites() {
+                let ty = RouteType::PodCidr;
+                all.extend(s.pod_blocks.iter().map(|b| (*b, Origin { ty, dest })));
+            }
+            for (dest, s) in sites() {
+                let ty = RouteType::NodeCidr;
+                all.extend(s.node_cidrs.iter().map(|c| (*c, Origin { ty, dest })));
             }
             for (pi, p) in topo.pools.iter().enumerate() {
                 for c in &p.routed_cidrs {
@@ -1592,9 +1584,9 @@ fn table_order(all: &[(IpNet, Origin)]) -> Vec<usize> {
             IpNet::V6(x) => v6.push(((u128::from(x.network()), x.prefix_len()), i)),
         }
     }
-    // Indexes are distinct: the unstable sorts order equal keys as listed.
-    v4.sort_unstable();
-    v6.sort_unstable();
+    // Stable sorts, which merge the ascending runs they find: equal keys stay as listed.
+    v4.sort_by_key(|(k, _)| *k);
+    v6.sort_by_key(|(k, _)| *k);
     let mut order: Vec<usize> = Vec::with_capacity(all.len());
     let origin = |i: &usize| all.get(*i).map(|(_, o)| *o);
     for run in v4.chunk_by(|a, b| a.0 == b.0) {
