@@ -1,5 +1,5 @@
 //! A workload to run under a profiler (`perf record`), one figure of `perf-budget` at a time:
-//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|sites|spread|build|whatif [repeats]`.
+//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|typical-free|sites|spread|build|whatif [repeats]`.
 
 use benches::{Fixture, resolve_all, site_assignment_cap, thread_cpu};
 use mtu_solver::whatif::what_if;
@@ -134,6 +134,31 @@ fn main() {
                     total += thread_cpu().saturating_sub(t);
                 }
                 println!("typical: {:?} per resolve, {} values", total / 51, n / 51);
+            }
+            "typical-free" => {
+                // The typical worker's resolve with the solver's freeing timed apart: medians of
+                // 51 fresh solvers on fresh builds.
+                let node = fx.typical_worker();
+                let (mut plan, mut free) = (Vec::new(), Vec::new());
+                for _ in 0..51 {
+                    let topo = fx.fresh_topology();
+                    let t = thread_cpu();
+                    let mut solver =
+                        mtu_solver::Solver::new(&topo, mtu_solver::Settings::default());
+                    let p = solver.plan(node);
+                    let planned = thread_cpu();
+                    drop(solver);
+                    plan.push(planned.saturating_sub(t));
+                    free.push(thread_cpu().saturating_sub(planned));
+                    std::hint::black_box(p);
+                }
+                plan.sort();
+                free.sort();
+                println!(
+                    "typical-free: plan {:?}, free the solver {:?} (medians)",
+                    plan.get(25).copied().unwrap_or_default(),
+                    free.get(25).copied().unwrap_or_default()
+                );
             }
             "build" => {
                 let d = benches::decode_text(&fx.text);
