@@ -842,16 +842,9 @@ impl<'t> Net<'t> {
                 let ty = RouteType::NodeCidr;
                 all.extend(s.node_cidrs.iter().map(|c| (*c, Origin { ty, dest })));
             }
-            for (pi, p) in topo.pools.iter().enumerate() {
-                for c in &p.routed_cidrs {
-                    all.push((
-                        *c,
-                        Origin {
-                            ty: RouteType::RoutedCidr,
-                            dest: Dest::Pool(PoolId::from_idx(pi)),
-                        },
-                    ));
-                }
+            for (i, p) in topo.pools.iter().enumerate() {
+                let (ty, dest) = (RouteType::RoutedCidr, Dest::Pool(PoolId::from_idx(i)));
+                all.extend(p.routed_cidrs.iter().map(|c| (*c, Origin { ty, dest })));
             }
             let mut entries: Vec<(IpNet, SmallVec<[Origin; 1]>)> = Vec::with_capacity(all.len());
             let mut last: Option<(IpNet, Origin)> = None;
