@@ -242,6 +242,7 @@ fixtures! {
     pool_status => "pool-status.yaml",
     pool_label => "pool-label.yaml",
     pool_selector => "pool-selector.yaml",
+    pool_selector_label => "pool-selector-label.yaml",
     multi_pool => "multi-pool.yaml",
     gateway_site => "gateway-site.yaml",
     disabled => "disabled.yaml",

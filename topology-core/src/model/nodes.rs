@@ -11,7 +11,7 @@ use crate::diag::{Code, SourceLoc};
 use crate::ids::{PoolId, SiteId};
 use crate::mtu::Mtu;
 use crate::vocab::POOL_LABEL_KEY;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -220,9 +220,11 @@ impl Builder {
 
     /// The pool of node `name`, and whether a pool's `status.nodes` placed it there. The pool
     /// label decides when it names an existing pool (empty: a worker). A value that names no
-    /// pool (live gateways carry `"true"`, their pools' selector label) is reported and
-    /// ignored: membership falls through to status, then selectors, the first pool by name
-    /// when several take the node (reported).
+    /// pool is ignored: membership falls through to status, then selectors, the first pool by
+    /// name when several take the node (reported). Such a value is reported as a missing pool
+    /// unless some pool's `nodeSelector` asks for exactly that label and value: upstream's
+    /// gateways carry `gateway-pool: "true"` as their pools' selector label, which is no
+    /// misspelt pool name.
     fn pool_of(
         &mut self,
         t: &Topology,
@@ -239,6 +241,7 @@ impl Builder {
             Some("") => return (None, false),
             Some(v) => match t.pool_id(v) {
                 Some(p) => return (Some(p), false),
+                None if src.membership.selector_asks_pool_label(v) => {}
                 None => self.diags.push(warn(
                     Code::MissingPool,
                     &node_object(name),
@@ -411,6 +414,8 @@ struct PoolMembership<'a> {
     pools: &'a [&'a RawPool],
     by_status: FxHashMap<&'a str, SmallVec<[PoolId; 2]>>,
     by_selector_label: FxHashMap<(&'a str, &'a str), SmallVec<[PoolId; 2]>>,
+    /// The values of the pool label that some pool's `nodeSelector` asks for.
+    pool_label_selected: FxHashSet<&'a str>,
 }
 
 impl<'a> PoolMembership<'a> {
@@ -418,8 +423,15 @@ impl<'a> PoolMembership<'a> {
         let mut by_status: FxHashMap<&str, SmallVec<[PoolId; 2]>> = FxHashMap::default();
         let mut by_selector_label: FxHashMap<(&str, &str), SmallVec<[PoolId; 2]>> =
             FxHashMap::default();
+        let mut pool_label_selected = FxHashSet::default();
         for (pi, p) in pools.iter().enumerate() {
             let id = PoolId::from_idx(pi);
+            pool_label_selected.extend(
+                p.node_selector
+                    .iter()
+                    .filter(|(k, _)| k == POOL_LABEL_KEY)
+                    .map(|(_, v)| v.as_str()),
+            );
             if !p.status_nodes.is_empty() {
                 for e in &p.status_nodes {
                     let ids = by_status.entry(e.name.as_str()).or_default();
@@ -438,7 +450,14 @@ impl<'a> PoolMembership<'a> {
             pools,
             by_status,
             by_selector_label,
+            pool_label_selected,
         }
+    }
+
+    /// Whether some pool's `nodeSelector` asks for the pool label with value `v`: then a node
+    /// carrying it is selected by that label, which names no pool on purpose.
+    fn selector_asks_pool_label(&self, v: &str) -> bool {
+        self.pool_label_selected.contains(v)
     }
 
     /// The pools that take node `name` (with `labels`), in pool order (first by name).
