@@ -392,3 +392,21 @@ fn explain_counts_the_paths_of_a_long_transit_chain() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The upstream documentation examples (verbatim, hand-written fragments of a real cluster, not
+/// all valid) resolve without a crash: their problems are diagnostics with file and line.
+#[test]
+fn upstream_documentation_examples_are_reported_not_fatal() {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../topology-core/tests/fixtures/upstream-docs");
+    let o = run(&dir);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    has(
+        &o,
+        "E-CIDR",
+        "Site/aws-us-east-1",
+        "spec.podCidrAssignments[0].cidrBlocks[1]",
+        Some(13),
+    );
+    has(&o, "W-NO-SITE", "Node/gateway-node-1", "", Some(45));
+}

@@ -192,13 +192,12 @@ fn unknown_kind_names_the_nearest_kind() {
     );
 }
 
-/// The upstream examples beside the clone (`../shared/external/upstream-docs/`, as CI lays it
-/// out): every manifest there decodes without a single W-UNKNOWN-FIELD, and together they hold
-/// every unbounded kind (so the check is exercised on each).
+/// The upstream documentation examples (`tests/fixtures/upstream-docs/`, verbatim): every
+/// manifest there decodes without a single W-UNKNOWN-FIELD, and together they hold every
+/// unbounded kind (so the check is exercised on each).
 #[test]
 fn upstream_documentation_examples_have_no_unknown_field() {
-    let dir: PathBuf =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/external/upstream-docs");
+    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upstream-docs");
     let mut files = Vec::new();
     let mut stack = vec![dir.clone()];
     while let Some(d) = stack.pop() {
