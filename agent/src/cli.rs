@@ -13,8 +13,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// document with `apiVersion: unbounded-mtu/v1alpha1` and a `kind` (`Resolution`,
 /// `ResolutionSummary`, `Explanation`, `WhatIf`), described in docs/json.md.
 ///
-/// Exit status: 0 a result was produced (diagnostics are part of it); 1 `--fail-on` matched;
-/// 2 nothing could be read, an option is wrong, or a named node or object does not exist.
+/// Exit status: 0 a result was produced and no diagnostic reached `--fail-on` (default: error);
+/// 1 one did (the result is still printed in full); 2 nothing could be read, an option is
+/// wrong, a named node or object does not exist, or the input names Nodes but none resolved.
 #[derive(Parser, Debug)]
 #[command(
     name = "unbounded-mtu",
@@ -105,10 +106,12 @@ pub enum Output {
 /// Severities for `--fail-on`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailOn {
-    /// Exit 1 when any error diagnostic exists.
+    /// Exit 1 when any error diagnostic exists (part of the input was not read as written).
     Error,
     /// Exit 1 when any error or warning diagnostic exists.
     Warning,
+    /// Exit 0 whatever the diagnostics.
+    None,
 }
 
 /// Tunnel IP family.
@@ -189,9 +192,10 @@ pub struct Common {
 /// `--fail-on` of the commands that report diagnostics.
 #[derive(Args, Debug, Clone)]
 pub struct FailOnArgs {
-    /// Exit 1 when diagnostics of this severity (or worse) exist.
-    #[arg(long, value_enum)]
-    pub fail_on: Option<FailOn>,
+    /// Exit 1 when diagnostics of this severity (or worse) exist; the result is printed in
+    /// full either way.
+    #[arg(long, value_enum, default_value = "error")]
+    pub fail_on: FailOn,
 }
 
 fn parse_cfg_mtu(s: &str) -> Result<u32, String> {
@@ -310,6 +314,8 @@ pub enum ProbeFailOn {
     Error,
     /// An error or warning diagnostic in the input.
     Warning,
+    /// Nothing: exit 0 whatever was found.
+    None,
     /// A link whose path carries less than the plan sends.
     BlackHole,
     /// A link whose peer answered no probe.
@@ -395,8 +401,9 @@ pub struct ProbeArgs {
     /// How links are probed.
     #[command(flatten)]
     pub probe: ProbeFlags,
-    /// Exit 1 when any of these is found (comma-separated or repeated).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// Exit 1 when any of these is found (comma-separated or repeated; the report is printed
+    /// in full either way).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "error")]
     pub fail_on: Vec<ProbeFailOn>,
 }
 

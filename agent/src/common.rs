@@ -105,28 +105,42 @@ pub fn load_files(paths: &[String]) -> Result<Decoded> {
     Ok(decoded)
 }
 
-/// Builds the topology from decoded input.
-pub fn topology(decoded: &Decoded) -> Topology {
-    Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned())
+/// Builds the topology from decoded input; exit 2 when the input names nodes but none of them
+/// resolved (an empty result would read as a healthy empty cluster).
+pub fn topology(decoded: &Decoded) -> Result<Topology> {
+    let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
+    some_resolved(&topo)?;
+    Ok(topo)
 }
 
-/// Exit 1 when `--fail-on` matches.
-pub fn fail_on(level: Option<FailOn>, diags: &[Diagnostic]) -> Result<()> {
-    let Some(level) = level else {
-        return Ok(());
-    };
+/// Exit 2 when the input names nodes but none of them resolved, saying why.
+pub fn some_resolved(topo: &Topology) -> Result<()> {
+    match topo.none_resolved() {
+        Some(why) => Err(usage(why.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// Exit 1 when a diagnostic reaches `--fail-on` (the result was printed in full before).
+pub fn fail_on(level: FailOn, diags: &[Diagnostic]) -> Result<()> {
     let limit = match level {
         FailOn::Error => Severity::Error,
         FailOn::Warning => Severity::Warning,
+        FailOn::None => return Ok(()),
     };
     let n = diags.iter().filter(|d| d.severity <= limit).count();
     if n > 0 {
         bail!(ExitError {
             code: 1,
             message: format!(
-                "{} at or above --fail-on {}",
+                "{} at or above --fail-on {}{}",
                 counted(n, "diagnostic", "diagnostics"),
-                limit.as_str()
+                limit.as_str(),
+                if level == FailOn::Error {
+                    " (the default: part of the input was not read as written; --fail-on none exits 0)"
+                } else {
+                    ""
+                }
             ),
         });
     }

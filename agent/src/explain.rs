@@ -116,7 +116,7 @@ enum Want {
 /// Runs `explain`.
 pub fn run(args: &ExplainArgs) -> Result<()> {
     let decoded = common::load(&args.common)?;
-    let topo = common::topology(&decoded);
+    let topo = common::topology(&decoded)?;
     let n = topo
         .find_node(&args.node)
         .map_err(|e| usage(e.to_string()))?;

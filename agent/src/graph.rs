@@ -663,7 +663,7 @@ fn caption(solver: &Solver<'_>, f: &Facts) -> String {
 /// Runs `graph`.
 pub fn run(args: &GraphArgs) -> Result<()> {
     let decoded = common::load(&args.common)?;
-    let topo = common::topology(&decoded);
+    let topo = common::topology(&decoded)?;
     let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
     let text = dot(&mut solver);
     let bytes = match args.format {

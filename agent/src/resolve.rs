@@ -13,7 +13,7 @@ use topology_core::ids::NodeId;
 /// Runs `resolve`.
 pub fn run(args: &ResolveArgs) -> Result<()> {
     let decoded = common::load(&args.common)?;
-    let topo = common::topology(&decoded);
+    let topo = common::topology(&decoded)?;
     let mut selected: Vec<NodeId> = Vec::new();
     for name in &args.nodes {
         selected.push(topo.find_node(name).map_err(|e| usage(e.to_string()))?);

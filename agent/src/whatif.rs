@@ -76,6 +76,7 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
         settings: crate::settings::offline(&args.common),
     };
     let base_topo = base.topology();
+    common::some_resolved(&base_topo)?;
     // The question is checked by the library; the refusal names the flag that asked.
     let muts: Vec<Mutation> = asked.iter().map(|(_, m)| m.clone()).collect();
     if let Some((i, e)) = whatif::first_refused(&base, &base_topo, &muts) {

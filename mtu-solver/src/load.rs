@@ -87,10 +87,13 @@ pub fn from_sources<N: AsRef<str>, B: AsRef<[u8]>>(
     decoded
 }
 
-/// Reads and decodes every path: files, directories and `-` (standard input, once).
+/// Reads and decodes every path: files, directories and `-` (standard input, once). A file is
+/// read once however often it is named, directly or inside a named directory (by its canonical
+/// path), so naming it twice does not make its objects duplicates of themselves.
 pub fn load<P: AsRef<Path>>(paths: &[P]) -> Result<Decoded, LoadError> {
     stdin_once(&[paths])?;
     let mut decoded = Decoded::default();
+    let mut seen = Seen::default();
     for p in paths {
         let path = p.as_ref();
         if path == Path::new("-") {
@@ -109,8 +112,8 @@ pub fn load<P: AsRef<Path>>(paths: &[P]) -> Result<Decoded, LoadError> {
             source,
         })?;
         if meta.is_dir() {
-            load_directory(path, &mut decoded)?;
-        } else {
+            load_directory(path, &mut decoded, &mut seen)?;
+        } else if seen.first_time(path) {
             let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
                 path: path.into(),
                 source,
@@ -121,8 +124,24 @@ pub fn load<P: AsRef<Path>>(paths: &[P]) -> Result<Decoded, LoadError> {
     Ok(decoded)
 }
 
-/// Decodes the manifests of one directory into `decoded`.
-fn load_directory(dir: &Path, decoded: &mut Decoded) -> Result<(), LoadError> {
+/// The files read so far, by canonical path.
+#[derive(Default)]
+struct Seen(std::collections::HashSet<PathBuf>);
+
+impl Seen {
+    /// Whether the file at `path` has not been read yet (and is now counted as read). A path
+    /// that cannot be made canonical counts as new: reading it reports why.
+    fn first_time(&mut self, path: &Path) -> bool {
+        match std::fs::canonicalize(path) {
+            Ok(c) => self.0.insert(c),
+            Err(_) => true,
+        }
+    }
+}
+
+/// Decodes the manifests of one directory into `decoded`; files already read are not read
+/// again (they still count as manifests the directory holds).
+fn load_directory(dir: &Path, decoded: &mut Decoded, seen: &mut Seen) -> Result<(), LoadError> {
     let mut found = 0usize;
     let mut skipped: Vec<String> = Vec::new();
     let walker = walkdir::WalkDir::new(dir)
@@ -142,12 +161,15 @@ fn load_directory(dir: &Path, decoded: &mut Decoded) -> Result<(), LoadError> {
             skipped.push(shown.display().to_string());
             continue;
         }
+        found = found.saturating_add(1);
+        if !seen.first_time(entry.path()) {
+            continue;
+        }
         let bytes = std::fs::read(entry.path()).map_err(|source| LoadError::Read {
             path: entry.path().into(),
             source,
         })?;
         decoded.add_source(&entry.path().display().to_string(), &bytes);
-        found = found.saturating_add(1);
     }
     if found == 0 {
         return Err(LoadError::EmptyDirectory { path: dir.into() });
@@ -179,10 +201,7 @@ fn skipped_note(dir: &str, skipped: &[String]) -> Diagnostic {
                 String::new()
             }
         ),
-        Some(SourceLoc {
-            source: dir.into(),
-            line: 0,
-        }),
+        Some(SourceLoc::at_line(dir.into(), 0)),
     )
 }
 
@@ -200,6 +219,24 @@ mod tests {
             stdin_once(&[&["-"], &["-"]]),
             Err(LoadError::StdinTwice { count: 2 })
         ));
+    }
+
+    #[test]
+    fn a_file_named_twice_is_read_once() {
+        let dir =
+            std::env::temp_dir().join(format!("mtu-solver-load-twice-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let site = "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: a}\n";
+        std::fs::write(dir.join("sub/a.yaml"), site).unwrap();
+        let file = dir.join("sub/a.yaml");
+        let dotted = dir.join("sub/../sub/a.yaml");
+        // The file twice, by two spellings, and inside its directory.
+        let d = load(&[&file, &dotted, &dir]).unwrap();
+        assert_eq!(d.objects.len(), 1);
+        // Its directory, then the file: still once.
+        let d = load(&[&dir, &file]).unwrap();
+        assert_eq!(d.objects.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -63,9 +63,11 @@ codes! {
     CapRange => "E-CAP-RANGE", Error, "`tunnelMTU` outside 576..9000 (not 0); counts as 576";
     UnderlayRange => "E-UNDERLAY-RANGE", Error, "an underlay annotation outside 576..65535 or not an integer; counts as 576";
     Protocol => "E-PROTOCOL", Error, "unknown `tunnelProtocol`";
-    Duplicate => "E-DUPLICATE", Error, "two objects of one kind share a name; every copy is ignored";
+    Duplicate => "E-DUPLICATE", Error, "two different objects of one kind share a name; every copy is ignored";
     CidrOverlap => "E-CIDR-OVERLAP", Error, "two Sites' node CIDRs, or two Sites' pod blocks, overlap";
     MissingName => "E-MISSING-NAME", Error, "an object has no `metadata.name`; it is ignored";
+    UnknownOwnKind => "E-UNKNOWN-KIND", Error, "a kind of this project's API group that the model does not define (the message names the nearest kind); the object is skipped";
+    UnknownVersion => "E-UNKNOWN-VERSION", Error, "a version other than `v1alpha1` of this project's API group; the object is skipped";
     MissingSite => "W-MISSING-SITE", Warning, "a relationship names a Site that does not exist";
     MissingPool => "W-MISSING-POOL", Warning, "a relationship, or a Node's `gateway-pool` label, names a pool that does not exist";
     TooFewMembers => "W-TOO-FEW-MEMBERS", Warning, "a relationship is left with too few existing members";
@@ -78,7 +80,8 @@ codes! {
     CidrHostBits => "W-CIDR-HOST-BITS", Warning, "a CIDR has host bits set and was normalised";
     DefaultRoute => "W-DEFAULT-ROUTE", Warning, "a `routedCidrs` entry of prefix length 0; dropped, the overlay never carries a default route";
     UnknownField => "W-UNKNOWN-FIELD", Warning, "a key that the kind's upstream schema does not define at its level (in `spec`, at the top level, in a GatewayPool's `status`); ignored, read as absent; the message names the nearest defined field when one is close";
-    UnknownKind => "N-UNKNOWN-KIND", Note, "a skipped kind or API group (the message names the nearest kind this tool reads when one is close)";
+    UnknownKind => "N-UNKNOWN-KIND", Note, "a skipped kind of another API group, or without one (the message names the nearest kind this tool reads when one is close)";
+    DuplicateIdentical => "N-DUPLICATE-IDENTICAL", Note, "copies of one object with the same kind, name and content (a file read twice over, overlapping exports); they count as one";
     CapZero => "N-CAP-ZERO", Note, "a `tunnelMTU` of 0, read as unset";
     SkippedFile => "N-SKIPPED-FILE", Note, "files of a directory given with `-f` that are not manifests by their name (not ending .yaml, .yml or .json in any letter case); not read";
 }
@@ -89,21 +92,36 @@ impl fmt::Display for Code {
     }
 }
 
-/// Where a value came from: a source name (file path, `-`, or an API object) and a 1-based line.
+/// Where a value came from: a source name (file path, `-`, or an API object), a 1-based line
+/// and, where one point matters (a document that does not parse), a 1-based column.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SourceLoc {
     /// The source name given to the decoder.
     pub source: Arc<str>,
     /// 1-based line; 0 when the source has no lines (objects read from an API server).
     pub line: u32,
+    /// 1-based column; 0 when the whole line (or object) is meant.
+    pub column: u32,
+}
+
+impl SourceLoc {
+    /// Line `line` of `source`, no column.
+    pub fn at_line(source: Arc<str>, line: u32) -> SourceLoc {
+        SourceLoc {
+            source,
+            line,
+            column: 0,
+        }
+    }
 }
 
 impl fmt::Display for SourceLoc {
+    /// `file`, `file:line` or `file:line:column`, as compilers and editors write them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            f.write_str(&self.source)
-        } else {
-            write!(f, "{}:{}", self.source, self.line)
+        match (self.line, self.column) {
+            (0, _) => f.write_str(&self.source),
+            (line, 0) => write!(f, "{}:{line}", self.source),
+            (line, column) => write!(f, "{}:{line}:{column}", self.source),
         }
     }
 }

@@ -10,6 +10,7 @@
     )
 )]
 
+pub(crate) mod broken;
 pub mod decode;
 pub mod diag;
 pub mod ids;

@@ -16,6 +16,7 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 
 mod nodes;
+pub use nodes::NoneResolved;
 
 /// A name that names nothing (a node, or an object of a kind), with the closest names that do
 /// exist: the error every command and library call gives for it.
@@ -239,6 +240,9 @@ pub struct Topology {
     pub components: Vec<Component>,
     /// Every finding, sorted.
     pub diagnostics: Vec<Diagnostic>,
+    /// How many node names the input gave (Node objects, SiteNodeSlice and pool status
+    /// entries, each name once), whether or not they resolved.
+    pub(crate) named_nodes: usize,
     site_by_name: FxHashMap<Arc<str>, SiteId>,
     pool_by_name: FxHashMap<Arc<str>, PoolId>,
     /// Workers of each Site, sorted.
@@ -437,6 +441,8 @@ impl Topology {
 #[derive(Default)]
 struct Builder {
     diags: Vec<Diagnostic>,
+    /// The names of Node objects given twice with different content (ignored), sorted.
+    duplicate_nodes: Vec<String>,
 }
 
 fn warn(code: Code, object: &str, field: &str, msg: String, loc: Option<SourceLoc>) -> Diagnostic {
@@ -538,7 +544,6 @@ impl Builder {
             {
                 continue;
             }
-            self.diags.extend(o.meta().diags.iter().cloned());
             let kind = o.kind();
             if let Some(v) = kinds
                 .iter()
@@ -554,7 +559,7 @@ impl Builder {
             // one pass over the names confirms it, and the objects are taken as they are.
             if objects.is_sorted_by(|a, b| a.0 < b.0) {
                 for (_, o) in objects {
-                    g.push(o);
+                    self.take(&mut g, o);
                 }
                 continue;
             }
@@ -562,8 +567,29 @@ impl Builder {
             objects.sort_by(|a, b| a.0.cmp(b.0));
             for copies in objects.chunk_by(|a, b| a.0 == b.0) {
                 match copies {
-                    [(_, o)] => g.push(o),
-                    [(name, _), ..] => self.duplicate(kind, name, copies),
+                    [(_, o)] => self.take(&mut g, o),
+                    [(name, first), rest @ ..]
+                        if rest.iter().all(|(_, o)| o.same_content(first)) =>
+                    {
+                        self.identical(kind, name, copies);
+                        // The copy written first (by source, then line) stands for them all,
+                        // whatever the order of the sources.
+                        let earliest = copies
+                            .iter()
+                            .map(|(_, o)| *o)
+                            .min_by(|a, b| a.meta().loc.cmp(&b.meta().loc))
+                            .unwrap_or(first);
+                        self.take(&mut g, earliest);
+                    }
+                    [(name, _), ..] => {
+                        if kind == Kind::Node {
+                            self.duplicate_nodes.push((*name).to_string());
+                        }
+                        self.duplicate(kind, name, copies);
+                        for (_, o) in copies {
+                            self.diags.extend(o.meta().diags.iter().cloned());
+                        }
+                    }
                     [] => {}
                 }
             }
@@ -571,7 +597,40 @@ impl Builder {
         g
     }
 
-    /// Reports the `copies` of `kind/name` (more than one): every copy is ignored.
+    /// Takes object `o` into the topology, with the findings about its own fields.
+    fn take<'a>(&mut self, g: &mut Grouped<'a>, o: &'a RawObject) {
+        self.diags.extend(o.meta().diags.iter().cloned());
+        g.push(o);
+    }
+
+    /// Notes the `copies` of `kind/name` that say the same (more than one): they count once,
+    /// as the first.
+    fn identical(&mut self, kind: Kind, name: &str, copies: &[(&str, &RawObject)]) {
+        let mut where_: Vec<SourceLoc> = copies
+            .iter()
+            .filter_map(|(_, o)| o.meta().loc.clone())
+            .collect();
+        where_.sort();
+        let listed: Vec<String> = where_.iter().map(ToString::to_string).collect();
+        self.diags.push(Diagnostic::new(
+            Code::DuplicateIdentical,
+            format!("{kind}/{name}"),
+            "metadata.name",
+            format!(
+                "{} identical copies of {kind} {name:?}{}; they count as one",
+                copies.len(),
+                if listed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", listed.join(", "))
+                }
+            ),
+            where_.into_iter().next(),
+        ));
+    }
+
+    /// Reports the `copies` of `kind/name` (more than one, not all the same): every copy is
+    /// ignored.
     fn duplicate(&mut self, kind: Kind, name: &str, copies: &[(&str, &RawObject)]) {
         let loc = copies
             .iter()

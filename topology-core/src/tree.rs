@@ -9,6 +9,7 @@
 //! budget of nodes per document), and no recursion on input-controlled depth beyond
 //! [`MAX_DEPTH`].
 
+use crate::broken::{self, DocError};
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::borrow::Cow;
 
@@ -145,8 +146,8 @@ fn json_to_node(v: serde_json::Value, depth: usize) -> Node {
 /// One parsed document or the reason it failed.
 #[derive(Debug)]
 pub struct ParsedDoc {
-    /// The root node, or the parse error (with its 1-based line).
-    pub result: Result<Node, (u32, String)>,
+    /// The root node, or why the document does not parse.
+    pub result: Result<Node, DocError>,
 }
 
 #[cfg(test)]
@@ -283,8 +284,23 @@ enum FrameKind {
     Map(usize, Option<(String, u32)>),
 }
 
-/// Why a chunk's parse stopped: the 1-based line and the message.
-type Stop = (u32, String);
+/// Why a chunk's parse stopped: the 1-based line, the 1-based column (0 when the parser gave
+/// none) and the message.
+struct Stop {
+    line: u32,
+    column: u32,
+    message: String,
+}
+
+impl Stop {
+    fn at(line: u32, message: impl Into<String>) -> Stop {
+        Stop {
+            line,
+            column: 0,
+            message: message.into(),
+        }
+    }
+}
 
 impl DocParser {
     /// Parses one chunk that starts at 1-based line `first_line` (see [`split_document_bytes`])
@@ -292,7 +308,8 @@ impl DocParser {
     /// document.
     pub fn parse_chunk(&mut self, chunk: &str, first_line: u32, emit: &mut impl FnMut(ParsedDoc)) {
         if let Err(stop) = self.run(chunk, first_line, &[], emit) {
-            emit(ParsedDoc { result: Err(stop) });
+            let error = broken::describe(chunk, first_line, stop.line, stop.column, &stop.message);
+            emit(ParsedDoc { result: Err(error) });
         }
     }
 
@@ -333,7 +350,13 @@ impl DocParser {
                 .saturating_add(line_base)
         };
         for next in Parser::new_from_str(text) {
-            let (event, span) = next.map_err(|e| (abs(e.marker().line()), e.info().to_string()))?;
+            let (event, span) = next.map_err(|e| Stop {
+                line: abs(e.marker().line()),
+                column: u32::try_from(e.marker().col())
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(1),
+                message: e.info().to_string(),
+            })?;
             let line = abs(span.start.line());
             self.pass_boundary(boundaries, &event, line)?;
             if !self.event(event, line, emit)? {
@@ -368,9 +391,9 @@ impl DocParser {
             }
             // The previous document closing at the marker (their lines are not kept).
             Event::SequenceEnd | Event::MappingEnd | Event::DocumentEnd if line == next => Ok(()),
-            _ => Err((
+            _ => Err(Stop::at(
                 line,
-                "the parser did not start a document at this `---`".to_string(),
+                "the parser did not start a document at this `---`",
             )),
         }
     }
@@ -431,7 +454,10 @@ impl DocParser {
             Event::SequenceEnd | Event::MappingEnd => self.close(),
         };
         if self.budget == 0 {
-            return Err((line, format!("document exceeds {MAX_NODES} nodes")));
+            return Err(Stop::at(
+                line,
+                format!("document exceeds {MAX_NODES} nodes"),
+            ));
         }
         if let Some((node, anchor)) = finished {
             if anchor != 0 {
@@ -445,11 +471,11 @@ impl DocParser {
     /// A copy of the node anchored as `id`, at `line`, charged to the alias budget.
     fn alias(&mut self, id: usize, line: u32) -> Result<Node, Stop> {
         let Some(node) = self.anchors.get(&id) else {
-            return Err((line, "alias to an unknown anchor".to_string()));
+            return Err(Stop::at(line, "alias to an unknown anchor"));
         };
         let size = node.size();
         if size > self.budget {
-            return Err((
+            return Err(Stop::at(
                 line,
                 format!("alias expansion exceeds {MAX_NODES} nodes (an alias bomb?)"),
             ));
@@ -463,7 +489,10 @@ impl DocParser {
     /// Opens a collection, within the nesting limit.
     fn open(&mut self, line: u32, anchor: usize, kind: FrameKind) -> Result<(), Stop> {
         if self.stack.len() >= MAX_DEPTH {
-            return Err((line, format!("nesting deeper than {MAX_DEPTH} levels")));
+            return Err(Stop::at(
+                line,
+                format!("nesting deeper than {MAX_DEPTH} levels"),
+            ));
         }
         self.budget = self.budget.saturating_sub(1);
         self.stack.push(Frame { line, anchor, kind });
@@ -697,7 +726,7 @@ mod tests {
             .then_some(docs)
     }
 
-    fn results(docs: &[ParsedDoc]) -> Vec<&Result<Node, (u32, String)>> {
+    fn results(docs: &[ParsedDoc]) -> Vec<&Result<Node, DocError>> {
         docs.iter().map(|d| &d.result).collect()
     }
 

@@ -311,7 +311,7 @@ fn every_code_is_covered() {
 /// the result does not depend on the order of the sources.
 #[test]
 fn duplicates_across_sources() {
-    let one = "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: a}\n";
+    let one = "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: a}\nspec: {nodeCidrs: [10.0.0.0/24]}\n";
     let two = "# a comment\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: a}\n---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: b}\n";
     let build = |sources: [(&'static str, &'static str); 2]| {
         let d = decode(sources.map(|(n, t)| (n, t.as_bytes())));
@@ -323,6 +323,27 @@ fn duplicates_across_sources() {
     assert_eq!(
         forward,
         "site b nodeCidrs=[] pods=[]\ncomponent [b] cap=-\nerror E-DUPLICATE Site/a metadata.name dir/one.yaml:1\n"
+    );
+}
+
+/// Copies that say the same in two sources (overlapping exports; one written as a `List` item,
+/// indented, with a comment) are one object with one N-DUPLICATE-IDENTICAL note at the first
+/// location, whatever the order of the sources.
+#[test]
+fn identical_copies_across_sources_count_once() {
+    let one = "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: a}\nspec: {nodeCidrs: [10.0.0.0/24], tunnelMTU: \"1400\"}\n";
+    let two = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: net.unbounded-cloud.io/v1alpha1\n  kind: Site\n  # the same Site\n  metadata:\n    name: a\n  spec:\n    nodeCidrs:\n    - 10.0.0.0/24\n    tunnelMTU: \"1400\"\n";
+    let build = |sources: [(&'static str, &'static str); 2]| {
+        let d = decode(sources.map(|(n, t)| (n, t.as_bytes())));
+        render(&Topology::build(&d.objects, d.diagnostics))
+    };
+    let forward = build([("one.yaml", one), ("two.yaml", two)]);
+    let backward = build([("two.yaml", two), ("one.yaml", one)]);
+    assert_eq!(forward, backward);
+    // The copy's own findings (its unreadable cap) are reported once.
+    assert_eq!(
+        forward,
+        "site a nodeCidrs=[10.0.0.0/24] pods=[] cap=576 (invalid \"1400\")\ncomponent [a] cap=576 by Site/a objects=[Site/a]\nerror E-FIELD-TYPE Site/a spec.tunnelMTU one.yaml:4\nnote N-DUPLICATE-IDENTICAL Site/a metadata.name one.yaml:1\n"
     );
 }
 
@@ -348,18 +369,18 @@ mod known_issues {
     #[test]
     fn status_only_gateway_in_two_pools_has_a_source() {
         let t = build(
-            "apiVersion: net.unbounded-cloud.io/v1
+            "apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: Site
 metadata: {name: a}
 ---
-apiVersion: net.unbounded-cloud.io/v1
+apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: GatewayPool
 metadata: {name: beta}
 status:
   nodes:
     - {name: s1, siteName: a}
 ---
-apiVersion: net.unbounded-cloud.io/v1
+apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: GatewayPool
 metadata: {name: gamma}
 status:
@@ -386,14 +407,14 @@ status:
     #[test]
     fn entry_fields_have_full_paths() {
         let t = build(
-            "apiVersion: net.unbounded-cloud.io/v1
+            "apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: SiteNodeSlice
 metadata: {name: s}
 siteName: a
 nodes:
   - {name: w1, internalIPs: [bad]}
 ---
-apiVersion: net.unbounded-cloud.io/v1
+apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: GatewayPool
 metadata: {name: p}
 status:
@@ -427,7 +448,7 @@ status:
     #[test]
     fn spec_that_is_not_an_object_is_field_type() {
         let t = build(
-            "apiVersion: net.unbounded-cloud.io/v1
+            "apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: SitePeering
 metadata: {name: s4}
 spec: [b, c]
@@ -472,21 +493,21 @@ spec: [b, c]
     #[test]
     fn a_disabled_copy_is_not_a_duplicate() {
         let t = build(
-            "apiVersion: net.unbounded-cloud.io/v1
+            "apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: SitePeering
 metadata: {name: x}
 spec: {enabled: false, sites: [a, b]}
 ---
-apiVersion: net.unbounded-cloud.io/v1
+apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: SitePeering
 metadata: {name: x}
 spec: {sites: [a, b]}
 ---
-apiVersion: net.unbounded-cloud.io/v1
+apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: Site
 metadata: {name: a}
 ---
-apiVersion: net.unbounded-cloud.io/v1
+apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: Site
 metadata: {name: b}
 ",
@@ -504,7 +525,7 @@ metadata: {name: b}
     #[test]
     fn an_integral_float_cap_is_not_out_of_range() {
         let t = build(
-            "apiVersion: net.unbounded-cloud.io/v1
+            "apiVersion: net.unbounded-cloud.io/v1alpha1
 kind: Site
 metadata: {name: a}
 spec: {tunnelMTU: 1400.0}

@@ -1,10 +1,11 @@
-//! `W-UNKNOWN-FIELD` and the nearest-kind hint of `N-UNKNOWN-KIND` (`spec/model.md`, "Accepted
-//! input" and "Validation"): the messages of the fixtures in `tests/fixtures/model/unknown-*`
-//! (their `.expect` tables hold no messages), the upstream documentation examples staying quiet,
-//! and an unknown key changing nothing but the diagnostics.
+//! `W-UNKNOWN-FIELD` and the nearest-kind hint of `E-UNKNOWN-KIND` / `N-UNKNOWN-KIND`
+//! (`spec/model.md`, "Accepted input" and "Validation"): the messages of the fixtures in
+//! `tests/fixtures/model/unknown-*` (their `.expect` tables hold no messages), the upstream
+//! documentation examples staying quiet about their fields and reporting what is really wrong
+//! in them, and an unknown key changing nothing but the diagnostics.
 
-// The I/O ban of clippy.toml is for the library; these tests read fixture files and the upstream
-// documentation examples beside the clone.
+// The I/O ban of clippy.toml is for the library; these tests read fixture files, the upstream
+// documentation examples among them.
 #![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
@@ -169,26 +170,76 @@ fn unknown_kind_names_the_nearest_kind() {
                 "kind GatewayPoolz of API group example.com is not one this tool reads; skipped",
             ),
             (
-                "GatewayPoolz/p",
-                "",
-                "kind GatewayPoolz is not one this tool reads; skipped (did you mean GatewayPool?)",
-            ),
-            (
                 "Nodes/n",
                 "",
                 "kind Nodes of API group core is not one this tool reads; skipped (did you mean Node?)",
             ),
+        ])
+    );
+    assert_eq!(
+        messages("unknown-kind-nearest.yaml", Code::UnknownOwnKind),
+        triples(&[
+            (
+                "GatewayPoolz/p",
+                "",
+                "API group net.unbounded-cloud.io defines no kind GatewayPoolz; the object is skipped (did you mean GatewayPool?)",
+            ),
             (
                 "SitePeerings/ab",
                 "",
-                "kind SitePeerings is not one this tool reads; skipped (did you mean SitePeering?)",
+                "API group net.unbounded-cloud.io defines no kind SitePeerings; the object is skipped (did you mean SitePeering?)",
             ),
             (
                 "Widget/w",
                 "",
-                "kind Widget is not one this tool reads; skipped",
+                "API group net.unbounded-cloud.io defines no kind Widget; the object is skipped",
             ),
         ])
+    );
+}
+
+/// The upstream documentation examples decoded together: every one parses (no E-DECODE), and
+/// what is really wrong in them is reported where it is written: the pod block
+/// `fdde:east::/48` that is no IPv6 prefix, the nodes no Site takes.
+#[test]
+fn upstream_documentation_examples_report_their_mistakes_where_written() {
+    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upstream-docs");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    names.sort();
+    let texts: Vec<(String, Vec<u8>)> = names
+        .iter()
+        .map(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            (name.unwrap_or_default(), std::fs::read(p).expect("read"))
+        })
+        .collect();
+    let d = decode(texts.iter().map(|(n, b)| (n.as_str(), b.as_slice())));
+    let t = Topology::build(&d.objects, d.diagnostics.clone());
+    let found: Vec<String> = t
+        .diagnostics
+        .iter()
+        .filter(|x| matches!(x.code, Code::Decode | Code::Cidr | Code::NoSite))
+        .map(|x| {
+            let at = x
+                .source
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            format!("{} {} {} {at}", x.code, x.object, x.field)
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "E-CIDR Site/aws-us-east-1 spec.podCidrAssignments[0].cidrBlocks[1] custom-resources-04.yaml:13",
+            "W-NO-SITE Node/gateway-node-1  custom-resources-06.yaml:45",
+            "W-NO-SITE Node/node-001  custom-resources-05.yaml:21",
+            "W-NO-SITE Node/node-002  custom-resources-05.yaml:29",
+        ]
     );
 }
 

@@ -12,6 +12,7 @@ use topology_core::diag::Severity;
 pub fn run(args: &ProbeArgs) -> Result<()> {
     let decoded = common::load(&args.common)?;
     let resolver = Resolver::new(decoded, crate::settings::offline(&args.common));
+    common::some_resolved(resolver.topology())?;
     let mut targets = resolver
         .probe_targets(&args.node)
         .map_err(|e| usage(e.to_string()))?;
@@ -109,6 +110,7 @@ fn fail_on(
                 .iter()
                 .filter(|d| d.severity <= Severity::Warning)
                 .count(),
+            ProbeFailOn::None => 0,
         };
         if n > 0 {
             let what = match w {
@@ -116,6 +118,7 @@ fn fail_on(
                 ProbeFailOn::Unreachable => counted(n, "unreachable peer", "unreachable peers"),
                 ProbeFailOn::Error => counted(n, "error diagnostic", "error diagnostics"),
                 ProbeFailOn::Warning => counted(n, "diagnostic", "diagnostics"),
+                ProbeFailOn::None => continue,
             };
             found.push(what);
         }

@@ -42,10 +42,7 @@ pub(super) struct Cx {
 
 impl Cx {
     pub(super) fn loc(&self, line: u32) -> Option<SourceLoc> {
-        Some(SourceLoc {
-            source: self.source.clone(),
-            line,
-        })
+        Some(SourceLoc::at_line(self.source.clone(), line))
     }
 
     /// Reports a finding about `field` (a path below the current entry's prefix, rendered only
@@ -274,10 +271,7 @@ impl Cx {
             Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e30 => {
                 (Some(*f as i128), format!("{f}"))
             }
-            _ => {
-                self.wrong_type(path, n, "an integer");
-                return None;
-            }
+            _ => return Some(self.unreadable_cap(path, n)),
         };
         match value {
             Some(0) => {
@@ -304,6 +298,43 @@ impl Cx {
                     loc: self.loc(line),
                 })
             }
+        }
+    }
+
+    /// A `tunnelMTU` of the wrong type (a quoted number, a list, a map, a fraction): an API
+    /// server would refuse the object, so it was not written for a cluster as it stands. It is
+    /// `E-FIELD-TYPE` and fails closed like an out-of-range cap: reading it as absent would let
+    /// values rise (`mtu.md` §7).
+    fn unreadable_cap(&mut self, path: &str, n: &Node) -> RawCap {
+        let (written, what, fix) = match &n.value {
+            Value::Str(text) => {
+                let fix = match text.trim().parse::<u32>() {
+                    Ok(v) => format!("write it unquoted: tunnelMTU: {v}"),
+                    Err(_) => format!("write an integer in {MIN_MTU}..{MAX_CAP}, unquoted"),
+                };
+                let written = short(text);
+                let what = format!("the string {written}");
+                (written, what, fix)
+            }
+            _ => {
+                let written = format!("a {}", n.type_name());
+                let fix =
+                    format!("write one integer in {MIN_MTU}..{MAX_CAP}, e.g. tunnelMTU: 1400");
+                (written.clone(), written, fix)
+            }
+        };
+        self.report(
+            Code::FieldType,
+            path,
+            n.line,
+            format!(
+                "tunnelMTU is {what}, not an integer: an API server would refuse this object ({fix}); it counts as {MIN_MTU} (fail closed)"
+            ),
+        );
+        RawCap {
+            mtu: MIN_MTU,
+            invalid: Some(written),
+            loc: self.loc(n.line),
         }
     }
 

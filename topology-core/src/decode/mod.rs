@@ -21,10 +21,11 @@ pub use raw::{
     RawRelation, RawSite, RawSlice, RawSliceNode, RawStatusNode, RawUnderlay, site_label,
 };
 
+use crate::broken::DocError;
 use crate::diag::{Code, Diagnostic, SourceLoc};
 use crate::schema;
 use crate::tree::{self, Node, Value};
-use crate::vocab::{Kind, READ_API_GROUPS};
+use crate::vocab::{API_GROUP, API_VERSION, Kind, READ_API_GROUPS};
 use fields::Cx;
 use std::fmt;
 use std::sync::Arc;
@@ -77,20 +78,25 @@ impl Decoded {
     }
 
     /// Adds the next document of a source (`doc_no` counts them): its objects, or why it
-    /// failed.
+    /// failed, naming the object it was meant to be when a lenient scan recovers it.
     fn add_doc(&mut self, source: &Arc<str>, doc_no: &mut usize, doc: tree::ParsedDoc) {
         *doc_no = doc_no.saturating_add(1);
         let label = DocLabel::Document(*doc_no);
         match doc.result {
             Ok(root) => self.add_node(source, label, root),
-            Err((line, msg)) => self.diagnostics.push(Diagnostic::new(
+            Err(e) => self.diagnostics.push(Diagnostic::new(
                 Code::Decode,
-                label.to_string(),
+                match e.object {
+                    Some(o) if o.contains('/') => o,
+                    Some(kind) => format!("{kind} ({label})"),
+                    None => label.to_string(),
+                },
                 "",
-                format!("not valid YAML/JSON: {msg}"),
+                e.message,
                 Some(SourceLoc {
                     source: source.clone(),
-                    line,
+                    line: e.line,
+                    column: e.column,
                 }),
             )),
         }
@@ -105,10 +111,7 @@ impl Decoded {
     /// Adds one document: a `List`'s items one by one, an object of a recognised kind as a
     /// [`RawObject`]; anything else is a finding.
     fn add_node(&mut self, source: &Arc<str>, label: DocLabel<'_>, root: Node) {
-        let loc = |line: u32| SourceLoc {
-            source: source.clone(),
-            line,
-        };
+        let loc = |line: u32| SourceLoc::at_line(source.clone(), line);
         let Value::Map(_) = &root.value else {
             if root.value != Value::Null {
                 self.diagnostics.push(Diagnostic::new(
@@ -139,11 +142,18 @@ impl Decoded {
             self.add_list_items(source, label, &kind, root);
             return;
         }
-        let group = api_group(&root);
+        let (group, version) = api_version(&root);
         let name = object_name(&root);
-        let Some(kind_id) = recognise(kind, group) else {
-            self.skip_unknown_kind(kind, group, name, loc(root.line));
-            return;
+        let kind_id = match recognise(kind, group, version) {
+            Recognised::Kind(k) => k,
+            Recognised::UnknownVersion(k) => {
+                self.skip_unknown_version(k, version, name, loc(root.line));
+                return;
+            }
+            Recognised::No => {
+                self.skip_unknown_kind(kind, group, name, loc(root.line));
+                return;
+            }
         };
         let Some(name) = name else {
             self.diagnostics.push(Diagnostic::new(
@@ -190,17 +200,16 @@ impl Decoded {
                     format!("{kind} ({label})"),
                     "items",
                     format!("expected a list, found {found}; nothing in it is read"),
-                    Some(SourceLoc {
-                        source: source.clone(),
-                        line: items.node.line,
-                    }),
+                    Some(SourceLoc::at_line(source.clone(), items.node.line)),
                 ));
             }
         }
     }
 
-    /// `N-UNKNOWN-KIND` for a document of a kind this tool does not read, suggesting the nearest
-    /// kind read in its API group.
+    /// A document of a kind this tool does not read: `E-UNKNOWN-KIND` in this project's API
+    /// group [`API_GROUP`] (a kind it should define: a misspelling, or input for another version
+    /// of the tool), `N-UNKNOWN-KIND` in any other group (the shorter spelling of ours
+    /// included) or without one; the message suggests the nearest kind read in its group.
     fn skip_unknown_kind(&mut self, kind: &str, group: &str, name: Option<&str>, loc: SourceLoc) {
         let object = match name {
             Some(n) => format!("{kind}/{n}"),
@@ -216,19 +225,49 @@ impl Decoded {
         let hint = schema::nearest(kind, readable.map(Kind::as_str))
             .map(|k| format!(" (did you mean {k}?)"))
             .unwrap_or_default();
-        let why = if ours || group == "?" {
-            format!("kind {kind} is not one this tool reads; skipped{hint}")
+        let (code, why) = if group == API_GROUP {
+            (
+                Code::UnknownOwnKind,
+                format!("API group {group} defines no kind {kind}; the object is skipped{hint}"),
+            )
+        } else if group == "?" {
+            (
+                Code::UnknownKind,
+                format!("kind {kind} is not one this tool reads; skipped{hint}"),
+            )
         } else {
-            format!(
-                "kind {kind} of API group {} is not one this tool reads; skipped{hint}",
-                if group.is_empty() { "core" } else { group }
+            (
+                Code::UnknownKind,
+                format!(
+                    "kind {kind} of API group {} is not one this tool reads; skipped{hint}",
+                    if group.is_empty() { "core" } else { group }
+                ),
             )
         };
+        self.diagnostics
+            .push(Diagnostic::new(code, object, "", why, Some(loc)));
+    }
+
+    /// `E-UNKNOWN-VERSION`: a kind of this project's group in a version other than the one
+    /// this tool reads; its fields may mean something else there, so the object is skipped.
+    fn skip_unknown_version(
+        &mut self,
+        kind: Kind,
+        version: &str,
+        name: Option<&str>,
+        loc: SourceLoc,
+    ) {
+        let object = match name {
+            Some(n) => format!("{kind}/{n}"),
+            None => "-".to_string(),
+        };
         self.diagnostics.push(Diagnostic::new(
-            Code::UnknownKind,
+            Code::UnknownVersion,
             object,
-            "",
-            why,
+            "apiVersion",
+            format!(
+                "{kind} version {version:?} is not one this tool reads (only {API_GROUP}/{API_VERSION}); the object is skipped"
+            ),
             Some(loc),
         ));
     }
@@ -260,7 +299,12 @@ fn parse_chunk(
                 .unwrap_or(0);
             let line = first_line.saturating_add(u32::try_from(line).unwrap_or(u32::MAX));
             emit(tree::ParsedDoc {
-                result: Err((line, "not UTF-8 text".to_string())),
+                result: Err(DocError {
+                    line,
+                    column: 0,
+                    message: "not UTF-8 text".to_string(),
+                    object: None,
+                }),
             });
         }
     }
@@ -286,12 +330,12 @@ impl fmt::Display for DocLabel<'_> {
     }
 }
 
-/// The API group of a document's `apiVersion`: `""` for the core group (`v1`), `"?"` when the
-/// document has no `apiVersion`.
-fn api_group(root: &Node) -> &str {
+/// The API group and version of a document's `apiVersion`: group `""` for the core group
+/// (`v1`), `"?"` when the document has no `apiVersion`.
+fn api_version(root: &Node) -> (&str, &str) {
     match root.get("apiVersion").map(|e| &e.node.value) {
-        Some(Value::Str(v)) => v.rsplit_once('/').map(|(g, _)| g).unwrap_or(""),
-        _ => "?",
+        Some(Value::Str(v)) => v.rsplit_once('/').unwrap_or(("", v)),
+        _ => ("?", ""),
     }
 }
 
@@ -305,16 +349,31 @@ fn object_name(root: &Node) -> Option<&str> {
         })
 }
 
-/// The kind a document of kind `kind` in API group `group` is read as: a `Node` of the core group,
-/// or one of this project's kinds (exact spelling) in its groups; without an `apiVersion` either.
-fn recognise(kind: &str, group: &str) -> Option<Kind> {
+/// How a document of kind `kind` in API group `group` and `version` is read.
+enum Recognised {
+    /// As this kind.
+    Kind(Kind),
+    /// A kind of this project's group in a version this tool does not read.
+    UnknownVersion(Kind),
+    /// Not at all: an unknown kind, or a kind of another group.
+    No,
+}
+
+/// The kind a document is read as: a `Node` of the core group, or one of this project's kinds
+/// (exact spelling) in its groups (in [`API_GROUP`] only at [`API_VERSION`], the one version
+/// it defines); without an `apiVersion` either.
+fn recognise(kind: &str, group: &str, version: &str) -> Recognised {
     let ours = READ_API_GROUPS.contains(&group);
-    match (kind, ours, group) {
-        ("Node", _, "") => Some(Kind::Node),
-        ("Node", _, "?") => Some(Kind::Node),
+    let found = match (kind, ours, group) {
+        ("Node", _, "" | "?") => Some(Kind::Node),
         (k, true, _) | (k, false, "?") => {
             Kind::parse_ci(k).filter(|k| *k != Kind::Node && k.as_str() == kind)
         }
         _ => None,
+    };
+    match found {
+        Some(k) if group == API_GROUP && version != API_VERSION => Recognised::UnknownVersion(k),
+        Some(k) => Recognised::Kind(k),
+        None => Recognised::No,
     }
 }

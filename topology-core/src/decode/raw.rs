@@ -284,3 +284,49 @@ pub fn site_label(node: &RawNode) -> Option<&str> {
         .find(|(k, _)| &**k == SITE_LABEL_KEY)
         .map(|(_, v)| &**v)
 }
+
+impl RawObject {
+    /// Whether two objects say the same, wherever they were written: equal once every source
+    /// location is forgotten. Two copies of one manifest (a file given twice over, overlapping
+    /// exports) are one object; copies that differ in anything read are not.
+    pub fn same_content(&self, other: &RawObject) -> bool {
+        self.kind() == other.kind() && self.unlocated() == other.unlocated()
+    }
+
+    /// A copy with every source location removed.
+    fn unlocated(&self) -> RawObject {
+        let mut o = self.clone();
+        let meta = o.meta_mut();
+        meta.loc = None;
+        for d in &mut meta.diags {
+            d.source = None;
+        }
+        let cap = |c: &mut Option<RawCap>| {
+            if let Some(c) = c {
+                c.loc = None;
+            }
+        };
+        match &mut o {
+            RawObject::Site(s) => cap(&mut s.cap),
+            RawObject::Pool(p) => {
+                cap(&mut p.cap);
+                for n in &mut p.status_nodes {
+                    n.loc = None;
+                }
+            }
+            RawObject::Slice(s) => {
+                for n in &mut s.nodes {
+                    n.loc = None;
+                }
+            }
+            RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => {
+                cap(&mut r.cap);
+                for m in r.sites.iter_mut().chain(r.pools.iter_mut()) {
+                    m.loc = None;
+                }
+            }
+            RawObject::Node(_) | RawObject::GatewayPoolNode(_) => {}
+        }
+        o
+    }
+}

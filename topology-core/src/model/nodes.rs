@@ -149,6 +149,16 @@ impl Builder {
                 .copied()
                 .chain(src.status_names.iter().copied()),
         );
+        let ignored = self
+            .duplicate_nodes
+            .iter()
+            .filter(|d| {
+                names
+                    .binary_search_by(|(n, _)| (*n).cmp(d.as_str()))
+                    .is_err()
+            })
+            .count();
+        t.named_nodes = names.len().saturating_add(ignored);
         // One allocation of the final size: growing by doubling would leave every earlier,
         // smaller copy behind as freed but resident memory.
         t.nodes.reserve_exact(names.len());
@@ -492,5 +502,85 @@ impl<'a> PoolMembership<'a> {
         out.sort_unstable();
         out.dedup();
         out
+    }
+}
+
+/// Why an input that names nodes resolved none of them: how many it named, how many Sites it
+/// holds, and how many nodes were left out for each reason. A result with no node would look
+/// like a healthy empty cluster; the commands refuse it with this reason instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NoneResolved {
+    /// Node names the input gave.
+    pub named: usize,
+    /// Sites in the input.
+    pub sites: usize,
+    /// Nodes in no Site (`W-NO-SITE`).
+    pub no_site: usize,
+    /// Node names given by two different objects, every copy ignored (`E-DUPLICATE`).
+    pub duplicate: usize,
+    /// The first node left out, and where it was defined (`Node/w1 at cluster.yaml:12`).
+    pub first: Option<String>,
+}
+
+impl std::fmt::Display for NoneResolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let nodes = if self.named == 1 { "Node" } else { "Nodes" };
+        let n = self.named;
+        if self.sites == 0 {
+            return write!(
+                f,
+                "{n} {nodes} and no Site: a node takes part only in a Site (its {} label, or an InternalIP in the Site's nodeCidrs); see W-NO-SITE",
+                crate::vocab::SITE_LABEL_KEY
+            );
+        }
+        let first = self
+            .first
+            .as_ref()
+            .map(|x| format!(" (the first: {x})"))
+            .unwrap_or_default();
+        if self.no_site == n {
+            return write!(f, "{n} {nodes}, none in a Site{first}: see W-NO-SITE");
+        }
+        let mut why = Vec::new();
+        if self.no_site > 0 {
+            why.push(format!("{} in no Site (W-NO-SITE)", self.no_site));
+        }
+        if self.duplicate > 0 {
+            why.push(format!(
+                "{} named by two different objects (E-DUPLICATE)",
+                self.duplicate
+            ));
+        }
+        write!(f, "{n} {nodes}, none resolved{first}: {}", why.join(", "))
+    }
+}
+
+impl Topology {
+    /// Why no node resolved although the input named some; `None` when some node resolved or
+    /// none was named.
+    pub fn none_resolved(&self) -> Option<NoneResolved> {
+        if !self.nodes.is_empty() || self.named_nodes == 0 {
+            return None;
+        }
+        let left_out = |code: Code| {
+            self.diagnostics
+                .iter()
+                .filter(move |d| d.code == code && d.object.starts_with("Node/"))
+        };
+        let first = left_out(Code::NoSite)
+            .chain(left_out(Code::Duplicate))
+            .min_by(|a, b| a.source.cmp(&b.source))
+            .map(|d| match &d.source {
+                Some(at) => format!("{} at {at}", d.object),
+                None => d.object.clone(),
+            });
+        Some(NoneResolved {
+            named: self.named_nodes,
+            sites: self.sites.len(),
+            no_site: left_out(Code::NoSite).count(),
+            duplicate: left_out(Code::Duplicate).count(),
+            first,
+        })
     }
 }
