@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// unbounded-mtu: topology and MTU resolver for Kubernetes clusters spanning many Sites.
+/// Topology and MTU resolver for Kubernetes clusters that span many Sites.
 ///
 /// Offline commands read manifests (Sites, GatewayPools, SitePeerings, SiteGatewayPoolAssignments,
 /// GatewayPoolPeerings, GatewayPoolNodes, SiteNodeSlices and v1 Nodes, as `kubectl get -o yaml`
@@ -67,9 +67,43 @@ pub enum Command {
     ///
     /// Example: unbounded-mtu completion bash > /etc/bash_completion.d/unbounded-mtu
     Completion(CompletionArgs),
-    /// Print the manual page (roff), generated from the same definitions as `--help`.
+    /// Print a manual page (roff), generated from the same definitions as `--help`: the
+    /// command's, or a subcommand's; or write every page into a directory.
     ///
-    /// Example: unbounded-mtu man > unbounded-mtu.1 && man ./unbounded-mtu.1
+    /// Example: unbounded-mtu man resolve > unbounded-mtu-resolve.1 && man ./unbounded-mtu-resolve.1
+    Man(ManArgs),
+}
+
+/// `man`.
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (default: the command's own page).
+    #[arg(value_enum, conflicts_with = "out_dir")]
+    pub page: Option<ManPage>,
+    /// Write every page (unbounded-mtu.1, unbounded-mtu-resolve.1, ...) into this directory
+    /// instead, and list the files written.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<std::path::PathBuf>,
+}
+
+/// The subcommands with a manual page of their own.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManPage {
+    /// `unbounded-mtu resolve`.
+    Resolve,
+    /// `unbounded-mtu explain`.
+    Explain,
+    /// `unbounded-mtu what-if`.
+    WhatIf,
+    /// `unbounded-mtu graph`.
+    Graph,
+    /// `unbounded-mtu probe`.
+    Probe,
+    /// `unbounded-mtu agent`.
+    Agent,
+    /// `unbounded-mtu completion`.
+    Completion,
+    /// `unbounded-mtu man`.
     Man,
 }
 

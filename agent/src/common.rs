@@ -219,27 +219,94 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     s
 }
 
+/// The command the completion scripts complete.
+const BIN: &str = "unbounded-mtu";
+
 /// Writes a shell completion script for `shell` to standard output (`completion`).
 pub fn completion(shell: crate::cli::Shell) -> Result<()> {
+    let script = completion_script(shell)?;
+    write_bytes(&script)
+}
+
+/// The completion script for `shell`.
+///
+/// clap_complete's bash script names its states after the binary with hyphens escaped one way in
+/// the loop that walks the words and another in the arms that complete them, so for a name with
+/// a hyphen no subcommand's options ever complete (clap-rs/clap#6421, unreleased as of
+/// clap_complete 4.6.12). The bash script is therefore generated for the hyphen-free name
+/// `unbounded_mtu`, in which both agree, and registered for the real command.
+pub fn completion_script(shell: crate::cli::Shell) -> Result<Vec<u8>> {
     use clap::CommandFactory;
     use clap_complete::Shell as S;
     let mut cmd = crate::cli::Cli::command();
-    let shell = match shell {
-        crate::cli::Shell::Bash => S::Bash,
-        crate::cli::Shell::Zsh => S::Zsh,
-        crate::cli::Shell::Fish => S::Fish,
-    };
     let mut buf: Vec<u8> = Vec::new();
-    clap_complete::generate(shell, &mut cmd, "unbounded-mtu", &mut buf);
+    match shell {
+        crate::cli::Shell::Bash => {
+            let internal = BIN.replace('-', "_");
+            clap_complete::generate(S::Bash, &mut cmd, &internal, &mut buf);
+            let text = String::from_utf8(buf)?;
+            let registered: Vec<String> = text
+                .lines()
+                .map(|l| match l.trim_start().starts_with("complete -F ") {
+                    true => match l.strip_suffix(&format!(" {internal}")) {
+                        Some(head) => format!("{head} {BIN}"),
+                        None => l.to_string(),
+                    },
+                    false => l.to_string(),
+                })
+                .collect();
+            let mut out = registered.join("\n");
+            out.push('\n');
+            Ok(out.into_bytes())
+        }
+        crate::cli::Shell::Zsh => {
+            clap_complete::generate(S::Zsh, &mut cmd, BIN, &mut buf);
+            Ok(buf)
+        }
+        crate::cli::Shell::Fish => {
+            clap_complete::generate(S::Fish, &mut cmd, BIN, &mut buf);
+            Ok(buf)
+        }
+    }
+}
+
+/// `man`: the command's manual page (roff) or a subcommand's on standard output, or every page
+/// written into a directory (the files listed on standard output).
+pub fn man_page(args: &crate::cli::ManArgs) -> Result<()> {
+    use clap::{CommandFactory, ValueEnum};
+    let mut cmd = crate::cli::Cli::command().disable_help_subcommand(true);
+    // Built, so that each subcommand knows its full name (`unbounded-mtu-resolve`).
+    cmd.build();
+    let pages: Vec<clap::Command> = std::iter::once(cmd.clone())
+        .chain(cmd.get_subcommands().cloned())
+        .collect();
+    if let Some(dir) = &args.out_dir {
+        let failed = |e: std::io::Error| usage(format!("--out-dir {}: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(failed)?;
+        let mut written = String::new();
+        for page in pages {
+            let path = man(page).generate_to(dir).map_err(failed)?;
+            written.push_str(&format!("{}\n", path.display()));
+        }
+        return write_text(&written);
+    }
+    let name = args
+        .page
+        .and_then(|p| p.to_possible_value())
+        .map(|v| format!("{BIN}-{}", v.get_name()))
+        .unwrap_or_else(|| BIN.to_string());
+    let page = pages
+        .into_iter()
+        .find(|p| p.get_display_name() == Some(name.as_str()) || p.get_name() == name)
+        .ok_or_else(|| usage(format!("no manual page {name}")))?;
+    let mut buf: Vec<u8> = Vec::new();
+    man(page).render(&mut buf)?;
     write_bytes(&buf)
 }
 
-/// Writes the manual page (roff) to standard output (`man`).
-pub fn man_page() -> Result<()> {
-    use clap::CommandFactory;
-    let mut buf: Vec<u8> = Vec::new();
-    clap_mangen::Man::new(crate::cli::Cli::command()).render(&mut buf)?;
-    write_bytes(&buf)
+/// The manual page of `page` (a built command), its footer naming the program and version.
+fn man(page: clap::Command) -> clap_mangen::Man {
+    clap_mangen::Man::new(page).source(format!("{BIN} {}", crate::VERSION))
 }
 
 /// Writes text to standard output. A reader that went away (`| head`) is an

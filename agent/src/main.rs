@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         cli::Command::Probe(a) => probe::command::run(a),
         cli::Command::Agent(a) => agent::main(a),
         cli::Command::Completion(a) => common::completion(a.shell),
-        cli::Command::Man => common::man_page(),
+        cli::Command::Man(a) => common::man_page(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
