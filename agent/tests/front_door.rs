@@ -259,6 +259,12 @@ fn probe_refuses_what_it_cannot_probe_before_sending_anything() {
     let (code, _, err) = run(&with(&["--node", "wa", "--probe-timeout", "300"]));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("has no unit"), "{err}");
+    // This host holds none of wa's addresses (the example's 10.1.0.1), and no --netns says
+    // where wa is: probing from here would measure another host's paths.
+    refused(
+        &with(&["--node", "wa"]),
+        &["this host is not wa (no local address 10.1.0.1): run on wa, or pass --netns"],
+    );
 }
 
 #[test]

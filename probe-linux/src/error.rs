@@ -36,6 +36,12 @@ pub enum Error {
         /// What went wrong with the thread.
         reason: String,
     },
+    /// The addresses of the host's interfaces could not be read (`getifaddrs`).
+    #[error("read the host's addresses: {source}")]
+    LocalAddresses {
+        /// The error `getifaddrs` returned.
+        source: io::Error,
+    },
     /// A socket could not be opened. Raw sockets (for [`Method::Icmp`](crate::Method::Icmp))
     /// fail with `EPERM` without `CAP_NET_RAW`.
     #[error("open {kind} socket: {source}{}", permission_hint(source))]

@@ -35,6 +35,7 @@
 
 mod error;
 mod icmp;
+mod local;
 mod netns;
 mod packet;
 mod sock;
@@ -54,6 +55,7 @@ use std::time::Duration;
 use nix::sys::socket::{SockProtocol, SockType};
 
 pub use error::Error;
+pub use local::local_addresses;
 
 /// How probes are sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

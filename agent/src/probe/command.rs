@@ -33,6 +33,9 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
         }
         targets.retain(|t| args.peers.iter().any(|p| **p == *t.peer));
     }
+    if args.netns.is_none() {
+        this_host_is(resolver.topology(), &args.node)?;
+    }
     let settings = crate::settings::probe(&args.probe, args.netns.clone());
     let links = runner::probe_links(&targets, &settings).map_err(|e| usage(e.to_string()))?;
     let diags = resolver.diagnostics();
@@ -49,6 +52,33 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
         out => common::write_data(&report, out)?,
     }
     fail_on(&args.fail_on, &report, &diags)
+}
+
+/// Exit 2 unless this host holds one of node `name`'s addresses: probes sent from elsewhere
+/// measure another host's paths. (With `--netns` the namespace stands for the node.)
+fn this_host_is(topo: &topology_core::model::Topology, name: &str) -> Result<()> {
+    let node = topo
+        .find_node(name)
+        .map(|id| topo.node(id))
+        .map_err(|e| usage(e.to_string()))?;
+    let theirs: Vec<std::net::IpAddr> = node
+        .internal_ips
+        .iter()
+        .chain(node.external_ips.iter())
+        .copied()
+        .collect();
+    if theirs.is_empty() {
+        return Ok(());
+    }
+    let local = probe_linux::local_addresses().map_err(|e| usage(e.to_string()))?;
+    if theirs.iter().any(|a| local.contains(a)) {
+        return Ok(());
+    }
+    let listed: Vec<String> = theirs.iter().map(ToString::to_string).collect();
+    bail!(usage(format!(
+        "this host is not {name} (no local address {}): run on {name}, or pass --netns",
+        listed.join(", ")
+    )))
 }
 
 /// The table: one line per link.
