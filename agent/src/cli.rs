@@ -129,12 +129,27 @@ pub enum Shell {
 /// Output formats.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
-    /// Aligned tables for people (the default, on a terminal and in a pipe alike).
+    /// Aligned tables for people, at most 120 columns wide on ordinary names (the default, on a
+    /// terminal and in a pipe alike).
     Table,
+    /// Tables with the long columns too: every ECMP next hop, the full source of each bound,
+    /// diagnostics one per line.
+    Wide,
     /// JSON (what scripts ask for).
     Json,
     /// YAML.
     Yaml,
+}
+
+/// How a command prints its result (every command but `graph`, which draws).
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Output format (a table unless asked otherwise, also in a pipe, as kubectl does).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: Output,
+    /// Tables without their column headers (for `grep`, `awk` and `sort`).
+    #[arg(long)]
+    pub no_headers: bool,
 }
 
 /// Severities for `--fail-on`.
@@ -218,9 +233,6 @@ pub struct Common {
     /// What `Auto` resolves to elsewhere.
     #[arg(long, value_enum, default_value = "GENEVE")]
     pub private_encap: Encap,
-    /// Output format (a table unless asked otherwise, also in a pipe, as kubectl does).
-    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    pub output: Output,
 }
 
 /// `--fail-on` of the commands that report diagnostics.
@@ -247,6 +259,9 @@ pub struct ResolveArgs {
     /// Common options.
     #[command(flatten)]
     pub common: Common,
+    /// How the result is printed.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// When to exit 1.
     #[command(flatten)]
     pub fail: FailOnArgs,
@@ -277,6 +292,9 @@ pub struct ExplainArgs {
     /// Common options.
     #[command(flatten)]
     pub common: Common,
+    /// How the result is printed.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// When to exit 1.
     #[command(flatten)]
     pub fail: FailOnArgs,
@@ -300,6 +318,9 @@ pub struct WhatIfArgs {
     /// Common options.
     #[command(flatten)]
     pub common: Common,
+    /// How the result is printed.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// When to exit 1.
     #[command(flatten)]
     pub fail: FailOnArgs,
@@ -422,6 +443,9 @@ pub struct ProbeArgs {
     /// Common options.
     #[command(flatten)]
     pub common: Common,
+    /// How the report is printed.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// The node whose links are probed: the node this runs on (or whose namespace --netns
     /// names).
     #[arg(long = "node", value_name = "NAME", required = true)]
@@ -448,6 +472,10 @@ pub enum GraphFormat {
     Dot,
     /// SVG rendered by Graphviz `dot`.
     Svg,
+    /// The same facts as data: Sites and pools, relationships, MTUs and binding objects.
+    Json,
+    /// As `json`, in YAML.
+    Yaml,
 }
 
 /// `graph`.
@@ -459,8 +487,14 @@ pub struct GraphArgs {
     /// When to exit 1.
     #[command(flatten)]
     pub fail: FailOnArgs,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "dot")]
+    /// Output format (`-o` and `--output` name the same option).
+    #[arg(
+        short = 'o',
+        long = "format",
+        visible_alias = "output",
+        value_enum,
+        default_value = "dot"
+    )]
     pub format: GraphFormat,
 }
 

@@ -1,6 +1,6 @@
 //! What every offline command shares: loading, output and exit codes.
 
-use crate::cli::{Common, FailOn, Output};
+use crate::cli::{Common, FailOn};
 use anyhow::{Result, bail};
 use topology_core::decode::Decoded;
 use topology_core::diag::{Diagnostic, Severity};
@@ -52,11 +52,6 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
         code: 2,
         message: message.into(),
     })
-}
-
-/// The output format (`-o`, a table by default, on a terminal and in a pipe alike).
-pub fn output(c: &Common) -> Output {
-    c.output
 }
 
 /// Loads and decodes the inputs: the cluster with `--kubeconfig` / `--in-cluster` (read-only
@@ -145,78 +140,6 @@ pub fn fail_on(level: FailOn, diags: &[Diagnostic]) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Writes a serializable value as JSON or YAML to standard output.
-pub fn write_data<T: serde::Serialize>(value: &T, out: Output) -> Result<()> {
-    use std::io::Write;
-    let stdout = std::io::stdout();
-    let mut lock = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    match out {
-        Output::Yaml => {
-            let s = serde_saphyr::to_string(value)
-                .map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
-            lock.write_all(s.as_bytes())?;
-        }
-        _ => {
-            serde_json::to_writer_pretty(&mut lock, value)?;
-            lock.write_all(b"\n")?;
-        }
-    }
-    lock.flush()?;
-    Ok(())
-}
-
-/// The diagnostics block every command's table output ends with (`no diagnostics` when there
-/// are none).
-pub fn diagnostics_table(diags: &[Diagnostic]) -> String {
-    if diags.is_empty() {
-        return "no diagnostics\n".to_string();
-    }
-    let rows: Vec<Vec<String>> = diags
-        .iter()
-        .map(|d| {
-            vec![
-                d.severity.to_string(),
-                d.code.to_string(),
-                d.object.clone(),
-                d.field.clone(),
-                d.source.as_ref().map(|x| x.to_string()).unwrap_or_default(),
-                d.message.clone(),
-            ]
-        })
-        .collect();
-    table(
-        &["SEVERITY", "CODE", "OBJECT", "FIELD", "SOURCE", "MESSAGE"],
-        &rows,
-    )
-}
-
-/// Renders rows as aligned columns.
-pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-    }
-    let mut s = String::new();
-    let line = |cells: &mut dyn Iterator<Item = &str>, s: &mut String| {
-        let mut parts = Vec::new();
-        for (i, c) in cells.enumerate() {
-            let w = widths.get(i).copied().unwrap_or(0);
-            parts.push(format!("{c:<w$}"));
-        }
-        s.push_str(parts.join("  ").trim_end());
-        s.push('\n');
-    };
-    line(&mut headers.iter().copied(), &mut s);
-    for r in rows {
-        line(&mut r.iter().map(String::as_str), &mut s);
-    }
-    s
 }
 
 /// The command the completion scripts complete.

@@ -1,7 +1,8 @@
 //! `unbounded-mtu explain`: why each value of a node is what it is, for a person.
 
-use crate::cli::{ExplainArgs, Output};
+use crate::cli::ExplainArgs;
 use crate::common::{self, usage};
+use crate::output::{Format, TableStyle, diagnostics_table, write_data};
 use anyhow::Result;
 use ipnet::IpNet;
 use mtu_solver::explain::ExplId;
@@ -287,9 +288,9 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         },
         values,
     };
-    match common::output(&args.common) {
-        Output::Table => common::write_text(&text(&doc, &diags))?,
-        out => common::write_data(&doc, out)?,
+    match crate::settings::format(&args.out) {
+        Format::Table(style) => common::write_text(&text(&doc, &diags, style))?,
+        Format::Data(f) => write_data(&doc, f)?,
     }
     common::fail_on(args.fail.fail_on, &diags)
 }
@@ -302,7 +303,7 @@ fn located(t: &TermOut) -> String {
     }
 }
 
-fn text(doc: &Doc, diags: &[topology_core::diag::Diagnostic]) -> String {
+fn text(doc: &Doc, diags: &[topology_core::diag::Diagnostic], style: TableStyle) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{} in Site {}, {}\n", doc.node, doc.site, doc.role);
     for v in &doc.values {
@@ -335,6 +336,6 @@ fn text(doc: &Doc, diags: &[topology_core::diag::Diagnostic]) -> String {
         }
         s.push('\n');
     }
-    s.push_str(&common::diagnostics_table(diags));
+    s.push_str(&diagnostics_table(diags, style));
     s
 }

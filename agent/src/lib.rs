@@ -28,6 +28,7 @@ pub mod explain;
 pub mod graph;
 pub mod k8s;
 pub mod metrics;
+pub mod output;
 pub mod probe;
 pub mod resolve;
 pub mod settings;

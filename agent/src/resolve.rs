@@ -1,7 +1,8 @@
 //! `unbounded-mtu resolve`.
 
-use crate::cli::{ExplainLevel, Output, ResolveArgs};
-use crate::common::{self, table, usage};
+use crate::cli::{ExplainLevel, ResolveArgs};
+use crate::common::{self, usage};
+use crate::output::{Format, TableStyle, bound, diagnostics_table, hops, table, write_data};
 use anyhow::Result;
 use mtu_solver::report::{self, Renderer};
 use mtu_solver::{NodePlan, Solver};
@@ -30,21 +31,20 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
         diags.extend(p.diagnostics.iter().cloned());
     }
     sort_diagnostics(&mut diags);
-    let out = common::output(&args.common);
     let mut r = Renderer::new(&solver, args.explain == ExplainLevel::Full);
-    match (out, args.summary) {
-        (Output::Table, false) => {
-            common::write_text(&render_table(&solver, &mut r, &plans, &diags))?
+    match (crate::settings::format(&args.out), args.summary) {
+        (Format::Table(style), false) => {
+            common::write_text(&render_table(&solver, &mut r, &plans, &diags, style))?
         }
-        (Output::Table, true) => {
+        (Format::Table(style), true) => {
             let doc = summary(&solver, &mut r, &plans, &diags);
-            common::write_text(&summary_table(&doc, &diags))?
+            common::write_text(&summary_table(&doc, &diags, style))?
         }
-        (_, false) => {
+        (Format::Data(f), false) => {
             let doc = report::resolve_out(&topo, &mut r, &plans, &diags);
-            common::write_data(&doc, out)?;
+            write_data(&doc, f)?;
         }
-        (_, true) => common::write_data(&summary(&solver, &mut r, &plans, &diags), out)?,
+        (Format::Data(f), true) => write_data(&summary(&solver, &mut r, &plans, &diags), f)?,
     }
     common::fail_on(args.fail.fail_on, &diags)
 }
@@ -127,29 +127,34 @@ fn summary<'a>(
     }
 }
 
-fn summary_table(doc: &SummaryDoc<'_>, diags: &[Diagnostic]) -> String {
+/// The summary table: narrow, a node's name, Site, role, fabric and what binds it, its lowest
+/// route and links; wide, also its pool and the lowest route's destination.
+fn summary_table(doc: &SummaryDoc<'_>, diags: &[Diagnostic], style: TableStyle) -> String {
     let rows: Vec<Vec<String>> = doc
         .nodes
         .iter()
         .map(|n| {
-            vec![
-                n.name.to_string(),
-                n.site.to_string(),
-                n.role.to_string(),
-                n.pool.unwrap_or("-").to_string(),
-                n.fabric_mtu.to_string(),
-                n.fabric_bound.clone(),
-                n.lowest_route_mtu
-                    .map(|m| m.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                n.lowest_route_destination
-                    .clone()
-                    .unwrap_or_else(|| "-".into()),
-                n.links.to_string(),
-            ]
+            let lowest = n
+                .lowest_route_mtu
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "-".into());
+            let mut row = vec![n.name.to_string(), n.site.to_string(), n.role.to_string()];
+            if style.wide {
+                row.push(n.pool.unwrap_or("-").to_string());
+            }
+            row.extend([n.fabric_mtu.to_string(), n.fabric_bound.clone(), lowest]);
+            if style.wide {
+                row.push(
+                    n.lowest_route_destination
+                        .clone()
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            row.push(n.links.to_string());
+            row
         })
         .collect();
-    let mut s = table(
+    let headers: &[&str] = if style.wide {
         &[
             "NODE",
             "SITE",
@@ -160,36 +165,53 @@ fn summary_table(doc: &SummaryDoc<'_>, diags: &[Diagnostic]) -> String {
             "LOWEST ROUTE",
             "TO",
             "LINKS",
-        ],
-        &rows,
-    );
+        ]
+    } else {
+        &[
+            "NODE",
+            "SITE",
+            "ROLE",
+            "FABRIC",
+            "BOUND BY",
+            "LOWEST ROUTE",
+            "LINKS",
+        ]
+    };
+    let mut s = table(headers, &rows, style);
     s.push('\n');
-    s.push_str(&common::diagnostics_table(diags));
+    s.push_str(&diagnostics_table(diags, style));
     s
 }
 
+/// Every node's values: a header (wide: one line; narrow: the fabric's bound on a line of its
+/// own), then its links, routes (narrow: the first next hop and how many more), devices and
+/// published values, then the diagnostics.
 fn render_table(
     solver: &Solver<'_>,
     r: &mut Renderer<'_, '_>,
     plans: &[NodePlan],
     diags: &[Diagnostic],
+    style: TableStyle,
 ) -> String {
     let topo = solver.topo();
     let mut s = String::new();
     for p in plans {
         let n = report::node_out(topo, r, p);
-        let _ = writeln!(
-            s,
-            "NODE {}  site {}  {}{}  fabric {} (bound by {})  mss {}/{}",
+        let head = format!(
+            "NODE {}  site {}  {}{}  fabric {}",
             n.name,
             n.site,
             n.role,
             n.pool.map(|x| format!(" of {x}")).unwrap_or_default(),
             n.fabric_mtu,
-            n.fabric_explanation.bound.term,
-            n.mss_ipv4,
-            n.mss_ipv6
         );
+        let fabric_bound = &n.fabric_explanation.bound.term;
+        let mss = format!("mss {}/{}", n.mss_ipv4, n.mss_ipv6);
+        if style.wide {
+            let _ = writeln!(s, "{head} (bound by {fabric_bound})  {mss}");
+        } else {
+            let _ = writeln!(s, "{head}  {mss}\n  fabric bound by {fabric_bound}");
+        }
         if !n.links.is_empty() {
             let rows: Vec<Vec<String>> = n
                 .links
@@ -200,13 +222,18 @@ fn render_table(
                         l.kind.to_string(),
                         l.protocol.to_string(),
                         l.mtu.to_string(),
-                        l.explanation.bound.source.clone(),
+                        bound(
+                            &l.explanation.bound.term,
+                            &l.explanation.bound.source,
+                            style,
+                        ),
                     ]
                 })
                 .collect();
             s.push_str(&indent(&table(
                 &["LINK", "KIND", "PROTOCOL", "MTU", "BOUND BY"],
                 &rows,
+                style,
             )));
         }
         if !n.routes.is_empty() {
@@ -219,7 +246,7 @@ fn render_table(
                         rt.ty.to_string(),
                         rt.kind.to_string(),
                         rt.mtu.to_string(),
-                        rt.via.join(","),
+                        hops(&rt.via, style),
                         rt.distance.to_string(),
                         rt.explanation.bound.term.clone(),
                     ]
@@ -228,6 +255,7 @@ fn render_table(
             s.push_str(&indent(&table(
                 &["ROUTE", "TYPE", "KIND", "MTU", "VIA", "DIST", "BOUND BY"],
                 &rows,
+                style,
             )));
         }
         if !n.devices.is_empty() {
@@ -248,6 +276,7 @@ fn render_table(
             s.push_str(&indent(&table(
                 &["DEVICE", "PROTOCOL", "MTU", "SET BY"],
                 &rows,
+                style,
             )));
         }
         if let Some(ps) = &n.published {
@@ -256,12 +285,12 @@ fn render_table(
                 .map(|p| vec![p.destination.clone(), p.mtu.to_string()])
                 .collect();
             if !rows.is_empty() {
-                s.push_str(&indent(&table(&["PUBLISHES", "MTU"], &rows)));
+                s.push_str(&indent(&table(&["PUBLISHES", "MTU"], &rows, style)));
             }
         }
         s.push('\n');
     }
-    s.push_str(&common::diagnostics_table(diags));
+    s.push_str(&diagnostics_table(diags, style));
     s
 }
 

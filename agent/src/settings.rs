@@ -3,9 +3,12 @@
 //! source). Nothing else reads `Common` or `AgentArgs` fields, so a flag means the same in every
 //! command and every mode of the agent.
 
-use crate::cli::{AgentArgs, Common, Encap, Family, LogFormat, ProbeFlags, ProbeMethod};
+use crate::cli::{
+    AgentArgs, Common, Encap, Family, LogFormat, Output, OutputArgs, ProbeFlags, ProbeMethod,
+};
 use crate::dataplane::FabricOptions;
 use crate::k8s::client;
+use crate::output::{DataFormat, Format, TableStyle};
 use crate::probe::runner::{self, MethodChoice};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -57,6 +60,22 @@ pub fn offline(c: &Common) -> mtu_solver::Settings {
         private: c.private_encap,
     }
     .settings()
+}
+
+/// How an offline command prints (`-o`, `--no-headers`).
+pub fn format(o: &OutputArgs) -> Format {
+    let table = |wide| {
+        Format::Table(TableStyle {
+            headers: !o.no_headers,
+            wide,
+        })
+    };
+    match o.output {
+        Output::Table => table(false),
+        Output::Wide => table(true),
+        Output::Json => Format::Data(DataFormat::Json),
+        Output::Yaml => Format::Data(DataFormat::Yaml),
+    }
 }
 
 /// Probe settings from the probe flags, probing from `netns` (default: the current

@@ -1,7 +1,8 @@
 //! `unbounded-mtu what-if`.
 
-use crate::cli::{ExplainLevel, Output, WhatIfArgs};
-use crate::common::{self, table, usage};
+use crate::cli::{ExplainLevel, WhatIfArgs};
+use crate::common::{self, usage};
+use crate::output::{Format, bound, diagnostics_table, table, write_data};
 use anyhow::Result;
 use mtu_solver::whatif::{self, Change, Input, Mutation};
 use serde::Serialize;
@@ -123,15 +124,16 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
         },
         changes: &result.changes,
     };
-    match common::output(&args.common) {
-        Output::Table => {
+    match crate::settings::format(&args.out) {
+        Format::Table(style) => {
             let mut s = String::new();
             let mut current: Option<&str> = None;
             let mut rows: Vec<Vec<String>> = Vec::new();
             let flush = |node: Option<&str>, rows: &mut Vec<Vec<String>>, s: &mut String| {
                 if let Some(n) = node {
                     s.push_str(&format!("NODE {n}\n"));
-                    for l in table(&["ITEM", "BEFORE", "AFTER", "BOUND BY"], rows).lines() {
+                    let headers = ["ITEM", "BEFORE", "AFTER", "BOUND BY"];
+                    for l in table(&headers, rows, style).lines() {
                         s.push_str(&format!("  {l}\n"));
                     }
                 }
@@ -149,7 +151,7 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
                     show(c.after),
                     c.explanation
                         .as_ref()
-                        .map(|e| e.bound.source.clone())
+                        .map(|e| bound(&e.bound.term, &e.bound.source, style))
                         .unwrap_or_default(),
                 ]);
             }
@@ -159,10 +161,10 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
                 common::counted(doc.summary.values_changed, "value", "values"),
                 common::counted(doc.summary.nodes_affected, "node", "nodes")
             ));
-            s.push_str(&common::diagnostics_table(&diags));
+            s.push_str(&diagnostics_table(&diags, style));
             common::write_text(&s)?;
         }
-        out => common::write_data(&doc, out)?,
+        Format::Data(f) => write_data(&doc, f)?,
     }
     common::fail_on(args.fail.fail_on, &diags)
 }

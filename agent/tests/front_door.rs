@@ -407,7 +407,8 @@ fn every_json_document_is_typed_and_its_bound_term_structured() {
 
 #[test]
 fn resolve_summary_is_one_line_per_node() {
-    let (code, out, _) = run(&["resolve", "-f", NAT, "--summary"]);
+    // Wide: the pool and the lowest route's destination too.
+    let (code, out, _) = run(&["resolve", "-f", NAT, "--summary", "-o", "wide"]);
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("NODE"), "{out}");

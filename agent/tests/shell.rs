@@ -122,11 +122,15 @@ fn bash_completes_every_subcommands_options_and_their_values() {
     for (words, want) in [
         (
             &["unbounded-mtu", "resolve", "-o", ""][..],
-            &["json", "table", "yaml"][..],
+            &["json", "table", "wide", "yaml"][..],
         ),
         (
             &["unbounded-mtu", "graph", "--format", ""][..],
-            &["dot", "svg"][..],
+            &["dot", "json", "svg", "yaml"][..],
+        ),
+        (
+            &["unbounded-mtu", "graph", "-o", ""][..],
+            &["dot", "json", "svg", "yaml"][..],
         ),
         (
             &["unbounded-mtu", "explain", "--fail-on", ""][..],
@@ -193,7 +197,7 @@ fn the_fish_script_loads_and_completes() {
         .lines()
         .filter_map(|l| l.split('\t').next().map(str::to_string))
         .collect();
-    assert_eq!(values, ["dot", "svg"]);
+    assert_eq!(values, ["dot", "json", "svg", "yaml"]);
 }
 
 /// Every subcommand has a page of its own listing every option; the NAME line does not repeat

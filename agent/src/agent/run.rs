@@ -464,7 +464,7 @@ impl Loop<'_> {
             return;
         }
         // Never a panic on a closed standard output: the agent goes on, and says why.
-        if let Err(e) = crate::common::write_data(&**doc, crate::cli::Output::Json) {
+        if let Err(e) = crate::output::write_data(&**doc, crate::output::DataFormat::Json) {
             tracing::warn!(error = %e, "cannot print the plan");
         }
         self.printed = Some(doc.clone());

@@ -1,8 +1,9 @@
 //! `unbounded-mtu probe`: one node's plan checked on the wire, link by link.
 
 use super::runner;
-use crate::cli::{Output, ProbeArgs, ProbeFailOn};
-use crate::common::{self, ExitError, counted, table, usage};
+use crate::cli::{ProbeArgs, ProbeFailOn};
+use crate::common::{self, ExitError, counted, usage};
+use crate::output::{Format, TableStyle, diagnostics_table, table, write_data};
 use anyhow::{Result, bail};
 use mtu_solver::probe::{ProbeReport, Verdict};
 use mtu_solver::resolver::Resolver;
@@ -40,16 +41,16 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
     let links = runner::probe_links(&targets, &settings).map_err(|e| usage(e.to_string()))?;
     let diags = resolver.diagnostics();
     let report = ProbeReport::new(args.node.as_str().into(), links, &diags);
-    match common::output(&args.common) {
-        Output::Table => {
-            let mut text = render_table(&report);
+    match crate::settings::format(&args.out) {
+        Format::Table(style) => {
+            let mut text = render_table(&report, style);
             if !diags.is_empty() {
                 text.push('\n');
-                text.push_str(&common::diagnostics_table(&diags));
+                text.push_str(&diagnostics_table(&diags, style));
             }
             common::write_text(&text)?
         }
-        out => common::write_data(&report, out)?,
+        Format::Data(f) => write_data(&report, f)?,
     }
     fail_on(&args.fail_on, &report, &diags)
 }
@@ -82,7 +83,7 @@ fn this_host_is(topo: &topology_core::model::Topology, name: &str) -> Result<()>
 }
 
 /// The table: one line per link.
-fn render_table(r: &ProbeReport) -> String {
+fn render_table(r: &ProbeReport, style: TableStyle) -> String {
     let opt = |v: Option<u32>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
     let rows: Vec<Vec<String>> = r
         .links
@@ -117,6 +118,7 @@ fn render_table(r: &ProbeReport) -> String {
             "CONTRADICTS",
         ],
         &rows,
+        style,
     ));
     s
 }
@@ -192,7 +194,7 @@ mod tests {
             ],
             &[],
         );
-        let t = render_table(&r);
+        let t = render_table(&r, TableStyle::default());
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "node a: 2 links");
         assert!(lines[1].starts_with("PEER"), "{t}");

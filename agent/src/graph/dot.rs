@@ -1,229 +1,19 @@
-//! `unbounded-mtu graph`: Sites, pools and their relationships as Graphviz DOT (or SVG through
-//! `dot`), for people.
-//!
-//! - Sites are boxes, pools ellipses; each says how many workers or gateways it has, its cap and
-//!   the lowest link inside it (the mesh within a Site, the mesh of a pool's gateways). A pool
-//!   also shows the values its gateways publish for what they deliver (resolved) and the values
-//!   they have published (GatewayPoolNode annotations).
-//! - Every relationship is an edge between its members (a peering of more than two members is a
-//!   small hub node), labelled with its name, its cap and the lowest link MTU it carries, and the
-//!   term that binds that link (an object's cap, an underlay minus an overhead). An object whose
-//!   own cap binds a link or route shown is red: the bottleneck, visible at a glance. A dotted
-//!   edge joins a pool to each Site its gateways run in.
-//! - Below the picture, the lowest route MTU from the workers of each Site to each other Site
-//!   with workers, end to end (what pods can send), and what binds it.
-//!
-//! Labels are node labels or edge labels (`label`, which Graphviz lays out beside its edge), never
-//! external labels (`xlabel`), which Graphviz places after routing and may draw over edges.
+//! The DOT form of the picture: Sites as boxes, pools as ellipses, relationships as labelled
+//! edges (a hub node for more than two members), the bottleneck in red, and the legend and the
+//! end-to-end route table below.
 
-use crate::cli::{GraphArgs, GraphFormat};
-use crate::common::{self, usage};
-use anyhow::{Context, Result};
+use super::facts::{
+    Facts, Low, Target, bound_text, cap_object, cap_text, count, gather, lower, ordered,
+};
 use ipnet::IpNet;
-use mtu_solver::explain::{ExplId, Kind as EKind, Leaf};
-use mtu_solver::{RouteKind, Solver};
-use std::collections::{BTreeMap, BTreeSet};
+use mtu_solver::Solver;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
-use topology_core::ids::{NodeId, PoolId, SiteId};
-use topology_core::model::{ObjRef, Topology};
-use topology_core::net::{Dest, LinkKind};
+use topology_core::ids::{PoolId, SiteId};
+use topology_core::model::ObjRef;
 
 /// Pairs listed in the route table before it shows only each Site's lowest route.
 const ROUTE_ROWS: usize = 24;
-
-/// The lowest value of a set, with the term that binds it.
-#[derive(Clone, Copy, Debug)]
-struct Low {
-    mtu: u32,
-    bound: ExplId,
-}
-
-/// Keeps the lower of `slot` and `(mtu, bound)`; the first one seen on ties (nodes are visited
-/// in name order, so the choice does not depend on input order).
-fn lower(slot: &mut Option<Low>, mtu: u32, bound: ExplId) {
-    if slot.is_none_or(|l| mtu < l.mtu) {
-        *slot = Some(Low { mtu, bound });
-    }
-}
-
-fn lower_in<K: Ord>(map: &mut BTreeMap<K, Low>, key: K, mtu: u32, bound: ExplId) {
-    let mut slot = map.get(&key).copied();
-    lower(&mut slot, mtu, bound);
-    if let Some(l) = slot {
-        map.insert(key, l);
-    }
-}
-
-/// What a gateway delivers: a Site's prefixes or a pool's routed CIDRs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Target {
-    Site(SiteId),
-    Routed(IpNet),
-}
-
-/// Everything the picture shows, gathered from every node's plan.
-#[derive(Default)]
-struct Facts {
-    /// Uplink and delivery links between the workers of a Site and the gateways of a pool.
-    site_pool: BTreeMap<(SiteId, PoolId), Low>,
-    /// Transit links between the gateways of two pools (lower ID first).
-    pool_pool: BTreeMap<(PoolId, PoolId), Low>,
-    /// Mesh links between the workers of two Sites (lower ID first).
-    site_site: BTreeMap<(SiteId, SiteId), Low>,
-    /// Mesh links between the workers of one Site.
-    in_site: BTreeMap<SiteId, Low>,
-    /// Links between the gateways of one pool.
-    in_pool: BTreeMap<PoolId, Low>,
-    /// Routes of the workers of a Site towards another Site's prefixes and nodes.
-    routes: BTreeMap<(SiteId, SiteId), Low>,
-    /// Resolved published values of a pool's gateways per target: lowest and highest.
-    publishes: BTreeMap<PoolId, BTreeMap<Target, (u32, u32)>>,
-    /// Objects whose cap binds some value shown.
-    binding: BTreeSet<ObjRef>,
-}
-
-fn ordered<T: Ord>(a: T, b: T) -> (T, T) {
-    if a <= b { (a, b) } else { (b, a) }
-}
-
-fn gather(solver: &mut Solver<'_>) -> Facts {
-    let topo = solver.topo();
-    let mut f = Facts::default();
-    for i in 0..topo.nodes.len() {
-        let n = NodeId::from_idx(i);
-        let plan = solver.plan(n);
-        let a = topo.node(n);
-        for l in &plan.links {
-            let b = topo.node(l.peer);
-            let (mtu, bound) = (l.mtu.mtu.get(), solver.expl.get(l.mtu.expl).bound);
-            match l.kind {
-                LinkKind::Mesh if a.site == b.site => lower_in(&mut f.in_site, a.site, mtu, bound),
-                LinkKind::Mesh => lower_in(&mut f.site_site, ordered(a.site, b.site), mtu, bound),
-                LinkKind::Uplink => {
-                    if let Some(p) = b.pool() {
-                        lower_in(&mut f.site_pool, (a.site, p), mtu, bound);
-                    }
-                }
-                LinkKind::Delivery => {
-                    if let Some(p) = a.pool() {
-                        lower_in(&mut f.site_pool, (b.site, p), mtu, bound);
-                    }
-                }
-                LinkKind::Transit => {
-                    if let (Some(p), Some(q)) = (a.pool(), b.pool()) {
-                        lower_in(&mut f.pool_pool, ordered(p, q), mtu, bound);
-                    }
-                }
-                LinkKind::PoolMesh => {
-                    if let Some(p) = a.pool() {
-                        lower_in(&mut f.in_pool, p, mtu, bound);
-                    }
-                }
-            }
-        }
-        if a.pool().is_none() {
-            for rt in &plan.routes {
-                let bound = solver.expl.get(rt.mtu.expl).bound;
-                let dests: Vec<SiteId> = match rt.kind {
-                    RouteKind::Direct => rt.via.iter().map(|v| topo.node(*v).site).collect(),
-                    RouteKind::Gateway | RouteKind::Transit => solver
-                        .net
-                        .origins_of(&rt.advertised)
-                        .iter()
-                        .filter_map(|o| match o.dest {
-                            Dest::Site(t) => Some(t),
-                            Dest::Pool(_) => None,
-                        })
-                        .collect(),
-                };
-                for t in dests {
-                    if t != a.site && !topo.workers_of(t).is_empty() {
-                        lower_in(&mut f.routes, (a.site, t), rt.mtu.mtu.get(), bound);
-                    }
-                }
-            }
-        }
-        if let (Some(p), Some(published)) = (a.pool(), &plan.published) {
-            for pb in published {
-                let mtu = pb.mtu.mtu.get();
-                let origins = solver.net.origins_of(&pb.destination);
-                for o in origins.iter() {
-                    let target = match o.dest {
-                        Dest::Site(t) => Target::Site(t),
-                        Dest::Pool(_) => Target::Routed(pb.destination),
-                    };
-                    let e = f
-                        .publishes
-                        .entry(p)
-                        .or_default()
-                        .entry(target)
-                        .or_insert((mtu, mtu));
-                    *e = (e.0.min(mtu), e.1.max(mtu));
-                }
-            }
-        }
-    }
-    let lows = f
-        .site_pool
-        .values()
-        .chain(f.pool_pool.values())
-        .chain(f.site_site.values())
-        .chain(f.in_site.values())
-        .chain(f.in_pool.values())
-        .chain(f.routes.values());
-    for l in lows {
-        if let Some(o) = cap_object(solver, l.bound) {
-            f.binding.insert(o);
-        }
-    }
-    f
-}
-
-/// The object whose cap a term is, if it is one.
-fn cap_object(solver: &Solver<'_>, term: ExplId) -> Option<ObjRef> {
-    match &solver.expl.get(term).kind {
-        EKind::Leaf(Leaf::Cap { obj }) | EKind::Leaf(Leaf::Comp { obj, .. }) => Some(*obj),
-        _ => None,
-    }
-}
-
-/// A binding term in a few words: the object or node and field it comes from.
-fn bound_text(solver: &Solver<'_>, term: ExplId) -> String {
-    let topo = solver.topo();
-    let name = |n: &NodeId| topo.node(*n).name.to_string();
-    match &solver.expl.get(term).kind {
-        EKind::Leaf(Leaf::Cap { obj }) => format!("{} cap", topo.label(*obj)),
-        EKind::Leaf(Leaf::Comp { obj, .. }) => format!("{} cap (component)", topo.label(*obj)),
-        EKind::Leaf(Leaf::Auto {
-            node,
-            underlay,
-            protocol,
-            overhead,
-            ..
-        }) => format!(
-            "underlay of {} {underlay} − {protocol} {overhead}",
-            name(node)
-        ),
-        EKind::Leaf(Leaf::Underlay { node, underlay, .. }) => {
-            format!("underlay of {} {underlay}", name(node))
-        }
-        EKind::Leaf(Leaf::Cfg { node }) => format!("agent mtu on {}", name(node)),
-        EKind::Leaf(Leaf::Published { gateway, .. }) => {
-            format!("the value {} published", name(gateway))
-        }
-        _ => solver.expl.term_name(term, topo),
-    }
-}
-
-/// `1 worker`, `2 workers`, `no workers`.
-fn count(n: usize, one: &str, many: &str) -> String {
-    match n {
-        0 => format!("no {many}"),
-        1 => format!("1 {one}"),
-        _ => format!("{n} {many}"),
-    }
-}
 
 /// Text for an HTML-like Graphviz label.
 fn html(s: &str) -> String {
@@ -236,14 +26,6 @@ fn html(s: &str) -> String {
 /// A quoted DOT identifier.
 fn id(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
-fn cap_text(topo: &Topology, o: ObjRef) -> String {
-    match topo.cap_of(o) {
-        Some(c) if c.invalid.is_some() => format!("cap {} (invalid)", c.mtu),
-        Some(c) => format!("cap {}", c.mtu),
-        None => "no cap".to_string(),
-    }
 }
 
 const RED: &str = "#c0392b";
@@ -658,64 +440,4 @@ fn caption(solver: &Solver<'_>, f: &Facts) -> String {
     }
     s.push_str("</TABLE>>");
     s
-}
-
-/// Runs `graph`.
-pub fn run(args: &GraphArgs) -> Result<()> {
-    let decoded = common::load(&args.common)?;
-    let topo = common::topology(&decoded)?;
-    let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
-    let text = dot(&mut solver);
-    let bytes = match args.format {
-        GraphFormat::Dot => text.into_bytes(),
-        GraphFormat::Svg => render_svg(&text)?,
-    };
-    // Errors (a reader that went away among them) go to the caller, which ends quietly on a
-    // closed pipe; `print!` would panic instead.
-    let mut out = std::io::stdout().lock();
-    out.write_all(&bytes)?;
-    out.flush()?;
-    // The input's diagnostics follow the picture on standard error: standard output stays a
-    // valid DOT or SVG document.
-    if !topo.diagnostics.is_empty() {
-        let mut err = std::io::stderr().lock();
-        err.write_all(common::diagnostics_table(&topo.diagnostics).as_bytes())?;
-    }
-    common::fail_on(args.fail.fail_on, &topo.diagnostics)
-}
-
-/// Renders DOT to SVG with Graphviz; exit 2 when Graphviz is missing.
-pub fn render_svg(dot_text: &str) -> Result<Vec<u8>> {
-    let mut child = match std::process::Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(usage(
-                "Graphviz is not installed (no `dot` on PATH): install the graphviz package, or use --format dot",
-            ));
-        }
-        Err(e) => return Err(e).context("cannot start Graphviz dot"),
-    };
-    // A write error here (dot exited early) is reported after dot's own status and message, and
-    // never as an I/O error: a broken pipe to dot is a failure, not a reader of ours going away.
-    let written = match child.stdin.take() {
-        Some(mut stdin) => stdin.write_all(dot_text.as_bytes()),
-        None => Ok(()),
-    };
-    let out = child.wait_with_output().context("Graphviz dot failed")?;
-    if !out.status.success() {
-        return Err(usage(format!(
-            "Graphviz dot failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    if let Err(e) = written {
-        return Err(usage(format!("cannot write to Graphviz dot: {e}")));
-    }
-    Ok(out.stdout)
 }
