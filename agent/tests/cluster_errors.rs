@@ -1,8 +1,8 @@
 //! Errors from a cluster, through the binary against the scripted API server: a server's refusal
 //! reads as kubectl words it (never a `Debug` dump), a kind the server does not serve is an
 //! error diagnostic (not an empty list), a refused connection names the server and the flags
-//! that choose another, an unknown context lists the contexts that exist, and a kubeconfig path
-//! is named once.
+//! that choose another, an unknown context lists the contexts that exist, a kubeconfig path is
+//! named once, and the agent prints each error once.
 
 mod support;
 
@@ -277,5 +277,88 @@ async fn a_kubeconfig_path_is_named_once() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches(missing.as_str()).count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Standard error of the agent after it ran for `secs` seconds against `kubeconfig`, with
+/// `RUST_LOG` set to `rust_log` (unset: `None`).
+async fn agent_log(kubeconfig: &Path, secs: u64, rust_log: Option<&str>) -> String {
+    let mut cmd = support::agent_command(kubeconfig);
+    cmd.args(["--status-address", "off"])
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped());
+    if let Some(l) = rust_log {
+        cmd.env("RUST_LOG", l);
+    }
+    let child = cmd.spawn().expect("the agent starts");
+    let pid = child.id().expect("pid");
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let killed = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .await
+        .expect("kill");
+    assert!(killed.success());
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("exited")
+        .expect("output");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_logs_each_api_error_once_in_kubectls_words() {
+    let mock = Mock::start().await;
+    let message = "nodes \"n1\" is forbidden: User \"system:serviceaccount:x:y\" cannot get resource \"nodes\" in API group \"\" at the cluster scope";
+    mock.on(
+        "GET",
+        "/api/v1/nodes/n1",
+        vec![Reply::Json(403, support::status(403, "Forbidden", message))],
+    );
+    let dir = support::tmpdir("agent-errors");
+    let log = agent_log(&mock.kubeconfig(&dir), 2, None).await;
+    let failures: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("adoption failed"))
+        .collect();
+    assert!(!failures.is_empty(), "{log}");
+    let expected = format!("cannot get the own Node: Error from server (Forbidden): {message}");
+    for l in &failures {
+        assert_eq!(l.matches("Error from server").count(), 1, "{l}");
+        assert!(
+            l.contains(&expected.replace('"', "\\\"")) || l.contains(&expected),
+            "{l}"
+        );
+        for d in DEBUG_TEXT {
+            assert!(!l.contains(d), "no Debug text ({d}): {l}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+
+    // A refused connection: one warning per attempt naming the server, no second report of the
+    // same error by kube's client layer (also with the DaemonSet's `RUST_LOG=info`), no cause
+    // repeated.
+    let dir = support::tmpdir("agent-refused");
+    let server = format!("http://127.0.0.1:{}", closed_port());
+    let log = agent_log(&two_contexts(&dir, &server), 2, Some("info")).await;
+    let failures: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("adoption failed"))
+        .collect();
+    assert!(!failures.is_empty(), "{log}");
+    for l in &failures {
+        assert!(
+            l.contains(&format!(
+                "cannot get the own Node: cannot connect to {server} (connection refused)"
+            )),
+            "{l}"
+        );
+        assert_eq!(l.matches("connection refused").count(), 1, "{l}");
+        assert!(!l.contains("client error"), "{l}");
+    }
+    assert!(
+        !log.lines().any(|l| l.contains("kube_client")),
+        "kube's client layer reports the same failure again: {log}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
