@@ -3,9 +3,9 @@
 //! kube's own errors print their cause in their message and return it from `source()` as well,
 //! and its API error prints the server's `Status` with `Debug`. Every error chain that may hold
 //! a kube error is therefore rendered by [`one_line`], which words a kube error (and a
-//! kube-runtime watcher error) itself and stops there. The errors of this module follow the
-//! other convention: their message is complete and they return no source, so any renderer
-//! prints them once.
+//! kube-runtime watcher error) itself and stops there. Each error of this module either says its
+//! cause in its message and returns no source ([`ClusterError`], [`RequestError`]) or returns its
+//! cause without saying it ([`ConnectFailed`]), so any renderer prints a cause once.
 
 use super::api::ApiStatus;
 use std::error::Error as StdError;
