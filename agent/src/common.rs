@@ -23,22 +23,11 @@ impl std::fmt::Display for ExitError {
 
 impl std::error::Error for ExitError {}
 
-/// An error and its causes on one line, each cause once: a cause whose text the message before
-/// it already ends with (libraries that print their source in their own message) is not
-/// repeated.
+/// An error and its causes on one line, each cause once ([`crate::k8s::error::one_line`]: a
+/// cause whose text the line already ends with is not repeated, and a Kubernetes error is worded
+/// as kubectl words it).
 pub fn chain_text(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in e.chain() {
-        let t = cause.to_string();
-        if t.is_empty() || out.ends_with(&t) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&t);
-    }
-    out
+    crate::k8s::error::one_line(e.as_ref())
 }
 
 /// `1 value`, `2 values`.
@@ -63,7 +52,9 @@ pub fn load(c: &Common) -> Result<Decoded> {
             in_cluster: c.in_cluster,
             context: c.context.clone(),
         };
-        let decoded = crate::k8s::live::load(&src).map_err(|e| usage(chain_text(&e)))?;
+        // Nothing could be read: the error's message is complete on one line (kubectl's words
+        // for a server's answer, the URL of an unreachable server, the contexts that exist).
+        let decoded = crate::k8s::live::load(&src).map_err(|e| usage(e.to_string()))?;
         if decoded.objects.is_empty() && decoded.diagnostics.is_empty() {
             bail!(usage(
                 "the cluster holds no objects of a kind this tool reads"

@@ -215,7 +215,7 @@ async fn malformed_objects_are_diagnostics_in_both_modes() {
     assert!(codes.contains(&"W-MISSING-SITE"), "{codes:?}");
 
     // In process: the LIST of each kind succeeded.
-    let decoded = unbounded_mtu::k8s::live::list_decoded(&mock.client())
+    let decoded = unbounded_mtu::k8s::live::list_decoded(&mock.client(), &server(&mock))
         .await
         .expect("listed");
     assert!(decoded.objects.iter().any(|o| o.name() == "bad"));
@@ -646,7 +646,7 @@ async fn the_client_layer_counts_requests_by_verb_and_resource() {
     let mut cfg = kube::Config::new(mock.url().parse().expect("url"));
     cfg.default_retry = false;
     let client = unbounded_mtu::k8s::client::build(cfg, &metrics).expect("client");
-    let decoded = unbounded_mtu::k8s::live::list_decoded(&client)
+    let decoded = unbounded_mtu::k8s::live::list_decoded(&client, &server(&mock))
         .await
         .expect("listed");
     assert_eq!(decoded.objects.len(), 1);
@@ -664,8 +664,10 @@ async fn the_client_layer_counts_requests_by_verb_and_resource() {
     );
 }
 
+/// A kind the server does not serve (404: its CRD is not installed) is an `E-NOT-SERVED` error
+/// naming the resource; the other kinds are read.
 #[tokio::test]
-async fn a_kind_whose_resource_does_not_exist_lists_as_empty() {
+async fn a_kind_whose_resource_does_not_exist_is_an_error_diagnostic() {
     let mock = Mock::start().await;
     // Only Sites and Nodes exist; every other LIST answers 404.
     mock.collection(
@@ -678,11 +680,41 @@ async fn a_kind_whose_resource_does_not_exist_lists_as_empty() {
         vec![node("n1", "u1", "2", json!({SITE_LABEL: "a"}), "10.0.0.5")],
         "2",
     );
-    let decoded = unbounded_mtu::k8s::live::list_decoded(&mock.client())
+    let decoded = unbounded_mtu::k8s::live::list_decoded(&mock.client(), &server(&mock))
         .await
         .expect("listed");
     assert_eq!(decoded.objects.len(), 2);
     assert_eq!(mock.requests().len(), 8);
+    let missing: Vec<(&str, &str)> = decoded
+        .diagnostics
+        .iter()
+        .map(|d| (d.code.as_str(), d.object.as_str()))
+        .collect();
+    assert_eq!(
+        missing,
+        [
+            ("E-NOT-SERVED", "sitenodeslices.net.unbounded-cloud.io"),
+            ("E-NOT-SERVED", "gatewaypools.net.unbounded-cloud.io"),
+            ("E-NOT-SERVED", "gatewaypoolnodes.net.unbounded-cloud.io"),
+            ("E-NOT-SERVED", "sitepeerings.net.unbounded-cloud.io"),
+            (
+                "E-NOT-SERVED",
+                "sitegatewaypoolassignments.net.unbounded-cloud.io"
+            ),
+            ("E-NOT-SERVED", "gatewaypoolpeerings.net.unbounded-cloud.io"),
+        ]
+    );
+    assert!(
+        decoded
+            .diagnostics
+            .iter()
+            .all(|d| d.severity == topology_core::diag::Severity::Error)
+    );
+}
+
+/// The mock's URL as the live source names it in errors.
+fn server(mock: &Mock) -> unbounded_mtu::k8s::error::Server {
+    unbounded_mtu::k8s::error::Server::new(mock.url().parse().expect("url"))
 }
 
 #[tokio::test(start_paused = true)]

@@ -68,6 +68,7 @@ codes! {
     MissingName => "E-MISSING-NAME", Error, "an object has no `metadata.name`; it is ignored";
     UnknownOwnKind => "E-UNKNOWN-KIND", Error, "a kind of this project's API group that the model does not define (the message names the nearest kind); the object is skipped";
     UnknownVersion => "E-UNKNOWN-VERSION", Error, "a version other than `v1alpha1` of this project's API group; the object is skipped";
+    NotServed => "E-NOT-SERVED", Error, "a kind the API server does not serve (its LIST answered 404: the CRD is not installed), read from a cluster; the object is the resource (`sites.net.unbounded-cloud.io`), and its objects are read as absent";
     MissingSite => "W-MISSING-SITE", Warning, "a relationship names a Site that does not exist";
     MissingPool => "W-MISSING-POOL", Warning, "a relationship, or a Node's `gateway-pool` label, names a pool that does not exist";
     TooFewMembers => "W-TOO-FEW-MEMBERS", Warning, "a relationship is left with too few existing members";
@@ -133,7 +134,8 @@ pub struct Diagnostic {
     pub severity: Severity,
     /// Stable code.
     pub code: Code,
-    /// `Kind/name`, `document N` when the object has no kind or name, or `-`.
+    /// `Kind/name`, `document N` when the object has no kind or name, a resource
+    /// (`sites.net.unbounded-cloud.io`) for a kind a cluster does not serve, or `-`.
     pub object: String,
     /// Dotted field path with list indexes (`spec.sites[1]`), empty for the whole object.
     pub field: String,

@@ -276,7 +276,7 @@ pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Attempt, Adop
     );
     let sites = api::list_values(client, ResourceKind::of(Kind::Site))
         .await
-        .map_err(AdoptError::ListSites)?;
+        .map_err(|f| AdoptError::ListSites(f.error))?;
     let (site, _) = membership(&node, &sites, &[]);
     let Some(site) = site else {
         return Ok(Attempt::NoSite);
@@ -288,7 +288,7 @@ pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Attempt, Adop
         _ => {
             let pools = api::list_values(client, ResourceKind::of(Kind::GatewayPool))
                 .await
-                .map_err(AdoptError::ListPools)?;
+                .map_err(|f| AdoptError::ListPools(f.error))?;
             membership(&node, &sites, &pools).1
         }
     };

@@ -138,12 +138,7 @@ impl Source for Api {
                     Some(Change::Failed(kind, e)) => {
                         // The watcher retries after its backoff; the error shows until the
                         // kind reads again.
-                        let mut text = e.to_string();
-                        let mut cause = std::error::Error::source(e.as_ref());
-                        while let Some(c) = cause {
-                            text = format!("{text}: {c}");
-                            cause = c.source();
-                        }
+                        let text = crate::k8s::error::one_line(e.as_ref());
                         tracing::warn!(resource = %kind, code = ?e.code, error = %text,
                             "reading the API failed; retrying after the backoff");
                         self.status.api_failed(kind.plural(), text);

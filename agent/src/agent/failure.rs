@@ -161,21 +161,10 @@ impl Failure {
         }
     }
 
-    /// The failure and its causes on one line.
+    /// The failure and its causes on one line, each once, an API server's answer in kubectl's
+    /// words.
     pub fn text(&self) -> String {
-        let mut out = String::new();
-        let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(self);
-        while let Some(e) = cur {
-            let t = e.to_string();
-            if !t.is_empty() && !out.ends_with(&t) {
-                if !out.is_empty() {
-                    out.push_str(": ");
-                }
-                out.push_str(&t);
-            }
-            cur = e.source();
-        }
-        out
+        crate::k8s::error::one_line(self)
     }
 }
 

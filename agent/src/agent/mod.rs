@@ -47,12 +47,28 @@ impl Exit {
     }
 }
 
-/// Logs to standard error in every mode (`RUST_LOG` filters, `info` by default), as text or one
-/// JSON object per line: the agent's warnings (a broken assignment, failed reconciles, API
-/// errors) are its log.
+/// Muted in every log filter: kube's client layer, which logs every failed request at `error`
+/// without saying what the request was for. The agent reports each of those failures itself,
+/// with its step and retry, so the same error is not printed twice. A `RUST_LOG` directive for
+/// this target replaces it.
+pub const MUTED_LOG_TARGETS: &str = "kube_client::client::builder=off";
+
+/// The log filter: [`MUTED_LOG_TARGETS`], then `RUST_LOG` (`info` when unset or invalid).
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    use tracing_subscriber::EnvFilter;
+    let user = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "info".to_string());
+    EnvFilter::try_new(format!("{MUTED_LOG_TARGETS},{user}"))
+        .unwrap_or_else(|_| EnvFilter::new(format!("{MUTED_LOG_TARGETS},info")))
+}
+
+/// Logs to standard error in every mode (`RUST_LOG` filters, `info` by default; see
+/// [`log_filter`]), as text or one JSON object per line: the agent's warnings (a broken
+/// assignment, failed reconciles, API errors) are its log.
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = log_filter();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -4,6 +4,7 @@
 
 use super::adopt::{Baseline, PoolBasis, label, membership, pool_from_label};
 use crate::k8s::api::{api_status, typed};
+use crate::k8s::error::describe;
 use crate::k8s::store::watch_timeout;
 use crate::k8s::{Backoff, ResourceKind};
 use futures::StreamExt;
@@ -176,7 +177,7 @@ pub async fn watch_own_node(
                                 }
                             }
                             Err(e) => {
-                                tracing::info!(error = %e, "own-Node watch stream failed");
+                                tracing::info!(error = %describe(&e), "own-Node watch stream failed");
                                 gone = api_status(&e).is_some_and(|s| s.code == 410);
                                 return None;
                             }
@@ -185,7 +186,7 @@ pub async fn watch_own_node(
                     None
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, status = ?api_status(&e), "own-Node WATCH failed");
+                    tracing::warn!(error = %describe(&e), "own-Node WATCH failed");
                     gone = api_status(&e).is_some_and(|s| s.code == 410);
                     None
                 }
@@ -221,7 +222,7 @@ pub async fn watch_own_node(
                 Err(e) if api_status(&e).is_some_and(|s| s.code == 404) => {
                     return WatchEnd::Verdict(Verdict::Deleted);
                 }
-                Err(e) => tracing::warn!(error = %e, "own-Node revalidation failed"),
+                Err(e) => tracing::warn!(error = %describe(&e), "own-Node revalidation failed"),
             }
         }
     }

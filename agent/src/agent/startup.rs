@@ -143,13 +143,7 @@ pub async fn adopt(
                 }
             }
             Err(e) => {
-                let error =
-                    std::iter::successors(Some(&e as &(dyn std::error::Error + 'static)), |e| {
-                        e.source()
-                    })
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(": ");
+                let error = crate::k8s::error::one_line(&e);
                 tracing::warn!(node = node_name, %error, retry_in = ?delay, "adoption failed; retrying");
                 status.api_failed("adoption", error);
             }

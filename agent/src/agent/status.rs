@@ -591,7 +591,8 @@ impl Events {
             while let Some(r) = rx.recv().await {
                 if let Err(e) = recorder.publish(&r.event(), &reference).await {
                     st.count_error(Step::Publish);
-                    tracing::warn!(error = %e, event = ?r, "cannot post the Event on the agent's Pod");
+                    tracing::warn!(error = %crate::k8s::error::describe(&e), event = ?r,
+                        "cannot post the Event on the agent's Pod");
                 }
             }
         });

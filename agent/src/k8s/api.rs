@@ -18,14 +18,21 @@ pub struct ApiStatus {
     pub message: String,
 }
 
-/// The API status of a kube error, if it carries one.
-pub fn api_status(e: &kube::Error) -> Option<ApiStatus> {
-    match e {
-        kube::Error::Api(s) => Some(ApiStatus {
+impl ApiStatus {
+    /// The parts of kube's `Status` that say what failed.
+    pub fn of(s: &kube::core::Status) -> ApiStatus {
+        ApiStatus {
             code: s.code,
             reason: s.reason.clone(),
             message: s.message.clone(),
-        }),
+        }
+    }
+}
+
+/// The API status of a kube error, if it carries one.
+pub fn api_status(e: &kube::Error) -> Option<ApiStatus> {
+    match e {
+        kube::Error::Api(s) => Some(ApiStatus::of(s)),
         _ => None,
     }
 }
@@ -36,23 +43,61 @@ pub fn api_status_any(e: &anyhow::Error) -> Option<ApiStatus> {
         .find_map(|c| c.downcast_ref::<kube::Error>().and_then(api_status))
 }
 
-/// Every object of `kind` (LISTs of [`PAGE_SIZE`] following continue tokens), with `apiVersion`
-/// and `kind` filled in. Items stay raw JSON: one malformed object (a `metadata` of the wrong
-/// shape, which `DynamicObject` cannot read) cannot fail the LIST; the decoder turns it into a
-/// diagnostic, as it does for the same object in a file.
-pub async fn list_values(client: &Client, kind: ResourceKind) -> Result<Vec<Value>, kube::Error> {
-    let request = kube::core::Request::new(DynamicObject::url_path(&kind.api_resource(), None));
+/// A LIST page that failed: the request as kube built it, and kube's error.
+#[derive(Debug, thiserror::Error)]
+#[error("{method} {path}")]
+pub struct ListFailed {
+    /// The request's method.
+    pub method: http::Method,
+    /// The request's path and query (`/apis/...?limit=500`).
+    pub path: String,
+    /// kube's error.
+    #[source]
+    pub error: kube::Error,
+}
+
+/// Every object at the collection `url_path` (LISTs of [`PAGE_SIZE`] following continue
+/// tokens). The requests are built by kube's `Request`, so a failed one is named as sent.
+pub async fn list_all<T>(client: &Client, url_path: String) -> Result<Vec<T>, ListFailed>
+where
+    T: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let request = kube::core::Request::new(url_path);
     let mut lp = ListParams::default().limit(PAGE_SIZE);
     let mut items = Vec::new();
     loop {
-        let req = request.list(&lp).map_err(kube::Error::BuildRequest)?;
-        let page: ObjectList<Value> = client.request(req).await?;
-        items.extend(page.items.into_iter().map(|it| typed(kind, it)));
+        let req = match request.list(&lp) {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(ListFailed {
+                    method: http::Method::GET,
+                    path: request.url_path.clone(),
+                    error: kube::Error::BuildRequest(e),
+                });
+            }
+        };
+        let (method, path) = (req.method().clone(), req.uri().to_string());
+        let page: ObjectList<T> = client.request(req).await.map_err(|error| ListFailed {
+            method,
+            path,
+            error,
+        })?;
+        items.extend(page.items);
         match page.metadata.continue_ {
             Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
             _ => return Ok(items),
         }
     }
+}
+
+/// Every object of `kind`, with `apiVersion` and `kind` filled in. Items stay raw JSON: one
+/// malformed object (a `metadata` of the wrong shape, which `DynamicObject` cannot read) cannot
+/// fail the LIST; the decoder turns it into a diagnostic, as it does for the same object in a
+/// file.
+pub async fn list_values(client: &Client, kind: ResourceKind) -> Result<Vec<Value>, ListFailed> {
+    let url_path = DynamicObject::url_path(&kind.api_resource(), None);
+    let items: Vec<Value> = list_all(client, url_path).await?;
+    Ok(items.into_iter().map(|it| typed(kind, it)).collect())
 }
 
 /// Fills in `apiVersion` and `kind` when missing (list items of core kinds omit them) and reads

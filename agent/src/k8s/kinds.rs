@@ -54,6 +54,15 @@ impl ResourceKind {
         }
     }
 
+    /// The resource as kubectl names it: the plural, then the API group (`sites.net.unbounded-cloud.io`;
+    /// `nodes` for the core group).
+    pub fn resource(self) -> String {
+        match self.kind {
+            Kind::Node => self.plural().to_string(),
+            _ => format!("{}.{GROUP}", self.plural()),
+        }
+    }
+
     /// `apiVersion` of its objects.
     pub fn api_version(self) -> String {
         match self.kind {

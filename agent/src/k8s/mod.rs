@@ -5,6 +5,7 @@
 pub mod api;
 pub mod backoff;
 pub mod client;
+pub mod error;
 pub mod kinds;
 pub mod live;
 pub mod metrics;

@@ -4,6 +4,7 @@
 //! change and every failed request is announced on a queue.
 
 use super::backoff::Backoff;
+use super::error::describe_watcher;
 use super::kinds::ResourceKind;
 use super::metrics::classify;
 use futures::{StreamExt, TryStreamExt};
@@ -377,7 +378,7 @@ pub async fn reflect(
                 }
                 Err(e) => {
                     let e = Arc::new(ApiError::new(kind, e));
-                    tracing::warn!(resource = %kind, code = ?e.code, error = %e.source, "LIST or WATCH failed");
+                    tracing::warn!(resource = %kind, code = ?e.code, error = %describe_watcher(&e.source), "LIST or WATCH failed");
                     if e.resource_missing() && !store.synced() {
                         tracing::warn!(resource = %kind, "the resource does not exist; an empty cache until it does");
                         store.apply(&Event::Init);
