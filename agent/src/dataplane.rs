@@ -21,6 +21,13 @@ pub struct FabricOptions {
     pub pods: Vec<(PathBuf, String)>,
 }
 
+/// The device that carries IPIP links over IPv6 underlays: the plan's shared IPIP device is an
+/// `ipip` device, which sends IPv4 outer headers only, so the hops of those links leave through
+/// this `ip6tnl` device instead, at the shared device's MTU (the largest IPIP link MTU, which
+/// bounds theirs). Not `ip6tnl0`: the kernel's `ip6_tunnel` driver makes a fallback device of
+/// that name in every namespace.
+pub const IPIP_OVER_IPV6_DEVICE: &str = "ip6ip0";
+
 fn tunnel_kind(p: Protocol) -> Option<TunnelKind> {
     match p {
         Protocol::Vxlan => Some(TunnelKind::Vxlan),
@@ -76,6 +83,7 @@ pub fn desired_state(
         }
     }
     let mut routes = Vec::new();
+    let mut ip6tnl_mtu: Option<u32> = None;
     for r in &plan.routes {
         let mut next_hops = Vec::new();
         for nh in r.next_hops.iter() {
@@ -93,6 +101,21 @@ pub fn desired_state(
             else {
                 continue;
             };
+            let (device, protocol) = match protocol {
+                HopProtocol::Tunnel(TunnelKind::Ipip) if peer_underlay.is_ipv6() => {
+                    let mtu = devices
+                        .iter()
+                        .find(|d| d.name == device)
+                        .map(|d| d.mtu)
+                        .unwrap_or(r.mtu.mtu.get());
+                    ip6tnl_mtu = Some(ip6tnl_mtu.map_or(mtu, |m: u32| m.max(mtu)));
+                    (
+                        IPIP_OVER_IPV6_DEVICE.to_string(),
+                        HopProtocol::Tunnel(TunnelKind::Ip6Ip),
+                    )
+                }
+                p => (device, p),
+            };
             next_hops.push(NextHop {
                 device,
                 protocol,
@@ -108,6 +131,13 @@ pub fn desired_state(
                 next_hops,
             });
         }
+    }
+    if let Some(mtu) = ip6tnl_mtu {
+        devices.push(TunnelDevice {
+            name: IPIP_OVER_IPV6_DEVICE.to_string(),
+            kind: TunnelKind::Ip6Ip,
+            mtu,
+        });
     }
     let manage_cni = topo.site(plan.site).manage_cni;
     let fabric = fabric.bridge.as_ref().map(|bridge| Fabric {
@@ -275,6 +305,45 @@ spec: {podCIDRs: [10.160.2.0/24]}
 status:
   addresses: [{type: InternalIP, address: "fd00:10::2"}]
 "#;
+
+    /// IPIP between IPv6-only nodes leaves through the `ip6tnl` device at the shared IPIP
+    /// device's MTU (an `ipip` device cannot send an IPv6 outer header), and the adapter
+    /// applies it; the adapter refuses an `ipip` device towards an IPv6 peer.
+    #[test]
+    fn ipip_over_ipv6_underlays_leaves_through_the_ip6tnl_device() {
+        use dataplane_linux::model::LinkKind;
+        let text = IPV6_ONLY.replace("tunnelProtocol: VXLAN", "tunnelProtocol: IPIP");
+        let a = desired_in(&text, "v6a");
+        let to_b = hop(&a, "10.160.2.0/24");
+        assert_eq!(to_b.protocol, HopProtocol::Tunnel(TunnelKind::Ip6Ip));
+        assert_eq!(to_b.device, IPIP_OVER_IPV6_DEVICE);
+        let kind_mtu = |k: TunnelKind| {
+            a.devices
+                .iter()
+                .find(|d| d.kind == k)
+                .map(|d| d.mtu)
+                .unwrap_or_else(|| panic!("no {k:?} device in {:?}", a.devices))
+        };
+        // 1500 − IPIP's 40 bytes over IPv6.
+        assert_eq!(kind_mtu(TunnelKind::Ip6Ip), 1460);
+        assert_eq!(kind_mtu(TunnelKind::Ip6Ip), kind_mtu(TunnelKind::Ipip));
+        let mut k = dataplane_linux::FakeKernel::new();
+        k.add_link("eth0", LinkKind::Other(String::new()), 1500);
+        let mut dp = dataplane_linux::Dataplane::new(k, dataplane_linux::Settings::default());
+        dp.reconcile(&a)
+            .expect("the adapter applies the ip6tnl hop");
+        let mut wrong = a.clone();
+        for r in &mut wrong.routes {
+            for h in &mut r.next_hops {
+                h.device = "ipip0".into();
+                h.protocol = HopProtocol::Tunnel(TunnelKind::Ipip);
+            }
+        }
+        let e = dp
+            .reconcile(&wrong)
+            .expect_err("an ipip device towards an IPv6 peer");
+        assert!(e.to_string().contains("ip6tnl"), "{e}");
+    }
 
     /// An IPv6-only node's plan becomes IPv4 routes encapsulated towards the peer's IPv6
     /// underlay address, with MACs from the IPv6 identities; applied to a kernel whose underlay

@@ -60,8 +60,8 @@ impl Family {
     }
 }
 
-/// Lightweight-tunnel IP encapsulation of a next hop (`encap ip|ip6 id <id> dst <dst> [csum]`;
-/// `ip6` when the outer destination is an IPv6 address).
+/// Lightweight-tunnel IP encapsulation of a next hop (`encap ip|ip6 id <id> dst <dst> ttl <ttl>
+/// [csum] [df]`; `ip6` when the outer destination is an IPv6 address, its TTL the hop limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Encap {
     /// Tunnel id (VNI).
@@ -74,7 +74,26 @@ pub struct Encap {
     /// accept a zero one only with `udp6zerocsumrx`, which the adapter does not set), so it is
     /// set for UDP tunnels over IPv6 and left off over IPv4.
     pub csum: bool,
+    /// The outer IPv4 header carries Don't Fragment (the tunnel key's `TUNNEL_DONT_FRAGMENT`
+    /// flag, which flow-based devices read; their own `df` setting is not used in flow mode).
+    /// Set for IPIP over IPv4: an outer packet too big for a hop of the underlay is dropped with
+    /// an ICMP "fragmentation needed" that the node's path-MTU cache takes, and the IPIP device
+    /// tells the inner sender (the pod) the tunnel's path MTU on its next packet. Left off for
+    /// VXLAN and GENEVE: they tell only a sender behind a bridge port, and the node forwards
+    /// the pods' packets without its learned path MTUs (`ip_forward_use_pmtu` is off), so with
+    /// DF a hop narrower than the plan would lose every pod packet above it; without DF the
+    /// underlay fragments them and they arrive (the probes still find the hop: they send DF
+    /// packets on the underlay itself). IPv6 has no such bit: its routers never fragment.
+    pub df: bool,
+    /// The outer header's TTL (hop limit over IPv6). Written explicitly: a flow-based GENEVE
+    /// device takes the tunnel key's TTL as it is, so the kernel's default of 0 sends outer
+    /// packets that the first router of a routed underlay drops (VXLAN and IPIP put the route's
+    /// hop limit in place of a 0, GENEVE does not).
+    pub ttl: u8,
 }
+
+/// The outer TTL the adapter writes: the usual default hop limit of IP.
+pub const ENCAP_TTL: u8 = 64;
 
 /// One next hop of a kernel route.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -312,6 +331,9 @@ impl fmt::Display for Op {
                 port,
             } => match kind {
                 TunnelKind::Ipip => write!(f, "link add {name} type ipip external mtu {mtu}"),
+                TunnelKind::Ip6Ip => {
+                    write!(f, "link add {name} type ip6tnl external mode any mtu {mtu}")
+                }
                 _ => write!(
                     f,
                     "link add {name} type {} external dstport {port} mtu {mtu} address {}",
@@ -339,9 +361,16 @@ impl fmt::Display for Op {
                 for h in &r.hops {
                     if let Some(e) = h.encap {
                         let family = if e.dst.is_ipv6() { "ip6" } else { "ip" };
-                        write!(f, " [encap {family} id {} dst {}", e.id, e.dst)?;
+                        write!(
+                            f,
+                            " [encap {family} id {} dst {} ttl {}",
+                            e.id, e.dst, e.ttl
+                        )?;
                         if e.csum {
                             write!(f, " csum")?;
+                        }
+                        if e.df {
+                            write!(f, " df")?;
                         }
                     } else {
                         write!(f, " [")?;

@@ -75,8 +75,10 @@ pub struct Probe {
     pub vxlan: bool,
     /// Flow-based GENEVE.
     pub geneve: bool,
-    /// Flow-based IPIP.
+    /// Flow-based IPIP over IPv4.
     pub ipip: bool,
+    /// Flow-based IPIP over IPv6 (`ip6tnl`).
+    pub ip6tnl: bool,
     /// WireGuard devices (the adapter never creates them; reported for information).
     pub wireguard: bool,
     /// Why each missing kind failed (with errno and its class).
@@ -125,16 +127,31 @@ fn route_addr(a: IpAddr) -> RouteAddress {
     }
 }
 
+/// The tunnel key flags of an encapsulation (`TUNNEL_*` in the kernel's numbering, which
+/// netlink carries big-endian).
+fn tunnel_flags(e: &Encap) -> u16 {
+    let mut flags = 0;
+    if e.csum {
+        flags |= crate::route_dump::TUNNEL_CSUM;
+    }
+    if e.df {
+        flags |= crate::route_dump::TUNNEL_DONT_FRAGMENT;
+    }
+    flags
+}
+
 fn encap_attrs(e: &Encap) -> Vec<RouteAttribute> {
     match e.dst {
         IpAddr::V4(d) => {
             let mut list = vec![
                 RouteLwTunnelEncap::Ip(RouteIpTunnel::Id(e.id)),
                 RouteLwTunnelEncap::Ip(RouteIpTunnel::Destination(d)),
+                RouteLwTunnelEncap::Ip(RouteIpTunnel::Ttl(e.ttl)),
             ];
-            if e.csum {
+            let flags = tunnel_flags(e);
+            if flags != 0 {
                 list.push(RouteLwTunnelEncap::Ip(RouteIpTunnel::Flags(
-                    RouteIpTunnelFlags::Checksum,
+                    RouteIpTunnelFlags::from_bits_retain(flags),
                 )));
             }
             vec![
@@ -146,10 +163,12 @@ fn encap_attrs(e: &Encap) -> Vec<RouteAttribute> {
             let mut list = vec![
                 RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Id(e.id)),
                 RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Destination(d)),
+                RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Hoplimit(e.ttl)),
             ];
-            if e.csum {
+            let flags = tunnel_flags(e);
+            if flags != 0 {
                 list.push(RouteLwTunnelEncap::Ip6(RouteIp6Tunnel::Flags(
-                    RouteIp6TunnelFlags::Checksum,
+                    RouteIp6TunnelFlags::from_bits_retain(flags),
                 )));
             }
             vec![
@@ -167,6 +186,7 @@ fn link_kind(info: &[LinkInfo]) -> LinkKind {
                 InfoKind::Vxlan => LinkKind::Tunnel(TunnelKind::Vxlan),
                 InfoKind::Geneve => LinkKind::Tunnel(TunnelKind::Geneve),
                 InfoKind::IpIp => LinkKind::Tunnel(TunnelKind::Ipip),
+                InfoKind::Ip6Tnl => LinkKind::Tunnel(TunnelKind::Ip6Ip),
                 InfoKind::Bridge => LinkKind::Bridge,
                 InfoKind::Veth => LinkKind::Veth,
                 InfoKind::Wireguard => LinkKind::Wireguard,
@@ -397,10 +417,11 @@ impl NetlinkKernel {
     /// `umtuprobe*` devices in the current namespace).
     pub fn probe(&mut self) -> Probe {
         let mut p = Probe::default();
-        let kinds: [(&str, &str, Option<TunnelKind>); 4] = [
+        let kinds: [(&str, &str, Option<TunnelKind>); 5] = [
             ("vxlan", "umtuprobevx", Some(TunnelKind::Vxlan)),
             ("geneve", "umtuprobege", Some(TunnelKind::Geneve)),
             ("ipip", "umtuprobeip", Some(TunnelKind::Ipip)),
+            ("ip6tnl", "umtuprobe6", Some(TunnelKind::Ip6Ip)),
             ("wireguard", "umtuprobewg", None),
         ];
         for (label, name, kind) in kinds {
@@ -441,6 +462,7 @@ impl NetlinkKernel {
                 "vxlan" => p.vxlan = ok,
                 "geneve" => p.geneve = ok,
                 "ipip" => p.ipip = ok,
+                "ip6tnl" => p.ip6tnl = ok,
                 _ => p.wireguard = ok,
             }
         }
@@ -550,6 +572,14 @@ impl NetlinkKernel {
             TunnelKind::Ipip => vec![
                 LinkInfo::Kind(InfoKind::IpIp),
                 LinkInfo::Data(InfoData::IpTunnel(vec![InfoIpTunnel::CollectMetadata])),
+            ],
+            // Protocol 0 is mode any: IPv4 and IPv6 inside.
+            TunnelKind::Ip6Ip => vec![
+                LinkInfo::Kind(InfoKind::Ip6Tnl),
+                LinkInfo::Data(InfoData::IpTunnel(vec![
+                    InfoIpTunnel::CollectMetadata,
+                    InfoIpTunnel::Protocol(netlink_packet_route::IpProtocol::from(0)),
+                ])),
             ],
         };
         m.attributes.push(LinkAttribute::LinkInfo(info));

@@ -8,7 +8,8 @@ use ipnet::IpNet;
 
 use crate::error::{Error, Result};
 use crate::model::{
-    CniState, Encap, Family, Hop, KernelState, LinkKind, Neighbour, Op, ReadScope, Route, Rule,
+    CniState, ENCAP_TTL, Encap, Family, Hop, KernelState, LinkKind, Neighbour, Op, ReadScope,
+    Route, Rule,
 };
 use crate::types::{
     DesiredState, HopProtocol, NextHop, RouteSpec, Settings, TunnelKind, tunnel_mac,
@@ -201,6 +202,9 @@ pub fn kernel_route(spec: &RouteSpec, settings: &Settings) -> Option<Route> {
                     dst: nh.peer_underlay,
                     // VXLAN and GENEVE are UDP: over IPv6 the receiver needs a checksum.
                     csum: nh.peer_underlay.is_ipv6(),
+                    // Fragmentable: see `Encap::df`.
+                    df: false,
+                    ttl: ENCAP_TTL,
                 }),
             },
             HopProtocol::Tunnel(_) => Hop {
@@ -211,6 +215,8 @@ pub fn kernel_route(spec: &RouteSpec, settings: &Settings) -> Option<Route> {
                     id: 0,
                     dst: nh.peer_underlay,
                     csum: false,
+                    df: nh.peer_underlay.is_ipv4(),
+                    ttl: ENCAP_TTL,
                 }),
             },
             HopProtocol::WireGuard => Hop {
@@ -361,6 +367,13 @@ fn validate(desired: &DesiredState, state: &KernelState) -> Result<BTreeMap<Stri
                             r.destination, kind, d.name, d.kind
                         )));
                     }
+                    if !kind.reaches(h.peer_underlay) {
+                        return Err(Error::Invalid(format!(
+                            "route {} sends to {} over {} ({kind:?}), which cannot carry that \
+                             address family: IPIP over IPv6 needs an Ip6Ip (ip6tnl) device",
+                            r.destination, h.peer_underlay, d.name
+                        )));
+                    }
                     Some(d.mtu)
                 }
                 HopProtocol::WireGuard => dev_mtu
@@ -422,7 +435,7 @@ pub fn plan(desired: &DesiredState, settings: &Settings, state: &KernelState) ->
                     port: match d.kind {
                         TunnelKind::Vxlan => settings.vxlan_port,
                         TunnelKind::Geneve => settings.geneve_port,
-                        TunnelKind::Ipip => 0,
+                        TunnelKind::Ipip | TunnelKind::Ip6Ip => 0,
                     },
                 },
             ),

@@ -39,9 +39,12 @@ const LWTUNNEL_ENCAP_IP6: u16 = 4;
 /// `LWTUNNEL_IP_*` and `LWTUNNEL_IP6_*` share these numbers.
 const LWTUNNEL_IP_ID: u16 = 1;
 const LWTUNNEL_IP_DST: u16 = 2;
+const LWTUNNEL_IP_TTL: u16 = 4;
 const LWTUNNEL_IP_FLAGS: u16 = 6;
 /// `TUNNEL_CSUM` in the big-endian `LWTUNNEL_IP{,6}_FLAGS`.
-const TUNNEL_CSUM: u16 = 0x01;
+pub(crate) const TUNNEL_CSUM: u16 = 0x01;
+/// `TUNNEL_DONT_FRAGMENT` in the big-endian `LWTUNNEL_IP{,6}_FLAGS`.
+pub(crate) const TUNNEL_DONT_FRAGMENT: u16 = 0x0100;
 
 /// Attribute types carry the nested and byte-order flags in their top bits.
 const NLA_TYPE_MASK: u16 = 0x3fff;
@@ -121,7 +124,7 @@ fn encap(encap_type: Option<u16>, value: &[u8]) -> Option<Encap> {
     }
     let mut id = 0;
     let mut dst = None;
-    let mut csum = false;
+    let (mut csum, mut df, mut ttl) = (false, false, 0);
     for (kind, v) in attributes(value) {
         match kind {
             LWTUNNEL_IP_ID => {
@@ -130,15 +133,25 @@ fn encap(encap_type: Option<u16>, value: &[u8]) -> Option<Encap> {
                 }
             }
             LWTUNNEL_IP_DST => dst = address(v),
+            // LWTUNNEL_IP6_HOPLIMIT has the same number.
+            LWTUNNEL_IP_TTL => ttl = v.first().copied().unwrap_or(0),
             LWTUNNEL_IP_FLAGS => {
                 if let Some(b) = v.first_chunk::<2>() {
-                    csum = u16::from_be_bytes(*b) & TUNNEL_CSUM != 0;
+                    let flags = u16::from_be_bytes(*b);
+                    csum = flags & TUNNEL_CSUM != 0;
+                    df = flags & TUNNEL_DONT_FRAGMENT != 0;
                 }
             }
             _ => {}
         }
     }
-    dst.map(|dst| Encap { id, dst, csum })
+    dst.map(|dst| Encap {
+        id,
+        dst,
+        csum,
+        df,
+        ttl,
+    })
 }
 
 /// `(mtu, locked)` from an `RTA_METRICS` nest.
@@ -311,9 +324,42 @@ mod tests {
             Some(Encap {
                 id: 7,
                 dst: "2001:db8::2".parse().unwrap(),
-                csum: true
+                csum: true,
+                df: false,
+                ttl: 0,
             })
         );
+    }
+
+    /// The Don't Fragment flag and the TTL of an IPv4 encapsulation read back.
+    #[test]
+    fn reads_the_dont_fragment_flag() {
+        use netlink_packet_route::route::{RouteIpTunnel, RouteIpTunnelFlags};
+        let mut m = RouteMessage::default();
+        m.header.address_family = AddressFamily::Inet;
+        m.header.destination_prefix_length = 24;
+        m.header.table = 100;
+        m.header.kind = RouteType::Unicast;
+        m.attributes
+            .push(RouteAttribute::Destination(RouteAddress::Inet(
+                "10.2.0.0".parse().unwrap(),
+            )));
+        m.attributes.push(RouteAttribute::Oif(3));
+        m.attributes
+            .push(RouteAttribute::EncapType(RouteLwEnCapType::Ip));
+        m.attributes.push(RouteAttribute::Encap(vec![
+            RouteLwTunnelEncap::Ip(RouteIpTunnel::Id(1)),
+            RouteLwTunnelEncap::Ip(RouteIpTunnel::Destination("192.168.0.2".parse().unwrap())),
+            RouteLwTunnelEncap::Ip(RouteIpTunnel::Ttl(64)),
+            RouteLwTunnelEncap::Ip(RouteIpTunnel::Flags(RouteIpTunnelFlags::from_bits_retain(
+                TUNNEL_DONT_FRAGMENT,
+            ))),
+        ]));
+        let names = HashMap::from([(3, "vxlan0".to_string())]);
+        let r = parse_route(&payload(&m), &names).unwrap();
+        let e = r.hops[0].encap.expect("an encapsulation");
+        assert!(e.df && !e.csum, "{e:?}");
+        assert_eq!(e.ttl, 64);
     }
 
     /// A single-hop IPv4 route names an unknown device by index; other route types are skipped.

@@ -13,14 +13,28 @@ pub enum TunnelKind {
     Vxlan,
     /// `geneve external dstport <Settings::geneve_port>`; carries Ethernet (needs neighbours).
     Geneve,
-    /// `ipip external`; carries IP directly (no neighbours, no MAC).
+    /// `ipip external`; carries IP directly (no neighbours, no MAC), over IPv4 underlays only.
     Ipip,
+    /// `ip6tnl external` (mode any): IP in IP over IPv6 underlays, IPv4 or IPv6 inside; carries
+    /// IP directly. An `ipip` device cannot send an IPv6 outer header: its routes to IPv6 peers
+    /// would lose every packet.
+    Ip6Ip,
 }
 
 impl TunnelKind {
     /// Whether the tunnel carries Ethernet frames (so next hops need neighbour entries).
     pub fn carries_ethernet(self) -> bool {
         matches!(self, TunnelKind::Vxlan | TunnelKind::Geneve)
+    }
+
+    /// Whether the device can send to a tunnel endpoint at `underlay`: UDP tunnels over either
+    /// family, IPIP devices over theirs only.
+    pub fn reaches(self, underlay: IpAddr) -> bool {
+        match self {
+            TunnelKind::Vxlan | TunnelKind::Geneve => true,
+            TunnelKind::Ipip => underlay.is_ipv4(),
+            TunnelKind::Ip6Ip => underlay.is_ipv6(),
+        }
     }
 }
 

@@ -8,8 +8,8 @@ mod common;
 use common::{device_mac, ip, main_route, neighbour_mac, route, vx};
 use dataplane_linux::model::{Encap, Family, Hop, LinkKind, Route, Rule};
 use dataplane_linux::{
-    Dataplane, DesiredState, FakeKernel, Op, Phase, Settings, TunnelKind, detect_underlay, plan,
-    tunnel_mac,
+    Dataplane, DesiredState, FakeKernel, HopProtocol, NextHop, Op, Phase, Settings, TunnelKind,
+    detect_underlay, plan, tunnel_mac,
 };
 
 /// Node fd00:10::1: its same-segment peer fd00:10::2 (pods 10.160.2.0/24) and a peer behind the
@@ -64,6 +64,8 @@ fn vxlan_over_an_ipv6_underlay_encapsulates_with_a_udp_checksum() {
                 id: 1,
                 dst: ip(peer),
                 csum: true,
+                df: false,
+                ttl: 64,
             }),
             "{dst}"
         );
@@ -79,12 +81,15 @@ fn vxlan_over_an_ipv6_underlay_encapsulates_with_a_udp_checksum() {
     );
     let op = Op::ReplaceRoute(held(&dp, "10.160.2.0/24"));
     assert!(
-        op.to_string()
-            .contains("[encap ip6 id 1 dst fd00:10::2 csum via 10.160.2.1 dev vxlan0 onlink]"),
+        op.to_string().contains(
+            "[encap ip6 id 1 dst fd00:10::2 ttl 64 csum via 10.160.2.1 dev vxlan0 onlink]"
+        ),
         "{op}"
     );
 }
 
+/// Over IPv4 the UDP tunnels keep a zero checksum, and their outer header stays fragmentable
+/// (`Encap::df`), with an explicit TTL.
 #[test]
 fn udp_tunnels_over_ipv4_keep_a_zero_checksum() {
     let mut d = desired();
@@ -101,6 +106,8 @@ fn udp_tunnels_over_ipv4_keep_a_zero_checksum() {
             id: 1,
             dst: ip("192.168.0.2"),
             csum: false,
+            df: false,
+            ttl: 64,
         })
     );
 }
@@ -206,4 +213,27 @@ fn without_a_peer_the_ipv4_default_route_comes_first() {
     let own = plan::own_devices(&desired(), &Settings::default());
     let any = detect_underlay(&k.state, None, &own, 250).expect("a default route");
     assert_eq!((any.device.as_str(), any.mtu), ("eth1", 9000));
+}
+
+/// IPIP sets Don't Fragment on its IPv4 outer header (the device tells the pod the tunnel's path
+/// MTU when a hop is narrower than planned); over IPv6 it leaves through an `ip6tnl` device,
+/// without such a bit. Every encapsulation carries an explicit TTL.
+#[test]
+fn ipip_sets_dont_fragment_over_ipv4() {
+    let hop = |dev: &str, kind: TunnelKind, underlay: &str| NextHop {
+        device: dev.into(),
+        protocol: HopProtocol::Tunnel(kind),
+        peer_underlay: ip(underlay),
+        peer_identity: ip(underlay),
+        pod_gateway: ip("10.2.0.1"),
+    };
+    for (h, df) in [
+        (hop("ipip0", TunnelKind::Ipip, "192.168.0.2"), true),
+        (hop("ip6ip0", TunnelKind::Ip6Ip, "fd00:10::2"), false),
+    ] {
+        let spec = route("10.2.0.0/24", 1400, vec![h]);
+        let r = plan::kernel_route(&spec, &Settings::default()).expect("a route");
+        let e = r.hops[0].encap.expect("an encapsulation");
+        assert_eq!((e.df, e.csum, e.ttl), (df, false, 64), "{e:?}");
+    }
 }

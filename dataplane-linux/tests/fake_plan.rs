@@ -118,6 +118,8 @@ fn a_peer_reached_at_another_address_gets_its_identity_mac() {
             id: 1,
             dst: ip("203.0.113.4"),
             csum: false,
+            df: false,
+            ttl: 64,
         })
     );
     let e = held(&hg1k, "203.0.113.4/32").expect("endpoint route to n1's ExternalIP");
@@ -248,6 +250,8 @@ fn a_hop_to_the_routes_own_endpoint_is_left_out() {
                 id: 1,
                 dst: ip("10.20.0.4"),
                 csum: false,
+                df: false,
+                ttl: 64,
             }),
         }],
     });

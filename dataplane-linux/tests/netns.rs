@@ -582,12 +582,10 @@ fn probe_reports_missing_tunnel_kinds() {
 #[test]
 fn two_nodes_pods_ping_and_df_limits() {
     require_root!("two_nodes_pods_ping_and_df_limits");
-    if std::process::Command::new("ping")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        println!("SKIP two_nodes_pods_ping_and_df_limits: ping (iputils-ping) not installed");
+    if !test_utils::netns::can_run(
+        "two_nodes_pods_ping_and_df_limits",
+        &[test_utils::netns::Need::Tool("ping")],
+    ) {
         return;
     }
     let n1 = Ns::new("n1");
@@ -749,9 +747,12 @@ fn ipv6_node(test: &str, tag: &str, mtu: u32) -> Option<Ns> {
          ip -6 route add default via fe80::1 dev eth0",
     );
     if !added.status.success() {
-        println!(
-            "SKIP {test}: IPv6 is not available in network namespaces: {}",
-            String::from_utf8_lossy(&added.stderr).trim()
+        test_utils::netns::skip(
+            test,
+            &format!(
+                "IPv6 is not available in network namespaces: {}",
+                String::from_utf8_lossy(&added.stderr).trim()
+            ),
         );
         return None;
     }

@@ -115,7 +115,10 @@ fn a_late_answer_does_not_count(method: Method) {
         .b
         .check("tc qdisc add dev eth0 root tbf rate 8kbit burst 1600 latency 10s")
     {
-        println!("SKIP a_late_answer_does_not_count {method:?}: no token bucket qdisc: {e}");
+        test_utils::netns::skip(
+            &format!("a_late_answer_does_not_count {method:?}"),
+            &format!("no token bucket qdisc: {e}"),
+        );
         return;
     }
     let mut p = Prober::open(method, Some(&lab.a.path())).expect("open prober");

@@ -116,17 +116,40 @@ impl Drop for Ns {
 pub enum Need {
     /// A flow-based VXLAN device (`ip link add … type vxlan external`).
     FlowVxlan,
+    /// A device of this `ip link` type (`geneve`, `ipip`, `ip6tnl`, `wireguard`): the kernel
+    /// has its driver.
+    LinkType(&'static str),
     /// A program on the `PATH` (it answers `-V`).
     Tool(&'static str),
 }
 
+/// Whether real-kernel tests must run rather than skip: in CI (`CI` set to anything but
+/// `false`) and in the VM lab (`UMTU_VM_LAB`), which provide root, namespaces, every tunnel
+/// driver and every tool the tests use. A test that cannot run there fails with its reason.
+pub fn must_run() -> bool {
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "false");
+    set("CI") || set("UMTU_VM_LAB")
+}
+
+/// A real-kernel test that cannot run here for `reason`: prints `SKIP test: reason` where
+/// skipping is allowed, and panics with the reason where it must run ([`must_run`]).
+pub fn skip(test: &str, reason: &str) {
+    assert!(
+        !must_run(),
+        "{test} cannot run: {reason} (CI and the VM lab must provide it)"
+    );
+    println!("SKIP {test}: {reason}");
+}
+
 /// Whether a real-kernel test can run here: root, network namespaces and every one of `needs`.
-/// When it cannot, prints `SKIP test: reason` and returns false.
+/// When it cannot, prints `SKIP test: reason` and returns false, except where it must run
+/// ([`must_run`]): there it panics with the reason, so a missing requirement never passes as a
+/// skip.
 pub fn can_run(test: &str, needs: &[Need]) -> bool {
     match missing(needs) {
         None => true,
         Some(reason) => {
-            println!("SKIP {test}: {reason}");
+            skip(test, &reason);
             false
         }
     }
@@ -156,10 +179,26 @@ fn missing(needs: &[Need]) -> Option<String> {
     let reason = needs.iter().find_map(|need| match need {
         Need::FlowVxlan => (!flow_vxlan(&probe))
             .then(|| "this kernel cannot create a flow-based VXLAN device".to_string()),
+        Need::LinkType(kind) => (!link_type(&probe, kind))
+            .then(|| format!("this kernel cannot create a {kind} device (no driver)")),
         Need::Tool(_) => None,
     });
     let _ = Command::new("ip").args(["netns", "del", &probe]).output();
     reason
+}
+
+/// Whether a device of `ip link` type `kind` can be made in namespace `ns`: as it is
+/// (`wireguard`), or flow-based (`geneve`, `ipip`, `ip6tnl`, `vxlan`, which need an endpoint
+/// otherwise).
+fn link_type(ns: &str, kind: &str) -> bool {
+    let add = |extra: &[&str]| {
+        Command::new("ip")
+            .args(["-n", ns, "link", "add", "umtuprobe", "type", kind])
+            .args(extra)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    add(&[]) || add(&["external"]) || add(&["external", "dstport", "4789"])
 }
 
 /// Whether a flow-based VXLAN device can be made in namespace `ns`.

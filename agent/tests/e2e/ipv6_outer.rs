@@ -80,9 +80,12 @@ fn ipv6_can_run(test: &str) -> bool {
          ip -6 addr add fd00:ffff::1/128 dev lo",
     );
     if !v6.status.success() {
-        println!(
-            "SKIP {test}: IPv6 is disabled in network namespaces ({})",
-            String::from_utf8_lossy(&v6.stderr).trim()
+        test_utils::netns::skip(
+            test,
+            &format!(
+                "IPv6 is disabled in network namespaces ({})",
+                String::from_utf8_lossy(&v6.stderr).trim()
+            ),
         );
         return false;
     }
@@ -92,10 +95,13 @@ fn ipv6_can_run(test: &str) -> bool {
          grep -qi ':12B5 ' /proc/net/udp6",
     );
     if !vx.status.success() {
-        println!(
-            "SKIP {test}: a flow-based VXLAN device opens no IPv6 socket on this kernel, so it \
-             cannot receive over an IPv6 underlay ({})",
-            String::from_utf8_lossy(&vx.stderr).trim()
+        test_utils::netns::skip(
+            test,
+            &format!(
+                "a flow-based VXLAN device opens no IPv6 socket on this kernel, so it cannot \
+                 receive over an IPv6 underlay ({})",
+                String::from_utf8_lossy(&vx.stderr).trim()
+            ),
         );
         return false;
     }

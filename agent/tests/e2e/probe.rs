@@ -89,9 +89,12 @@ fn silence_routers(lab: &Lab, r2: &Ns) -> bool {
     for r in [&lab.infra, r2] {
         let o = r.try_sh("ip rule add iif lo ipproto icmp blackhole");
         if !o.status.success() {
-            println!(
-                "SKIP probe: cannot add a blackhole rule for local ICMP: {}",
-                String::from_utf8_lossy(&o.stderr)
+            test_utils::netns::skip(
+                "probe",
+                &format!(
+                    "cannot add a blackhole rule for local ICMP: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ),
             );
             return false;
         }

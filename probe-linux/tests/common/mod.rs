@@ -141,7 +141,7 @@ macro_rules! lab_or_skip {
         match common::Lab::new($v6) {
             Ok(lab) => lab,
             Err(why) => {
-                println!("SKIP {}: {why}", $name);
+                test_utils::netns::skip(&$name, &why);
                 return;
             }
         }
