@@ -322,7 +322,13 @@ fn transition(
         );
         total += st.samples;
     }
-    assert!(total > 100, "{label}: too few samples ({total})");
+    // Under qemu's TCG (the VM lab) every read of the kernel is about ten times slower.
+    let enough = if std::env::var_os("UMTU_VM_LAB").is_some() {
+        15
+    } else {
+        100
+    };
+    assert!(total > enough, "{label}: too few samples ({total})");
     wants
 }
 
