@@ -14,27 +14,8 @@ use support::{Mock, Reply};
 use topology_core::vocab::Kind;
 use unbounded_mtu::k8s::ResourceKind;
 
-const BIN: &str = env!("CARGO_BIN_EXE_unbounded-mtu");
-
 /// What a `Debug` dump of kube's errors would show.
 const DEBUG_TEXT: [&str; 4] = ["ErrorResponse {", "Status {", "Some(", "ApiError:"];
-
-async fn run_bin(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args(args);
-    for k in support::AGENT_ENV {
-        cmd.env_remove(k);
-    }
-    cmd.env_remove("RUST_LOG");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.kill_on_drop(true);
-    tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("the binary finished in time")
-        .expect("the binary ran")
-}
 
 /// Standard error, which must be exactly one line.
 fn one_line(o: &Output) -> String {
@@ -101,7 +82,7 @@ async fn a_forbidden_list_reads_like_kubectl_and_exits_2() {
     let kc = mock.kubeconfig(&dir);
     let kc = kc.display().to_string();
     for command in ["resolve", "graph"] {
-        let out = run_bin(&[command, "--kubeconfig", &kc], &[]).await;
+        let out = support::run_bin(&[command, "--kubeconfig", &kc], &[]).await;
         assert_eq!(out.status.code(), Some(2), "{command}");
         assert!(out.stdout.is_empty(), "{command}");
         assert_eq!(
@@ -131,7 +112,7 @@ async fn a_kind_the_server_does_not_serve_is_an_error_diagnostic() {
     let dir = support::tmpdir("not-served");
     let kc = mock.kubeconfig(&dir).display().to_string();
 
-    let out = run_bin(&["resolve", "--kubeconfig", &kc, "-o", "json"], &[]).await;
+    let out = support::run_bin(&["resolve", "--kubeconfig", &kc, "-o", "json"], &[]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(one_line(&out).contains("--fail-on"));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("the result is printed");
@@ -153,7 +134,7 @@ async fn a_kind_the_server_does_not_serve_is_an_error_diagnostic() {
     assert_eq!(nodes.len(), 5, "{nodes:#?}");
 
     // The table names it too, and `--fail-on none` exits 0 with the same result.
-    let table = run_bin(&["resolve", "--kubeconfig", &kc, "--fail-on", "none"], &[]).await;
+    let table = support::run_bin(&["resolve", "--kubeconfig", &kc, "--fail-on", "none"], &[]).await;
     assert_eq!(table.status.code(), Some(0));
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
@@ -170,7 +151,7 @@ async fn a_server_that_serves_none_of_the_kinds_exits_2() {
     let mock = Mock::start().await;
     let dir = support::tmpdir("nothing-served");
     let kc = mock.kubeconfig(&dir).display().to_string();
-    let out = run_bin(&["resolve", "--kubeconfig", &kc], &[]).await;
+    let out = support::run_bin(&["resolve", "--kubeconfig", &kc], &[]).await;
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         one_line(&out),
@@ -192,7 +173,7 @@ async fn a_refused_connection_names_the_server_and_the_flags_that_choose_another
         if command == "explain" {
             args.extend(["--node", "w1"]);
         }
-        let out = run_bin(&args, &[]).await;
+        let out = support::run_bin(&args, &[]).await;
         assert_eq!(out.status.code(), Some(2), "{command}");
         assert_eq!(
             one_line(&out),
@@ -211,14 +192,14 @@ async fn an_unknown_context_lists_the_contexts_that_exist() {
     let kc = two_contexts(&dir, "http://127.0.0.1:1")
         .display()
         .to_string();
-    let out = run_bin(&["resolve", "--kubeconfig", &kc, "--context", "nope"], &[]).await;
+    let out = support::run_bin(&["resolve", "--kubeconfig", &kc, "--context", "nope"], &[]).await;
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         one_line(&out),
         format!("unbounded-mtu: context \"nope\" is not in {kc}; its contexts: a, b")
     );
     // Found through $KUBECONFIG, as kubectl finds it.
-    let out = run_bin(&["resolve", "--context", "nope"], &[("KUBECONFIG", &kc)]).await;
+    let out = support::run_bin(&["resolve", "--context", "nope"], &[("KUBECONFIG", &kc)]).await;
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         one_line(&out),
@@ -246,12 +227,12 @@ async fn a_kubeconfig_path_is_named_once() {
         ),
     ];
     for (args, path) in cases {
-        let out = run_bin(args, &[]).await;
+        let out = support::run_bin(args, &[]).await;
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let line = one_line(&out);
         assert_eq!(line.matches(path).count(), 1, "{line}");
     }
-    let line = one_line(&run_bin(&["resolve", "--kubeconfig", &missing], &[]).await);
+    let line = one_line(&support::run_bin(&["resolve", "--kubeconfig", &missing], &[]).await);
     assert!(
         line.starts_with(&format!(
             "unbounded-mtu: cannot read kubeconfig {missing}: "
@@ -260,7 +241,7 @@ async fn a_kubeconfig_path_is_named_once() {
     );
 
     // The agent names it once too, on one line of its own.
-    let out = run_bin(
+    let out = support::run_bin(
         &[
             "agent",
             "--dry-run",

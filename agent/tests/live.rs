@@ -18,8 +18,6 @@ use unbounded_mtu::agent::status::Status;
 use unbounded_mtu::k8s::store::{Change, ReflectOptions, Store, reflect};
 use unbounded_mtu::k8s::{Backoff, ResourceKind};
 
-const BIN: &str = env!("CARGO_BIN_EXE_unbounded-mtu");
-
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -49,20 +47,9 @@ fn normalize(v: &mut Value) {
     }
 }
 
+/// [`support::run_bin`] for argument lists built as strings.
 async fn run_bin(args: Vec<String>, env: &[(&str, &str)]) -> Output {
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args(&args);
-    for k in support::AGENT_ENV {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.kill_on_drop(true);
-    tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("the binary finished in time")
-        .expect("the binary ran")
+    support::run_bin(args, env).await
 }
 
 fn json_out(o: &Output) -> Value {

@@ -604,57 +604,34 @@ impl Builder {
     }
 
     /// Notes the `copies` of `kind/name` that say the same (more than one): they count once,
-    /// as the first.
+    /// as the copy written first.
     fn identical(&mut self, kind: Kind, name: &str, copies: &[(&str, &RawObject)]) {
-        let mut where_: Vec<SourceLoc> = copies
-            .iter()
-            .filter_map(|(_, o)| o.meta().loc.clone())
-            .collect();
-        where_.sort();
-        let listed: Vec<String> = where_.iter().map(ToString::to_string).collect();
+        let (first, listed) = copies_at(copies);
         self.diags.push(Diagnostic::new(
             Code::DuplicateIdentical,
             format!("{kind}/{name}"),
             "metadata.name",
             format!(
-                "{} identical copies of {kind} {name:?}{}; they count as one",
-                copies.len(),
-                if listed.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", listed.join(", "))
-                }
+                "{} identical copies of {kind} {name:?}{listed}; they count as one",
+                copies.len()
             ),
-            where_.into_iter().next(),
+            first,
         ));
     }
 
     /// Reports the `copies` of `kind/name` (more than one, not all the same): every copy is
     /// ignored.
     fn duplicate(&mut self, kind: Kind, name: &str, copies: &[(&str, &RawObject)]) {
-        let loc = copies
-            .iter()
-            .filter_map(|(_, o)| o.meta().loc.clone())
-            .min();
-        let mut where_ = copies
-            .iter()
-            .filter_map(|(_, o)| o.meta().loc.as_ref().map(|l| l.to_string()))
-            .collect::<Vec<_>>();
-        where_.sort();
+        let (first, listed) = copies_at(copies);
         self.diags.push(Diagnostic::new(
             Code::Duplicate,
             format!("{kind}/{name}"),
             "metadata.name",
             format!(
-                "{} objects of kind {kind} are named {name:?}{}; every copy is ignored",
-                copies.len(),
-                if where_.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", where_.join(", "))
-                }
+                "{} objects of kind {kind} are named {name:?}{listed}; every copy is ignored",
+                copies.len()
             ),
-            loc,
+            first,
         ));
     }
 
@@ -1000,4 +977,21 @@ impl Builder {
             }
         }
     }
+}
+
+/// Where the copies of one name were written: the first (by source, then line), and all of them
+/// in that order as ` (a.yaml:3, b.yaml:1)` (empty when none was read from a file).
+fn copies_at(copies: &[(&str, &RawObject)]) -> (Option<SourceLoc>, String) {
+    let mut at: Vec<&SourceLoc> = copies
+        .iter()
+        .filter_map(|(_, o)| o.meta().loc.as_ref())
+        .collect();
+    at.sort();
+    let listed = if at.is_empty() {
+        String::new()
+    } else {
+        let all: Vec<String> = at.iter().map(|l| l.to_string()).collect();
+        format!(" ({})", all.join(", "))
+    };
+    (at.first().map(|l| (*l).clone()), listed)
 }

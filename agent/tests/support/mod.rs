@@ -629,6 +629,28 @@ pub const AGENT_ENV: [&str; 9] = [
     "ONCE",
 ];
 
+/// Runs the binary with `args` to its end (at most 60 s): none of [`AGENT_ENV`] nor `RUST_LOG`
+/// inherited, `env` set.
+pub async fn run_bin<S: AsRef<std::ffi::OsStr>>(
+    args: impl IntoIterator<Item = S>,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"));
+    cmd.args(args);
+    for k in AGENT_ENV {
+        cmd.env_remove(k);
+    }
+    cmd.env_remove("RUST_LOG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.kill_on_drop(true);
+    tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+        .await
+        .expect("the binary finished in time")
+        .expect("the binary ran")
+}
+
 /// The binary as `agent --dry-run --listen 127.0.0.1:0 --kubeconfig KUBECONFIG` for node n1,
 /// none of [`AGENT_ENV`] inherited, standard output discarded, killed when dropped.
 pub fn agent_command(kubeconfig: &std::path::Path) -> tokio::process::Command {
