@@ -20,7 +20,11 @@
 //! the owned kernel state before exit 4 (API mode against the scripted API server).
 //!
 //! `e2e/probe.rs` (issue 20): a black hole behind routers that drop their own ICMP errors,
-//! found by `unbounded-mtu probe` and repaired by the agent's `--underlay-from-probe`.
+//! found by `unbounded-mtu probe` (behind VXLAN, GENEVE and WireGuard links) and repaired by the
+//! agent's `--underlay-from-probe`.
+//!
+//! `e2e/vm.rs` (its tests named `vm::`, run by `.ci/vm-lab` on its kernel, skipped by CI's run on
+//! the host): the hub lab with GENEVE inside the Sites and WireGuard across them, and with IPIP.
 //!
 //! Root only (skipped with a printed reason otherwise):
 //! `cargo test -p agent --features e2e --test e2e -- --test-threads=1 --nocapture`
@@ -40,6 +44,8 @@ mod probe;
 mod stop;
 #[path = "support/mod.rs"]
 mod support;
+#[path = "e2e/vm.rs"]
+mod vm;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;

@@ -193,12 +193,17 @@ fn missing(needs: &[Need]) -> Option<String> {
 fn link_type(ns: &str, kind: &str) -> bool {
     let add = |extra: &[&str]| {
         Command::new("ip")
-            .args(["-n", ns, "link", "add", "umtuprobe", "type", kind])
+            .args(["-n", ns, "link", "add", "umtuprobelt", "type", kind])
             .args(extra)
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    add(&[]) || add(&["external"]) || add(&["external", "dstport", "4789"])
+    let made = add(&[]) || add(&["external"]) || add(&["external", "dstport", "4789"]);
+    // The next kind probed takes the same name.
+    let _ = Command::new("ip")
+        .args(["-n", ns, "link", "del", "umtuprobelt"])
+        .output();
+    made
 }
 
 /// Whether a flow-based VXLAN device can be made in namespace `ns`.

@@ -109,12 +109,30 @@ pub struct Caps {
     pub assignment: Option<u32>,
 }
 
+/// The tunnel protocols of the hub lab: its Sites' (the mesh inside Site A), and the pool's and
+/// the assignment's (the workers' links to the gateway).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Protocols {
+    pub sites: &'static str,
+    pub hub: &'static str,
+}
+
+/// VXLAN everywhere: what every host kernel the tests run on can carry.
+pub const VXLAN: Protocols = Protocols {
+    sites: "VXLAN",
+    hub: "VXLAN",
+};
+
+/// The WireGuard port of the gateway's devices, and so the name of the workers' devices
+/// towards it (`wg<port>`).
+pub const WIREGUARD_PORT: u16 = 51820;
+
 fn cap_line(c: Option<u32>) -> String {
     c.map(|m| format!("  tunnelMTU: {m}\n")).unwrap_or_default()
 }
 
 /// The manifests without the gateway's published values.
-pub fn manifests_unpublished(caps: Caps) -> String {
+pub fn manifests_unpublished(caps: Caps, protocols: Protocols) -> String {
     let mut y = String::new();
     for (site, node_cidr, pod_block, cap) in [
         ("A", "10.1.0.0/16", "10.101.0.0/16", caps.site_a),
@@ -122,13 +140,27 @@ pub fn manifests_unpublished(caps: Caps) -> String {
         ("G", "10.5.0.0/16", "10.105.0.0/16", None),
     ] {
         y += &format!(
-            "---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata:\n  name: {site}\nspec:\n  nodeCidrs: [{node_cidr}]\n  podCidrAssignments:\n    - cidrBlocks: [{pod_block}]\n  tunnelProtocol: VXLAN\n{}",
+            "---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata:\n  name: {site}\nspec:\n  nodeCidrs: [{node_cidr}]\n  podCidrAssignments:\n    - cidrBlocks: [{pod_block}]\n  tunnelProtocol: {}\n{}",
+            protocols.sites,
             cap_line(cap)
         );
     }
-    y += "---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: GatewayPool\nmetadata:\n  name: hub\nspec:\n  type: Internal\n  nodeSelector: {gw: hub}\n  tunnelProtocol: VXLAN\n";
     y += &format!(
-        "---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: SiteGatewayPoolAssignment\nmetadata:\n  name: spokes\nspec:\n  sites: [A, B]\n  gatewayPools: [hub]\n  tunnelProtocol: VXLAN\n{}",
+        "---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: GatewayPool\nmetadata:\n  name: hub\nspec:\n  type: Internal\n  nodeSelector: {{gw: hub}}\n  tunnelProtocol: {}\n",
+        protocols.hub
+    );
+    if protocols.hub == "WireGuard" {
+        // The gateway's WireGuard port names the workers' devices towards it.
+        let g1 = node_def("g1");
+        y += &format!(
+            "status:\n  nodes:\n    - {{name: g1, siteName: G, gatewayWireguardPort: {WIREGUARD_PORT}, internalIPs: [{}], podCIDRs: [{}]}}\n",
+            g1.addr,
+            g1.pod.cidr()
+        );
+    }
+    y += &format!(
+        "---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: SiteGatewayPoolAssignment\nmetadata:\n  name: spokes\nspec:\n  sites: [A, B]\n  gatewayPools: [hub]\n  tunnelProtocol: {}\n{}",
+        protocols.hub,
         cap_line(caps.assignment)
     );
     for n in &NODES {
@@ -215,6 +247,8 @@ pub struct Lab {
     pub agents: BTreeMap<&'static str, Agent>,
     /// Each node's underlay arguments for its agent (`--underlay-mtu N` or `--detect-underlay`).
     underlay_args: BTreeMap<&'static str, Vec<String>>,
+    /// The hub lab's tunnel protocols.
+    protocols: Protocols,
 }
 
 /// Shell commands that make `br0`, the underlay bridge, in a lab's connecting namespace.
@@ -248,13 +282,20 @@ impl Lab {
             pods: BTreeMap::new(),
             agents: BTreeMap::new(),
             underlay_args: BTreeMap::new(),
+            protocols: VXLAN,
         }
     }
 
     /// The hub lab: [`NODES`] on the underlay bridge, each at its own underlay MTU (veth and
     /// `--underlay-mtu`), in 10.0.0.0/8. Its manifests come from [`Lab::write_manifests`].
     pub fn hub() -> Lab {
+        Lab::hub_with(VXLAN)
+    }
+
+    /// [`Lab::hub`] with its links over `protocols`.
+    pub fn hub_with(protocols: Protocols) -> Lab {
         let mut lab = Lab::new("hub", UNDERLAY_BRIDGE);
+        lab.protocols = protocols;
         for d in &NODES {
             lab.add_node(
                 d.name,
@@ -317,7 +358,7 @@ impl Lab {
     /// agent would publish), and replaces the agents' file atomically. Returns what `resolve`
     /// computes from the final file, and the published values written.
     pub fn write_manifests(&self, caps: Caps) -> (BTreeMap<String, Want>, BTreeMap<String, u32>) {
-        let bare = manifests_unpublished(caps);
+        let bare = manifests_unpublished(caps, self.protocols);
         let pre = self.dir.join("unpublished.yaml");
         std::fs::write(&pre, &bare).expect("write");
         let (pre_wants, _) = resolve(&pre);
@@ -328,6 +369,74 @@ impl Lab {
         ));
         let (wants, _) = resolve(&self.manifests);
         (wants, published)
+    }
+
+    /// The WireGuard devices of every node's plan in `resolved` (`resolve -o json`), made and
+    /// configured as a WireGuard deployment would (the agent only sets their MTU and routes):
+    /// `wg<port>` listening on that port with a fresh key, one peer per WireGuard link, at the
+    /// peer's underlay address and the port its device listens on, carrying the destinations
+    /// the plan routes through that peer.
+    pub fn provision_wireguard(&self, resolved: &serde_json::Value) {
+        let name_of = |d: &serde_json::Value| d["name"].as_str().map(str::to_string);
+        // Each node's WireGuard device (one per node in these labs) and public key.
+        let mut devices: BTreeMap<&str, (String, String)> = BTreeMap::new();
+        for name in self.nodes.keys() {
+            let plan = plan_of(resolved, name);
+            let wg: Vec<String> = plan["devices"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|d| d["protocol"] == "WireGuard")
+                .filter_map(name_of)
+                .collect();
+            match wg.as_slice() {
+                [] => continue,
+                [device] => {
+                    let key = self.dir.join(format!("wg-{name}.key"));
+                    let public = self.nodes[name].sh(&format!(
+                        "umask 077 && wg genkey | tee {} | wg pubkey",
+                        key.display()
+                    ));
+                    devices.insert(name, (device.clone(), public.trim().to_string()));
+                }
+                more => panic!("{name}: one WireGuard device per node in these labs: {more:?}"),
+            }
+        }
+        for (name, (device, _)) in &devices {
+            let plan = plan_of(resolved, name);
+            let port = device.trim_start_matches("wg");
+            let key = self.dir.join(format!("wg-{name}.key"));
+            let mut cmd = format!(
+                "ip link add {device} type wireguard && wg set {device} private-key {} listen-port {port}",
+                key.display()
+            );
+            for l in plan["links"].as_array().into_iter().flatten() {
+                if l["protocol"] != "WireGuard" {
+                    continue;
+                }
+                let peer = l["peer"].as_str().expect("peer");
+                let (peer_device, public) = &devices[peer];
+                let allowed: Vec<&str> = plan["routes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|r| {
+                        r["via"]
+                            .as_array()
+                            .is_some_and(|v| v.iter().any(|x| x == peer))
+                    })
+                    .filter_map(|r| r["destination"].as_str())
+                    .collect();
+                cmd += &format!(
+                    " peer {public} endpoint {}:{} allowed-ips {}",
+                    node_def(peer).addr,
+                    peer_device.trim_start_matches("wg"),
+                    allowed.join(",")
+                );
+            }
+            cmd += &format!(" && ip link set {device} up");
+            self.nodes[name].sh(&cmd);
+        }
     }
 
     /// Starts the agent of node `name` with its underlay arguments.

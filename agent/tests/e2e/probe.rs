@@ -8,7 +8,9 @@
 //! - c (10.3.0.1) is in the manifests but nowhere on the wire (r1 routes 10.3/16 nowhere).
 //!
 //! One Site, `tunnelProtocol: VXLAN`, no underlay annotations: every link plans
-//! 1500 − 50 = 1450, so a→b sends 1500-byte packets into a 1400 path.
+//! 1500 − 50 = 1450, so a→b sends 1500-byte packets into a 1400 path. The probe finds the same
+//! black hole behind a GENEVE link (1500 − 58) and a WireGuard link (1500 − 80): it probes the
+//! underlay path of every link, whatever its tunnel.
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
@@ -21,8 +23,11 @@ const B_POD: PodNet = PodNet("10.102.1");
 const D_POD: PodNet = PodNet("10.104.1");
 const C_POD: PodNet = PodNet("10.103.1");
 
-fn manifests() -> String {
-    let mut y = "---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata:\n  name: S\nspec:\n  nodeCidrs: [10.0.0.0/12]\n  podCidrAssignments:\n    - cidrBlocks: [10.96.0.0/11]\n  tunnelProtocol: VXLAN\n".to_string();
+/// The lab's manifests, its one Site's links over `protocol`.
+fn manifests(protocol: &str) -> String {
+    let mut y = format!(
+        "---\napiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata:\n  name: S\nspec:\n  nodeCidrs: [10.0.0.0/12]\n  podCidrAssignments:\n    - cidrBlocks: [10.96.0.0/11]\n  tunnelProtocol: {protocol}\n"
+    );
     for (name, addr, pod) in [
         ("a", "10.1.0.1", A_POD),
         ("b", "10.2.0.1", B_POD),
@@ -37,8 +42,9 @@ fn manifests() -> String {
     y
 }
 
-/// The lab: r1 (the lab's connecting namespace) with a and d, r2 with b, the inner link.
-fn black_hole_lab() -> (Lab, Ns) {
+/// The lab: r1 (the lab's connecting namespace) with a and d, r2 with b, the inner link; its
+/// links over `protocol`.
+fn black_hole_lab(protocol: &str) -> (Lab, Ns) {
     let mut lab = Lab::new(
         "probe",
         "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
@@ -80,7 +86,7 @@ fn black_hole_lab() -> (Lab, Ns) {
             &["--underlay-mtu", "1500"],
         );
     }
-    lab.replace_manifests(&manifests());
+    lab.replace_manifests(&manifests(protocol));
     (lab, r2)
 }
 
@@ -136,7 +142,7 @@ fn probe_finds_the_black_hole_that_path_mtu_discovery_misses() {
     if !lab::can_run("probe_finds_the_black_hole_that_path_mtu_discovery_misses") {
         return;
     }
-    let (lab, r2) = black_hole_lab();
+    let (lab, r2) = black_hole_lab("VXLAN");
     if !silence_routers(&lab, &r2) {
         return;
     }
@@ -205,6 +211,33 @@ fn probe_finds_the_black_hole_that_path_mtu_discovery_misses() {
     );
 }
 
+/// The same black hole behind a GENEVE link and behind a WireGuard link: the probe sends DF
+/// packets on the underlay path of each link, whatever tunnel the link uses, and finds the
+/// 1400-byte inner link under the plan's 1500 (link MTUs 1500 − 58 and 1500 − 80).
+#[test]
+fn probe_finds_the_black_hole_behind_geneve_and_wireguard_links() {
+    if !lab::can_run("probe_finds_the_black_hole_behind_geneve_and_wireguard_links") {
+        return;
+    }
+    for (protocol, link_mtu) in [("GENEVE", 1442), ("WireGuard", 1420)] {
+        let (lab, r2) = black_hole_lab(protocol);
+        if !silence_routers(&lab, &r2) {
+            return;
+        }
+        let (code, report, _) = probe_json(&lab, "a", &["--fail-on", "black-hole", "--peer", "b"]);
+        assert_eq!(code, Some(1), "{protocol}: --fail-on black-hole: {report}");
+        let b = link(&report, "b");
+        assert_eq!(b["verdict"], "black-hole", "{protocol}: {b}");
+        assert_eq!(b["plannedUnderlay"], 1500, "{protocol}: {b}");
+        assert_eq!(
+            b["probedUnderlay"], 1400,
+            "{protocol}: exactly the inner link: {b}"
+        );
+        assert_eq!(b["linkMTU"], link_mtu, "{protocol}: {b}");
+        println!("{protocol}: probe of a -> b: {b}");
+    }
+}
+
 /// A free local TCP port for an agent's `/status`.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -218,7 +251,7 @@ fn the_agent_lowers_its_routes_to_what_the_probe_found() {
     if !lab::can_run("the_agent_lowers_its_routes_to_what_the_probe_found") {
         return;
     }
-    let (mut lab, r2) = black_hole_lab();
+    let (mut lab, r2) = black_hole_lab("VXLAN");
     if !silence_routers(&lab, &r2) {
         return;
     }
