@@ -268,13 +268,33 @@ pub struct ResolveArgs {
     /// Resolve only this node (repeatable).
     #[arg(long = "node", value_name = "NAME")]
     pub nodes: Vec<String>,
-    /// One line per node (Site, role, pool, fabric MTU and what binds it, the lowest route MTU
-    /// and its destination, number of links), for clusters too large to read value by value.
-    #[arg(long)]
-    pub summary: bool,
+    /// A rollup of the whole cluster that fits a screen, for clusters too large to read value by
+    /// value: nodes, Sites, pools and values counted; every distinct MTU with the nodes and
+    /// values that carry it; the lowest fabric and route and where they are; the nodes at or
+    /// below the IPv6 floor; the objects that bind the most values; diagnostics by code.
+    /// `--summary=nodes` (or `-o wide`) adds one line per node (Site, role, pool, fabric MTU
+    /// and what binds it, the lowest route MTU and its destination, number of links).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "rollup"
+    )]
+    pub summary: Option<SummaryMode>,
     /// `full` adds every term considered to each explanation.
     #[arg(long, value_enum, default_value = "bound")]
     pub explain: ExplainLevel,
+}
+
+/// What `resolve --summary` prints.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryMode {
+    /// The rollup alone (`--summary`).
+    Rollup,
+    /// The rollup, then one line per node.
+    Nodes,
 }
 
 /// Explanation detail.

@@ -84,14 +84,17 @@ fn whole_document(file: &Path, full: bool) -> report::ResolveOut {
     report::resolve_out(&topo, &mut r, &plans, &diags)
 }
 
-/// Generated clusters (the small test shape, and one with a cap on most objects so that
+/// Generated clusters (the small test shape, and a larger one with a cap on most objects so that
 /// diagnostics and explanations vary): the streamed JSON and YAML equal the whole document's.
 #[test]
 fn generated_clusters_equal_the_whole_document() {
     let dir = tempdir();
     let shapes = [
         ScaleSpec::small(),
+        // More nodes than one solver plans before a fresh one takes over.
         ScaleSpec {
+            sites: 72,
+            pools: 18,
             capped_percent: 80,
             seed: 7,
             ..ScaleSpec::small()

@@ -138,14 +138,25 @@ fn wide_tables_show_the_long_columns() {
         "-o",
         "wide",
     ]);
-    let header = summary.lines().next().unwrap_or("");
+    // The rollup, then a line per node under its header.
+    let node_header = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("NODE "))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(summary.starts_with("NODES "), "{summary}");
+    let header = node_header(&summary);
     assert!(header.contains("POOL") && header.contains("TO"), "{header}");
-    let narrow_summary = out(&["resolve", "-f", NAT, "--summary", "--fail-on", "none"]);
-    let header = narrow_summary.lines().next().unwrap_or("");
+    let narrow_summary = out(&["resolve", "-f", NAT, "--summary=nodes", "--fail-on", "none"]);
+    let header = node_header(&narrow_summary);
     assert!(
         !header.contains("POOL") && header.contains("BOUND BY"),
         "{header}"
     );
+    // The rollup alone has no line per node.
+    let rollup = out(&["resolve", "-f", NAT, "--summary", "--fail-on", "none"]);
+    assert_eq!(node_header(&rollup), "", "{rollup}");
 }
 
 #[test]
@@ -173,12 +184,16 @@ fn no_headers_leaves_only_rows() {
         "resolve",
         "-f",
         NAT,
-        "--summary",
+        "--summary=nodes",
         "--no-headers",
         "--fail-on",
         "none",
     ]);
-    assert!(summary.starts_with("edge-1 "), "{summary}");
+    assert!(
+        summary.lines().any(|l| l.starts_with("edge-1 "))
+            && !summary.lines().any(|l| l.starts_with("NODE ")),
+        "{summary}"
+    );
     let whatif = out(&[
         "what-if",
         "-f",

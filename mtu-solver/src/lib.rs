@@ -98,6 +98,7 @@ pub mod report;
 pub mod resolver;
 pub mod snapshot;
 pub mod solver;
+pub mod stream;
 pub mod whatif;
 
 pub use plan::*;

@@ -41,6 +41,24 @@ pub struct ExplOut {
     pub terms: Option<Vec<TermOut>>,
 }
 
+/// A [`Renderer`]'s caches while its solver plans more nodes.
+#[derive(Debug, Default)]
+pub struct RenderCache {
+    full: bool,
+    cache: FxHashMap<ExplId, Arc<ExplOut>>,
+    bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
+}
+
+impl RenderCache {
+    /// Empty caches; `full` adds every term.
+    pub fn new(full: bool) -> Self {
+        RenderCache {
+            full,
+            ..Default::default()
+        }
+    }
+}
+
 /// Renders and caches explanations.
 pub struct Renderer<'s, 't> {
     solver: &'s Solver<'t>,
@@ -57,6 +75,27 @@ impl<'s, 't> Renderer<'s, 't> {
             full,
             cache: FxHashMap::default(),
             bound_cache: FxHashMap::default(),
+        }
+    }
+
+    /// A renderer that goes on with the caches of one suspended earlier on the same solver
+    /// (which may have planned more nodes since: explanation IDs stay valid).
+    pub fn resume(solver: &'s Solver<'t>, cache: RenderCache) -> Self {
+        Renderer {
+            solver,
+            full: cache.full,
+            cache: cache.cache,
+            bound_cache: cache.bound_cache,
+        }
+    }
+
+    /// Ends the borrow of the solver (so that it can plan again), keeping the caches for
+    /// [`Renderer::resume`].
+    pub fn suspend(self) -> RenderCache {
+        RenderCache {
+            full: self.full,
+            cache: self.cache,
+            bound_cache: self.bound_cache,
         }
     }
 

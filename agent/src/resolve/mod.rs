@@ -1,0 +1,117 @@
+//! `unbounded-mtu resolve`: every selected node's values written node after node as they are
+//! resolved (tables, JSON, YAML: [`nodes`], [`document`]), or a rollup of the whole cluster that
+//! fits a screen (`--summary`: [`rollup`], [`summary`]).
+//!
+//! Nodes are planned on every core ([`mtu_solver::stream`]) and written in name order, so the
+//! output is byte for byte what one thread writes; memory holds the topology, the solvers' memos
+//! and explanations, and the few nodes in flight, never the whole cluster's plans.
+
+mod document;
+mod nodes;
+mod rollup;
+mod summary;
+
+use crate::cli::{ExplainLevel, ResolveArgs};
+use crate::common::{self, usage};
+use crate::output::Format;
+use anyhow::Result;
+use mtu_solver::report::Renderer;
+use mtu_solver::stream::{Workers, plan_in_order};
+use mtu_solver::{NodePlan, Settings};
+use topology_core::diag::{Diagnostic, sort_diagnostics};
+use topology_core::ids::NodeId;
+use topology_core::model::Topology;
+
+pub use crate::cli::SummaryMode;
+
+/// Runs `resolve`.
+pub fn run(args: &ResolveArgs) -> Result<()> {
+    let decoded = common::load(&args.common)?;
+    let topo = common::topology(&decoded)?;
+    let job = Job {
+        topo: &topo,
+        settings: crate::settings::offline(&args.common),
+        nodes: selected(&topo, &args.nodes)?,
+        full: args.explain == ExplainLevel::Full,
+    };
+    let format = crate::settings::format(&args.out);
+    let diags = match args.summary {
+        None => match format {
+            Format::Table(style) => nodes::write(&job, style)?,
+            Format::Data(f) => document::write(&job, f)?,
+        },
+        Some(mode) => summary::write(&job, mode, format)?,
+    };
+    common::fail_on(args.fail.fail_on, &diags)
+}
+
+/// The nodes `--node` names (every node without it), in index (name) order, each once.
+fn selected(topo: &Topology, names: &[String]) -> Result<Vec<NodeId>> {
+    let mut nodes = Vec::with_capacity(names.len());
+    for name in names {
+        nodes.push(topo.find_node(name).map_err(|e| usage(e.to_string()))?);
+    }
+    if names.is_empty() {
+        nodes = (0..topo.nodes.len()).map(NodeId::from_idx).collect();
+    }
+    nodes.sort();
+    nodes.dedup();
+    Ok(nodes)
+}
+
+/// What one `resolve` resolves.
+pub(crate) struct Job<'t> {
+    pub topo: &'t Topology,
+    pub settings: Settings,
+    /// In output order.
+    pub nodes: Vec<NodeId>,
+    /// Every explanation term (`--explain full`).
+    pub full: bool,
+}
+
+impl Job<'_> {
+    /// Plans every node on every core; `render` makes each plan's output on the planning thread,
+    /// `write` takes the outputs in node order. Returns every diagnostic to report: the
+    /// topology's and the plans', sorted.
+    pub fn stream<T: Send>(
+        &self,
+        chunk: usize,
+        render: impl Fn(&mut Renderer<'_, '_>, &NodePlan) -> T + Sync,
+        mut write: impl FnMut(T) -> Result<()>,
+    ) -> Result<Vec<Diagnostic>> {
+        let workers = Workers {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS)),
+            chunk,
+            full: self.full,
+            renew: Some(RENEW),
+        };
+        let mut diags: Vec<Diagnostic> = self.topo.diagnostics.clone();
+        plan_in_order(
+            self.topo,
+            &self.settings,
+            &self.nodes,
+            workers,
+            render,
+            |out, plan_diags| {
+                diags.extend(plan_diags);
+                write(out)
+            },
+        )?;
+        sort_diagnostics(&mut diags);
+        Ok(diags)
+    }
+}
+
+/// Planning threads at most: each holds its own memos, which more threads would repeat for
+/// little gain.
+const MAX_THREADS: usize = 4;
+
+/// Nodes one solver plans before a fresh one takes over (the memos of Sites already written go
+/// with it): memory stays flat at any cluster size, at the price of rebuilding the memos later
+/// nodes share a few times (`docs/performance.md`, "Streaming resolve").
+const RENEW: usize = 256;
+
+/// Standard output, buffered: a node's output goes out as soon as the buffer fills.
+pub(crate) fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock())
+}
