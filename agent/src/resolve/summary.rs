@@ -93,7 +93,7 @@ fn rollup_tables(r: &Finished, style: TableStyle) -> String {
         counted(c.routes, "route", "routes"),
         counted(c.devices, "device", "devices"),
     );
-    lowest_lines(&mut s, r);
+    lowest_lines(&mut s, r, style);
     s.push('\n');
     s.push_str(&mtu_table(r, style));
     s.push('\n');
@@ -103,7 +103,7 @@ fn rollup_tables(r: &Finished, style: TableStyle) -> String {
     s
 }
 
-fn lowest_lines(s: &mut String, r: &Finished) {
+fn lowest_lines(s: &mut String, r: &Finished, style: TableStyle) {
     match &r.lowest_fabric {
         Some(l) => {
             let _ = writeln!(
@@ -117,13 +117,15 @@ fn lowest_lines(s: &mut String, r: &Finished) {
         None => s.push_str("LOWEST       no node\n"),
     }
     if let Some(l) = &r.lowest_route {
+        // A route example is long: narrow tables name one.
+        let shown = if style.wide { l.examples.len() } else { 1 };
         let _ = writeln!(
             s,
             "             route {}: {} on {}: {}",
             l.mtu,
             counted(l.values, "value", "values"),
             counted(l.nodes, "node", "nodes"),
-            examples(&l.examples, l.nodes),
+            examples(&l.examples[..shown.min(l.examples.len())], l.nodes),
         );
     }
     let f = &r.ipv6_floor;
