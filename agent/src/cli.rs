@@ -380,6 +380,15 @@ pub struct WhatIfArgs {
     /// `full` adds every term considered to each explanation.
     #[arg(long, value_enum, default_value = "bound")]
     pub explain: ExplainLevel,
+    /// List every changed value, node by node, below the digest (the table shows totals and
+    /// the changes grouped by kind, before → after and binding term; JSON lists every value
+    /// unless --summary).
+    #[arg(long, conflicts_with = "summary")]
+    pub details: bool,
+    /// Totals only (values and nodes per kind of value); JSON keeps `summary` and `digest` and
+    /// leaves out `changes`, for large clusters.
+    #[arg(long)]
+    pub summary: bool,
 }
 
 /// What makes `probe` exit 1.

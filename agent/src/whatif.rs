@@ -1,11 +1,16 @@
-//! `unbounded-mtu what-if`.
+//! `unbounded-mtu what-if`: the question read from the flags, answered by the library, printed
+//! as a digest (a table, `table.rs`) or a `WhatIf` document.
+
+mod table;
 
 use crate::cli::{ExplainLevel, WhatIfArgs};
 use crate::common::{self, usage};
-use crate::output::{Format, bound, diagnostics_table, table, write_data};
+use crate::output::{Format, diagnostics_table, write_data};
 use anyhow::Result;
-use mtu_solver::whatif::{self, Change, Input, Mutation};
+use mtu_solver::whatif::{self, Change, Digest, Input, KindDigest, Mutation};
 use serde::Serialize;
+use table::Shown;
+use topology_core::diag::Diagnostic;
 
 /// A mutation and the flag that asked for it (`--set SitePeering/ab=1300`), for messages.
 pub type Asked = (String, Mutation);
@@ -48,6 +53,7 @@ pub fn mutations(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Resul
     Ok(order.into_iter().map(|(_, asked)| asked).collect())
 }
 
+/// The totals of `summary`, as the spec names them.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Summary {
@@ -55,14 +61,24 @@ struct Summary {
     values_changed: usize,
 }
 
+/// The `WhatIf` document: `changes` left out with `--summary`.
 #[derive(Serialize)]
 struct Doc<'a> {
     #[serde(rename = "apiVersion")]
     api_version: &'static str,
     kind: &'static str,
-    changes: &'a [Change],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changes: Option<&'a [Change]>,
     summary: Summary,
+    digest: &'a [KindDigest],
     diagnostics: Vec<mtu_solver::report::DiagOut>,
+}
+
+/// Whether the table lists every changed value below the digest: asked with `--details`. The
+/// one place that decides it, so that other reasons to want the values (a selector restricting
+/// the nodes shown) join here.
+pub fn details_wanted(args: &WhatIfArgs) -> bool {
+    args.details
 }
 
 /// Runs `what-if`.
@@ -70,6 +86,44 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
     let asked = mutations(args, matches)?;
     mtu_solver::load::stdin_once(&[&args.common.files, &args.after])
         .map_err(|e| usage(e.to_string()))?;
+    let (result, diags) = answer(args, &asked)?;
+    // One pass over the changes; the digest holds its groups, not the changes.
+    let digest = Digest::of(&result.changes);
+    match crate::settings::format(&args.out) {
+        Format::Table(style) => {
+            let shown = if args.summary {
+                Shown::Totals
+            } else {
+                Shown::digest_or_details(details_wanted(args))
+            };
+            let mut s = table::render(&digest, &result.changes, shown, style);
+            s.push_str(&diagnostics_table(&diags, style));
+            common::write_text(&s)?;
+        }
+        Format::Data(f) => {
+            let doc = Doc {
+                api_version: mtu_solver::report::API_VERSION,
+                kind: "WhatIf",
+                changes: (!args.summary).then_some(result.changes.as_slice()),
+                summary: Summary {
+                    nodes_affected: digest.nodes_affected,
+                    values_changed: digest.values_changed,
+                },
+                digest: &digest.kinds,
+                diagnostics: diags
+                    .iter()
+                    .map(mtu_solver::report::DiagOut::from)
+                    .collect(),
+            };
+            write_data(&doc, f)?;
+        }
+    }
+    common::fail_on(args.fail.fail_on, &diags)
+}
+
+/// Loads the input and answers the question (the mutations `asked`, or `--after`): the
+/// changes, and the diagnostics of the inputs read.
+fn answer(args: &WhatIfArgs, asked: &[Asked]) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> {
     let decoded = common::load(&args.common)?;
     let base = Input {
         objects: decoded.objects,
@@ -86,7 +140,7 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
     }
     let mut diags = base_topo.diagnostics.clone();
     let full = args.explain == ExplainLevel::Full;
-    let result = if !args.after.is_empty() {
+    if !args.after.is_empty() {
         if !muts.is_empty() {
             return Err(usage(
                 "--after compares two inputs; it does not combine with mutation flags",
@@ -102,69 +156,13 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
         diags.extend(after.topology().diagnostics);
         topology_core::diag::sort_diagnostics(&mut diags);
         diags.dedup();
-        whatif::compare(&base, &after, full)
-    } else {
-        if muts.is_empty() {
-            return Err(usage(
-                "what-if needs at least one mutation (--set, --clear, --disable, ...) or --after PATH",
-            ));
-        }
-        whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?
-    };
-    let doc = Doc {
-        api_version: mtu_solver::report::API_VERSION,
-        kind: "WhatIf",
-        diagnostics: diags
-            .iter()
-            .map(mtu_solver::report::DiagOut::from)
-            .collect(),
-        summary: Summary {
-            nodes_affected: result.nodes_affected(),
-            values_changed: result.changes.len(),
-        },
-        changes: &result.changes,
-    };
-    match crate::settings::format(&args.out) {
-        Format::Table(style) => {
-            let mut s = String::new();
-            let mut current: Option<&str> = None;
-            let mut rows: Vec<Vec<String>> = Vec::new();
-            let flush = |node: Option<&str>, rows: &mut Vec<Vec<String>>, s: &mut String| {
-                if let Some(n) = node {
-                    s.push_str(&format!("NODE {n}\n"));
-                    let headers = ["ITEM", "BEFORE", "AFTER", "BOUND BY"];
-                    for l in table(&headers, rows, style).lines() {
-                        s.push_str(&format!("  {l}\n"));
-                    }
-                }
-                rows.clear();
-            };
-            for c in doc.changes {
-                if current != Some(&*c.node) {
-                    flush(current, &mut rows, &mut s);
-                    current = Some(&*c.node);
-                }
-                let show = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
-                rows.push(vec![
-                    c.item.to_string(),
-                    show(c.before),
-                    show(c.after),
-                    c.explanation
-                        .as_ref()
-                        .map(|e| bound(&e.bound.term, &e.bound.source, style))
-                        .unwrap_or_default(),
-                ]);
-            }
-            flush(current, &mut rows, &mut s);
-            s.push_str(&format!(
-                "{} changed on {}\n\n",
-                common::counted(doc.summary.values_changed, "value", "values"),
-                common::counted(doc.summary.nodes_affected, "node", "nodes")
-            ));
-            s.push_str(&diagnostics_table(&diags, style));
-            common::write_text(&s)?;
-        }
-        Format::Data(f) => write_data(&doc, f)?,
+        return Ok((whatif::compare(&base, &after, full), diags));
     }
-    common::fail_on(args.fail.fail_on, &diags)
+    if muts.is_empty() {
+        return Err(usage(
+            "what-if needs at least one mutation (--set, --clear, --disable, ...) or --after PATH",
+        ));
+    }
+    let result = whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?;
+    Ok((result, diags))
 }

@@ -396,6 +396,7 @@ fn what_if_json_and_table() {
         "SiteGatewayPoolAssignment/spokes",
         "-o",
         "table",
+        "--details",
     ]);
     insta::assert_snapshot!("whatif-table-disable", out);
     let (code, _, err) = run(&[

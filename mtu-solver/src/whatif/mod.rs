@@ -8,6 +8,7 @@
 mod apply;
 mod classify;
 mod diff;
+mod digest;
 mod engine;
 mod input;
 mod mutation;
@@ -17,6 +18,7 @@ mod text;
 pub use apply::apply;
 pub use classify::obj_ref;
 pub use diff::{Change, WhatIf, compare, diff};
+pub use digest::{Digest, DigestBuilder, Group, ItemKind, KindDigest};
 pub use engine::{what_if, what_if_on};
 pub use input::{Base, Input};
 pub use mutation::{Mutation, MutationError, check, check_all, first_refused};
