@@ -1,7 +1,8 @@
-//! The node agent's peak resident memory on a generated cluster: the release binary run as the
-//! DaemonSet runs it (its allocator's settings, [`DAEMONSET_ENV`]) with
-//! `--manifests FILE --dry-run --once` for one worker, its peak read from `/proc/PID/status`
-//! (`VmHWM`) while it runs.
+//! The release binary's peak resident memory on a generated cluster, read from
+//! `/proc/PID/status` (`VmHWM`) while it runs: the node agent as the DaemonSet runs it (its
+//! allocator's settings, [`DAEMONSET_ENV`]) with `--manifests FILE --dry-run --once` for one
+//! worker ([`agent_peak`]), and any offline command with its output read and counted, the time
+//! of its first byte noted ([`command_peak`]).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -60,7 +61,7 @@ fn run_and_watch(
     node: &str,
 ) -> Result<Peak, String> {
     let started = Instant::now();
-    let mut child = Command::new(bin)
+    let child = Command::new(bin)
         .args(["agent", "--node-name", node, "--manifests"])
         .arg(file)
         .args([
@@ -77,6 +78,72 @@ fn run_and_watch(
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("run {}: {e}", bin.display()))?;
+    watch(child, started)
+}
+
+/// What one run of an offline command measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Run {
+    /// Peak resident set size and wall-clock time.
+    pub peak: Peak,
+    /// When the first byte of its standard output arrived.
+    pub first_byte: Option<Duration>,
+    /// Bytes it wrote to standard output.
+    pub bytes: u64,
+}
+
+/// Runs the release binary with `args` (an argument `{}` stands for `yaml`, written to a
+/// temporary file), reading and counting its standard output: its peak, the time of its first
+/// byte and its whole run.
+pub fn command_peak(yaml: &str, args: &[&str]) -> Result<Run, String> {
+    use std::io::Read;
+    let bin = agent_binary()?;
+    let file = std::env::temp_dir().join(format!("perf-budget-cmd-{}.yaml", std::process::id()));
+    std::fs::write(&file, yaml).map_err(|e| format!("write {}: {e}", file.display()))?;
+    let started = Instant::now();
+    let spawned = Command::new(&bin)
+        .args(args.iter().map(|a| match *a {
+            "{}" => file.as_os_str(),
+            a => std::ffi::OsStr::new(a),
+        }))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&file);
+            return Err(format!("run {}: {e}", bin.display()));
+        }
+    };
+    let reader = child.stdout.take().map(|mut out| {
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 16];
+            let (mut first, mut bytes) = (None, 0u64);
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                first.get_or_insert_with(|| started.elapsed());
+                bytes += n as u64;
+            }
+            (first, bytes)
+        })
+    });
+    let peak = watch(child, started);
+    let _ = std::fs::remove_file(&file);
+    let (first_byte, bytes) = reader
+        .and_then(|r| r.join().ok())
+        .unwrap_or((None, 0));
+    Ok(Run {
+        peak: peak?,
+        first_byte,
+        bytes,
+    })
+}
+
+/// Polls the child's `VmHWM` every millisecond until it exits.
+fn watch(mut child: std::process::Child, started: Instant) -> Result<Peak, String> {
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak_kib = 0u64;
     let status = loop {
@@ -94,8 +161,9 @@ fn run_and_watch(
         }
     };
     let took = started.elapsed();
-    if !status.success() {
-        return Err(format!("the agent failed ({status})"));
+    // Exit 1: a result was written and some diagnostic reached --fail-on.
+    if !matches!(status.code(), Some(0 | 1)) {
+        return Err(format!("the binary failed ({status})"));
     }
     if peak_kib == 0 {
         return Err("no VmHWM was read from /proc".into());
