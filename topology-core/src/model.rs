@@ -149,6 +149,10 @@ pub struct NodeInfo {
     pub external_ips: Addrs,
     /// Pod CIDRs.
     pub pod_cidrs: Cidrs,
+    /// The Node object's labels as written (none for a node only a SiteNodeSlice or a pool's
+    /// status names), for label selectors; the strings are shared with the decode's other
+    /// objects.
+    pub labels: Box<[(Arc<str>, Arc<str>)]>,
     /// `underlay-mtu` annotation.
     pub underlay: Option<RawUnderlay>,
     /// `underlay-mtu-max` annotation.
@@ -174,6 +178,13 @@ impl NodeInfo {
     /// Whether the node is a gateway.
     pub fn is_gateway(&self) -> bool {
         matches!(self.role, Role::Gateway(_))
+    }
+    /// The value of label `key`, if the node carries it.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| &**v)
     }
     /// Whether any pod CIDR is IPv6.
     pub fn has_ipv6_pods(&self) -> bool {

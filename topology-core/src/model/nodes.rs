@@ -219,6 +219,7 @@ impl Builder {
             internal_ips: addrs.internal_ips,
             external_ips: addrs.external_ips,
             pod_cidrs: addrs.pod_cidrs,
+            labels: labels.into(),
             underlay: obj.and_then(|o| o.underlay.clone()),
             underlay_max: obj.and_then(|o| o.underlay_max.clone()),
             wg_port: status.and_then(|s| s.wg_port),
