@@ -13,17 +13,10 @@ use topology_core::ids::NodeId;
 
 /// Runs `resolve`.
 pub fn run(args: &ResolveArgs) -> Result<()> {
+    let selector = crate::settings::selector(&args.select).map_err(|e| usage(e.to_string()))?;
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
-    let mut selected: Vec<NodeId> = Vec::new();
-    for name in &args.nodes {
-        selected.push(topo.find_node(name).map_err(|e| usage(e.to_string()))?);
-    }
-    if args.nodes.is_empty() {
-        selected = (0..topo.nodes.len()).map(NodeId::from_idx).collect();
-    }
-    selected.sort();
-    selected.dedup();
+    let selected: Vec<NodeId> = common::select(&topo, &selector)?;
     let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
     let plans: Vec<NodePlan> = selected.iter().map(|n| solver.plan(*n)).collect();
     let mut diags: Vec<Diagnostic> = topo.diagnostics.clone();

@@ -68,6 +68,7 @@ struct Doc<'a> {
 /// Runs `what-if`.
 pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
     let asked = mutations(args, matches)?;
+    let selector = crate::settings::selector(&args.select).map_err(|e| usage(e.to_string()))?;
     mtu_solver::load::stdin_once(&[&args.common.files, &args.after])
         .map_err(|e| usage(e.to_string()))?;
     let decoded = common::load(&args.common)?;
@@ -78,6 +79,11 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
     };
     let base_topo = base.topology();
     common::some_resolved(&base_topo)?;
+    // Selectors choose whose changes are printed (names sorted), not what is computed.
+    let shown: Vec<&str> = common::select(&base_topo, &selector)?
+        .into_iter()
+        .map(|n| &*base_topo.node(n).name)
+        .collect();
     // The question is checked by the library; the refusal names the flag that asked.
     let muts: Vec<Mutation> = asked.iter().map(|(_, m)| m.clone()).collect();
     if let Some((i, e)) = whatif::first_refused(&base, &base_topo, &muts) {
@@ -86,7 +92,7 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
     }
     let mut diags = base_topo.diagnostics.clone();
     let full = args.explain == ExplainLevel::Full;
-    let result = if !args.after.is_empty() {
+    let mut result = if !args.after.is_empty() {
         if !muts.is_empty() {
             return Err(usage(
                 "--after compares two inputs; it does not combine with mutation flags",
@@ -111,6 +117,11 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
         }
         whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?
     };
+    if !selector.is_empty() {
+        result
+            .changes
+            .retain(|c| shown.binary_search(&&*c.node).is_ok());
+    }
     let doc = Doc {
         api_version: mtu_solver::report::API_VERSION,
         kind: "WhatIf",
