@@ -134,6 +134,9 @@ pub enum Role {
     Gateway(PoolId),
 }
 
+/// A node's labels: key and value pairs as its Node object writes them.
+pub type NodeLabels = Arc<[(Arc<str>, Arc<str>)]>;
+
 /// A node with a Site.
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
@@ -150,9 +153,9 @@ pub struct NodeInfo {
     /// Pod CIDRs.
     pub pod_cidrs: Cidrs,
     /// The Node object's labels as written (none for a node only a SiteNodeSlice or a pool's
-    /// status names), for label selectors; the strings are shared with the decode's other
-    /// objects.
-    pub labels: Box<[(Arc<str>, Arc<str>)]>,
+    /// status names), for label selectors; nodes with equal labels share one set, whose strings
+    /// are the decode's.
+    pub labels: NodeLabels,
     /// `underlay-mtu` annotation.
     pub underlay: Option<RawUnderlay>,
     /// `underlay-mtu-max` annotation.
@@ -454,6 +457,9 @@ struct Builder {
     diags: Vec<Diagnostic>,
     /// The names of Node objects given twice with different content (ignored), sorted.
     duplicate_nodes: Vec<String>,
+    /// The distinct label sets of the nodes, each held once: the workers of one Site carry the
+    /// same labels, so a node's labels cost a pointer.
+    label_sets: FxHashSet<NodeLabels>,
 }
 
 fn warn(code: Code, object: &str, field: &str, msg: String, loc: Option<SourceLoc>) -> Diagnostic {

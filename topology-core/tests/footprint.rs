@@ -100,3 +100,17 @@ fn topology_labels_are_the_decoded_strings() {
     let (key, _) = n1.labels.first().expect("n1 has labels");
     assert!(Arc::ptr_eq(key, &raw_key), "one copy of the key");
 }
+
+/// Nodes with the same labels share one label set: a node's labels cost a pointer.
+#[test]
+fn equal_label_sets_are_held_once() {
+    let twins = CLUSTER.replace("role: core", "role: edge");
+    let d = decode([("c.yaml", twins.as_bytes())]);
+    let t = Topology::build(d.objects.iter(), d.diagnostics);
+    let labels = |name: &str| t.node(t.node_id(name).expect("a node")).labels.clone();
+    assert!(Arc::ptr_eq(&labels("n1"), &labels("n2")));
+    let d = decode([("c.yaml", CLUSTER.as_bytes())]);
+    let t = Topology::build(d.objects.iter(), d.diagnostics);
+    let labels = |name: &str| t.node(t.node_id(name).expect("a node")).labels.clone();
+    assert!(!Arc::ptr_eq(&labels("n1"), &labels("n2")));
+}
