@@ -1,6 +1,6 @@
 //! What every offline command shares: loading, output and exit codes.
 
-use crate::cli::{Common, FailOn};
+use crate::cli::{Common, FailOn, SelectArgs};
 use anyhow::{Result, bail};
 use topology_core::decode::Decoded;
 use topology_core::diag::{Diagnostic, Severity};
@@ -107,6 +107,12 @@ pub fn some_resolved(topo: &Topology) -> Result<()> {
         Some(why) => Err(usage(why.to_string())),
         None => Ok(()),
     }
+}
+
+/// The node selector of a whole-cluster command's flags (`settings::selector`); exit 2 on a
+/// label selector that does not parse, before any input is read.
+pub fn selector(args: &SelectArgs) -> Result<NodeSelector> {
+    crate::settings::selector(args).map_err(|e| usage(e.to_string()))
 }
 
 /// The nodes `selector` selects in `topo`, sorted by name; exit 2 when it names a Site, pool or

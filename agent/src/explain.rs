@@ -116,7 +116,7 @@ enum Want {
 
 /// Runs `explain`.
 pub fn run(args: &ExplainArgs) -> Result<()> {
-    let selector = crate::settings::selector(&args.select).map_err(|e| usage(e.to_string()))?;
+    let selector = common::selector(&args.select)?;
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
     let n = common::one_node(&topo, &selector)?;

@@ -1,7 +1,7 @@
 //! `unbounded-mtu resolve`.
 
 use crate::cli::{ExplainLevel, ResolveArgs};
-use crate::common::{self, usage};
+use crate::common;
 use crate::output::{Format, TableStyle, bound, diagnostics_table, hops, table, write_data};
 use anyhow::Result;
 use mtu_solver::report::{self, Renderer};
@@ -13,7 +13,7 @@ use topology_core::ids::NodeId;
 
 /// Runs `resolve`.
 pub fn run(args: &ResolveArgs) -> Result<()> {
-    let selector = crate::settings::selector(&args.select).map_err(|e| usage(e.to_string()))?;
+    let selector = common::selector(&args.select)?;
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
     let selected: Vec<NodeId> = common::select(&topo, &selector)?;

@@ -68,7 +68,7 @@ struct Doc<'a> {
 /// Runs `what-if`.
 pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
     let asked = mutations(args, matches)?;
-    let selector = crate::settings::selector(&args.select).map_err(|e| usage(e.to_string()))?;
+    let selector = common::selector(&args.select)?;
     mtu_solver::load::stdin_once(&[&args.common.files, &args.after])
         .map_err(|e| usage(e.to_string()))?;
     let decoded = common::load(&args.common)?;
@@ -80,10 +80,15 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
     let base_topo = base.topology();
     common::some_resolved(&base_topo)?;
     // Selectors choose whose changes are printed (names sorted), not what is computed.
-    let shown: Vec<&str> = common::select(&base_topo, &selector)?
-        .into_iter()
-        .map(|n| &*base_topo.node(n).name)
-        .collect();
+    let shown: Option<Vec<&str>> = match selector.is_empty() {
+        true => None,
+        false => Some(
+            common::select(&base_topo, &selector)?
+                .into_iter()
+                .map(|n| &*base_topo.node(n).name)
+                .collect(),
+        ),
+    };
     // The question is checked by the library; the refusal names the flag that asked.
     let muts: Vec<Mutation> = asked.iter().map(|(_, m)| m.clone()).collect();
     if let Some((i, e)) = whatif::first_refused(&base, &base_topo, &muts) {
@@ -117,10 +122,10 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
         }
         whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?
     };
-    if !selector.is_empty() {
+    if let Some(names) = &shown {
         result
             .changes
-            .retain(|c| shown.binary_search(&&*c.node).is_ok());
+            .retain(|c| names.binary_search(&&*c.node).is_ok());
     }
     let doc = Doc {
         api_version: mtu_solver::report::API_VERSION,

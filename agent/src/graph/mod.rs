@@ -34,7 +34,7 @@ pub use scope::Scope;
 
 /// Runs `graph`.
 pub fn run(args: &GraphArgs) -> Result<()> {
-    let selector = crate::settings::selector(&args.select).map_err(|e| usage(e.to_string()))?;
+    let selector = common::selector(&args.select)?;
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
     let scope = match selector.is_empty() {
