@@ -301,9 +301,6 @@ pub struct ResolveArgs {
     /// When to exit 1.
     #[command(flatten)]
     pub fail: FailOnArgs,
-    /// Which nodes to resolve (default: every node).
-    #[command(flatten)]
-    pub select: SelectArgs,
     /// One line per node (Site, role, pool, fabric MTU and what binds it, the lowest route MTU
     /// and its destination, number of links), for clusters too large to read value by value.
     #[arg(long)]
@@ -311,6 +308,10 @@ pub struct ResolveArgs {
     /// `full` adds every term considered to each explanation.
     #[arg(long, value_enum, default_value = "bound")]
     pub explain: ExplainLevel,
+    /// Which nodes to resolve (default: every node); last, as its help heading holds for the
+    /// arguments after it.
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 /// Explanation detail.
@@ -334,9 +335,6 @@ pub struct ExplainArgs {
     /// When to exit 1.
     #[command(flatten)]
     pub fail: FailOnArgs,
-    /// The node to explain: the selection must name exactly one.
-    #[command(flatten)]
-    pub select: SelectArgs,
     /// Only the link to this peer.
     #[arg(long, value_name = "NAME", conflicts_with = "destination")]
     pub peer: Option<String>,
@@ -346,6 +344,10 @@ pub struct ExplainArgs {
     /// How many forwarding paths to show per route.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub paths: usize,
+    /// The node to explain: the selection must name exactly one (last, as its help heading
+    /// holds for the arguments after it).
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 /// `what-if`.

@@ -275,5 +275,15 @@ fn help_says_how_selectors_combine() {
                 "{command} --help lacks {words:?}:\n{out}"
             );
         }
+        // The heading covers the four selection flags and nothing else.
+        let (_, section) = out
+            .split_once("Node selection")
+            .unwrap_or_else(|| panic!("{command}: no selection heading"));
+        let flags: Vec<&str> = section
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with('-'))
+            .collect();
+        assert_eq!(flags.len(), 4, "{command}: {flags:?}");
     }
 }
