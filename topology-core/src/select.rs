@@ -63,17 +63,15 @@ impl NodeSelector {
         let r = self.resolve(topo)?;
         let wanted = |id: NodeId, n: &NodeInfo| {
             (r.sites.is_empty() || r.sites.binary_search(&n.site).is_ok())
-                && (r.pools.is_empty() || n.pool().is_some_and(|p| r.pools.contains(&p)))
+                && (r.pools.is_empty()
+                    || n.pool().is_some_and(|p| r.pools.binary_search(&p).is_ok()))
                 && (self.labels.is_empty() || self.labels.iter().any(|l| l.matches(&n.labels)))
                 && (r.nodes.is_empty() || r.nodes.binary_search(&id).is_ok())
         };
         // Named nodes, when any, are the only candidates (a short list in a large cluster).
-        let every = (0..topo.nodes.len()).map(NodeId::from_idx);
-        let named = r.nodes.iter().copied();
-        let candidates: Vec<NodeId> = if r.nodes.is_empty() {
-            every.collect()
-        } else {
-            named.collect()
+        let candidates: Vec<NodeId> = match r.nodes.is_empty() {
+            true => (0..topo.nodes.len()).map(NodeId::from_idx).collect(),
+            false => r.nodes.clone(),
         };
         Ok(candidates
             .into_iter()
