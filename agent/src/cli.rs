@@ -32,20 +32,34 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Resolve every MTU of every node (or of the named ones).
+    /// Resolve every MTU of every node (or of the selected ones).
+    ///
+    /// Nodes are selected by Site (--site), pool (--pool), label selector (-l) and name (--node):
+    /// each flag repeatable, the values of one flag alternatives, flags of different kinds
+    /// combined with AND (`--site A --site B -l zone=z1`: nodes of A or B labelled zone=z1).
+    /// `explain`, `what-if` and `graph` select the same way.
     ///
     /// Example: unbounded-mtu resolve -f examples/04-transit-chain --node wa -o json
     Resolve(ResolveArgs),
     /// Explain why a node's values are what they are: every term, its source, the binding term,
     /// and the forwarding paths.
     ///
+    /// The node is named by --node, or by selectors (--site, --pool, -l) that match exactly one.
+    ///
     /// Example: unbounded-mtu explain -f cluster/ --node wa --destination 10.103.0.0/16
     Explain(ExplainArgs),
     /// Ask what changes if the input changes: caps, relationships, members, gateways, underlays.
     ///
+    /// Selectors (--site, --pool, -l, --node) restrict the changes printed to those of the
+    /// selected nodes.
+    ///
     /// Example: unbounded-mtu what-if -f cluster/ --set SitePeering/ab=1300 --disable GatewayPoolPeering/pa-pb
     WhatIf(WhatIfArgs),
     /// Draw Sites, pools, peerings and assignments with caps and resolved MTUs (DOT or SVG).
+    ///
+    /// Selectors (--site, --pool, -l, --node) restrict the picture to the Sites of the selected
+    /// nodes, the pools those Sites are assigned or host gateways of (and the pools of selected
+    /// gateways), and the relationships between what is drawn.
     ///
     /// Example: unbounded-mtu graph -f cluster/ --format svg > cluster.svg
     Graph(GraphArgs),
@@ -244,6 +258,28 @@ pub struct FailOnArgs {
     pub fail_on: FailOn,
 }
 
+/// Which nodes a whole-cluster command (`resolve`, `explain`, `what-if`, `graph`) acts on.
+/// Every flag is repeatable; the values of one flag are alternatives (a node matching any of
+/// them), and flags of different kinds must all hold.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Node selection (flags of different kinds must all hold)")]
+pub struct SelectArgs {
+    /// Only nodes in this Site (repeatable or comma-separated: any of them).
+    #[arg(long = "site", value_name = "NAME", value_delimiter = ',')]
+    pub sites: Vec<String>,
+    /// Only gateways of this GatewayPool (repeatable or comma-separated: any of them).
+    #[arg(long = "pool", value_name = "NAME", value_delimiter = ',')]
+    pub pools: Vec<String>,
+    /// Only nodes whose labels match this Kubernetes label selector, in kubectl's syntax: `k=v`,
+    /// `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k` (has the label), `!k` (has it not); a
+    /// comma inside one selector means AND. Repeatable: any of them.
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selectors: Vec<String>,
+    /// Only this node (repeatable or comma-separated: any of them).
+    #[arg(long = "node", value_name = "NAME", value_delimiter = ',')]
+    pub nodes: Vec<String>,
+}
+
 fn parse_cfg_mtu(s: &str) -> Result<u32, String> {
     let v: u32 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
     if v == 0 || (576..=9000).contains(&v) {
@@ -265,9 +301,6 @@ pub struct ResolveArgs {
     /// When to exit 1.
     #[command(flatten)]
     pub fail: FailOnArgs,
-    /// Resolve only this node (repeatable).
-    #[arg(long = "node", value_name = "NAME")]
-    pub nodes: Vec<String>,
     /// A rollup of the whole cluster that fits a screen, for clusters too large to read value by
     /// value: nodes, Sites, pools and values counted; every distinct MTU with the nodes and
     /// values that carry it; the lowest fabric and route and where they are; the nodes at or
@@ -286,6 +319,10 @@ pub struct ResolveArgs {
     /// `full` adds every term considered to each explanation.
     #[arg(long, value_enum, default_value = "bound")]
     pub explain: ExplainLevel,
+    /// Which nodes to resolve (default: every node); last, as its help heading holds for the
+    /// arguments after it.
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 /// What `resolve --summary` prints.
@@ -318,9 +355,6 @@ pub struct ExplainArgs {
     /// When to exit 1.
     #[command(flatten)]
     pub fail: FailOnArgs,
-    /// The node to explain.
-    #[arg(long = "node", value_name = "NAME", required = true)]
-    pub node: String,
     /// Only the link to this peer.
     #[arg(long, value_name = "NAME", conflicts_with = "destination")]
     pub peer: Option<String>,
@@ -330,6 +364,10 @@ pub struct ExplainArgs {
     /// How many forwarding paths to show per route.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub paths: usize,
+    /// The node to explain: the selection must name exactly one (last, as its help heading
+    /// holds for the arguments after it).
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 /// `what-if`.
@@ -389,6 +427,9 @@ pub struct WhatIfArgs {
     /// leaves out `changes`, for large clusters.
     #[arg(long)]
     pub summary: bool,
+    /// Whose changes to print (default: every node's).
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 /// What makes `probe` exit 1.
@@ -525,6 +566,9 @@ pub struct GraphArgs {
         default_value = "dot"
     )]
     pub format: GraphFormat,
+    /// Draw only the Sites of the selected nodes (default: every Site).
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 /// The agent's log format.

@@ -1,10 +1,12 @@
 //! What every offline command shares: loading, output and exit codes.
 
-use crate::cli::{Common, FailOn};
+use crate::cli::{Common, FailOn, SelectArgs};
 use anyhow::{Result, bail};
 use topology_core::decode::Decoded;
 use topology_core::diag::{Diagnostic, Severity};
+use topology_core::ids::NodeId;
 use topology_core::model::Topology;
+use topology_core::select::NodeSelector;
 
 /// A failure that maps to an exit status.
 #[derive(Debug)]
@@ -105,6 +107,69 @@ pub fn some_resolved(topo: &Topology) -> Result<()> {
         Some(why) => Err(usage(why.to_string())),
         None => Ok(()),
     }
+}
+
+/// The node selector of a whole-cluster command's flags (`settings::selector`); exit 2 on a
+/// label selector that does not parse, before any input is read.
+pub fn selector(args: &SelectArgs) -> Result<NodeSelector> {
+    crate::settings::selector(args).map_err(|e| usage(e.to_string()))
+}
+
+/// The nodes `selector` selects in `topo`, sorted by name; exit 2 when it names a Site, pool or
+/// node that `topo` does not hold, or when selectors were given and no node meets them (an
+/// empty result would read as a cluster without nodes).
+pub fn select(topo: &Topology, selector: &NodeSelector) -> Result<Vec<NodeId>> {
+    let nodes = selector.select(topo).map_err(|e| usage(e.to_string()))?;
+    if nodes.is_empty() && !selector.is_empty() {
+        bail!(usage(format!(
+            "no node matches {}",
+            selection_text(selector)
+        )));
+    }
+    Ok(nodes)
+}
+
+/// The one node `selector` selects, for a question about one node; exit 2 when it selects none
+/// or several, saying how many and which.
+pub fn one_node(topo: &Topology, selector: &NodeSelector) -> Result<NodeId> {
+    if selector.is_empty() {
+        bail!(usage(
+            "which node? Name it with --node NAME, or select exactly one with --site, --pool or -l"
+        ));
+    }
+    match select(topo, selector)?.as_slice() {
+        [one] => Ok(*one),
+        many => {
+            const SHOWN: usize = 5;
+            let names: Vec<&str> = many
+                .iter()
+                .take(SHOWN)
+                .map(|n| &*topo.node(*n).name)
+                .collect();
+            let more = if many.len() > SHOWN { ", ..." } else { "" };
+            bail!(usage(format!(
+                "{} matches {} ({}{more}); one node is needed: narrow the selection (e.g. --node)",
+                selection_text(selector),
+                counted(many.len(), "node", "nodes"),
+                names.join(", "),
+            )))
+        }
+    }
+}
+
+/// A selection as the flags that make it (`--site A,B -l 'zone=z1'`), for messages.
+pub fn selection_text(selector: &NodeSelector) -> String {
+    let names = |flag: &str, values: &[String]| {
+        (!values.is_empty()).then(|| format!("{flag} {}", values.join(",")))
+    };
+    let labels = selector.labels.iter().map(|l| format!("-l '{l}'"));
+    names("--site", &selector.sites)
+        .into_iter()
+        .chain(names("--pool", &selector.pools))
+        .chain(labels)
+        .chain(names("--node", &selector.nodes))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Exit 1 when a diagnostic reaches `--fail-on` (the result was printed in full before).

@@ -116,11 +116,10 @@ enum Want {
 
 /// Runs `explain`.
 pub fn run(args: &ExplainArgs) -> Result<()> {
+    let selector = common::selector(&args.select)?;
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
-    let n = topo
-        .find_node(&args.node)
-        .map_err(|e| usage(e.to_string()))?;
+    let n = common::one_node(&topo, &selector)?;
     let want = if let Some(p) = &args.peer {
         let id = topo
             .find_node(p)
@@ -152,7 +151,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         return Err(usage(format!(
             "--peer {}: node {} has no link to it (its peers: {})",
             topo.node(p).name,
-            args.node,
+            topo.node(n).name,
             if peers.is_empty() {
                 "none".to_string()
             } else {
@@ -265,7 +264,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     {
         return Err(usage(format!(
             "node {} has no route to {}",
-            args.node,
+            topo.node(n).name,
             args.destination.as_deref().unwrap_or("")
         )));
     }

@@ -5,6 +5,7 @@
 
 use crate::cli::{
     AgentArgs, Common, Encap, Family, LogFormat, Output, OutputArgs, ProbeFlags, ProbeMethod,
+    SelectArgs,
 };
 use crate::dataplane::FabricOptions;
 use crate::k8s::client;
@@ -13,6 +14,7 @@ use crate::probe::runner::{self, MethodChoice};
 use std::path::PathBuf;
 use std::time::Duration;
 use topology_core::net::LinkSettings;
+use topology_core::select::{LabelSelectorError, NodeSelector};
 use topology_core::vocab::Protocol;
 
 /// The protocol an `--*-encap` option names.
@@ -76,6 +78,13 @@ pub fn format(o: &OutputArgs) -> Format {
         Output::Json => Format::Data(DataFormat::Json),
         Output::Yaml => Format::Data(DataFormat::Yaml),
     }
+}
+
+/// The nodes a whole-cluster command acts on (`--site`, `--pool`, `-l`, `--node`): the
+/// library's selector, its label selectors read here; names are checked against the topology
+/// when it selects.
+pub fn selector(s: &SelectArgs) -> Result<NodeSelector, SettingsError> {
+    NodeSelector::parse(&s.sites, &s.pools, &s.selectors, &s.nodes).map_err(SettingsError::Selector)
 }
 
 /// Probe settings from the probe flags, probing from `netns` (default: the current
@@ -207,6 +216,9 @@ pub enum SettingsError {
     /// Dataplane settings the kernel cannot take.
     #[error(transparent)]
     Dataplane(dataplane_linux::Error),
+    /// `-l` / `--selector` that is no label selector.
+    #[error("--selector: {0}")]
+    Selector(LabelSelectorError),
 }
 
 /// Input changes are debounced this long.

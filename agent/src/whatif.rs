@@ -11,6 +11,7 @@ use mtu_solver::whatif::{self, Change, Digest, Input, KindDigest, Mutation};
 use serde::Serialize;
 use table::Shown;
 use topology_core::diag::Diagnostic;
+use topology_core::select::NodeSelector;
 
 /// A mutation and the flag that asked for it (`--set SitePeering/ab=1300`), for messages.
 pub type Asked = (String, Mutation);
@@ -74,19 +75,19 @@ struct Doc<'a> {
     diagnostics: Vec<mtu_solver::report::DiagOut>,
 }
 
-/// Whether the table lists every changed value below the digest: asked with `--details`. The
-/// one place that decides it, so that other reasons to want the values (a selector restricting
-/// the nodes shown) join here.
-pub fn details_wanted(args: &WhatIfArgs) -> bool {
-    args.details
+/// Whether the table lists every changed value below the digest: asked with `--details`, or
+/// the nodes shown restricted by a selector (a few nodes' values are read one by one).
+pub fn details_wanted(args: &WhatIfArgs, selector: &NodeSelector) -> bool {
+    args.details || !selector.is_empty()
 }
 
 /// Runs `what-if`.
 pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
     let asked = mutations(args, matches)?;
+    let selector = common::selector(&args.select)?;
     mtu_solver::load::stdin_once(&[&args.common.files, &args.after])
         .map_err(|e| usage(e.to_string()))?;
-    let (result, diags) = answer(args, &asked)?;
+    let (result, diags) = answer(args, &asked, &selector)?;
     // One pass over the changes; the digest holds its groups, not the changes.
     let digest = Digest::of(&result.changes);
     match crate::settings::format(&args.out) {
@@ -94,7 +95,7 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
             let shown = if args.summary {
                 Shown::Totals
             } else {
-                Shown::digest_or_details(details_wanted(args))
+                Shown::digest_or_details(details_wanted(args, &selector))
             };
             let mut s = table::render(&digest, &result.changes, shown, style);
             s.push_str(&diagnostics_table(&diags, style));
@@ -123,7 +124,11 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
 
 /// Loads the input and answers the question (the mutations `asked`, or `--after`): the
 /// changes, and the diagnostics of the inputs read.
-fn answer(args: &WhatIfArgs, asked: &[Asked]) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> {
+fn answer(
+    args: &WhatIfArgs,
+    asked: &[Asked],
+    selector: &NodeSelector,
+) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> {
     let decoded = common::load(&args.common)?;
     let base = Input {
         objects: decoded.objects,
@@ -132,6 +137,16 @@ fn answer(args: &WhatIfArgs, asked: &[Asked]) -> Result<(whatif::WhatIf, Vec<Dia
     };
     let base_topo = base.topology();
     common::some_resolved(&base_topo)?;
+    // Selectors choose whose changes are printed (names sorted), not what is computed.
+    let shown: Option<Vec<&str>> = match selector.is_empty() {
+        true => None,
+        false => Some(
+            common::select(&base_topo, selector)?
+                .into_iter()
+                .map(|n| &*base_topo.node(n).name)
+                .collect(),
+        ),
+    };
     // The question is checked by the library; the refusal names the flag that asked.
     let muts: Vec<Mutation> = asked.iter().map(|(_, m)| m.clone()).collect();
     if let Some((i, e)) = whatif::first_refused(&base, &base_topo, &muts) {
@@ -140,7 +155,7 @@ fn answer(args: &WhatIfArgs, asked: &[Asked]) -> Result<(whatif::WhatIf, Vec<Dia
     }
     let mut diags = base_topo.diagnostics.clone();
     let full = args.explain == ExplainLevel::Full;
-    if !args.after.is_empty() {
+    let mut result = if !args.after.is_empty() {
         if !muts.is_empty() {
             return Err(usage(
                 "--after compares two inputs; it does not combine with mutation flags",
@@ -156,13 +171,19 @@ fn answer(args: &WhatIfArgs, asked: &[Asked]) -> Result<(whatif::WhatIf, Vec<Dia
         diags.extend(after.topology().diagnostics);
         topology_core::diag::sort_diagnostics(&mut diags);
         diags.dedup();
-        return Ok((whatif::compare(&base, &after, full), diags));
+        whatif::compare(&base, &after, full)
+    } else {
+        if muts.is_empty() {
+            return Err(usage(
+                "what-if needs at least one mutation (--set, --clear, --disable, ...) or --after PATH",
+            ));
+        }
+        whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?
+    };
+    if let Some(names) = &shown {
+        result
+            .changes
+            .retain(|c| names.binary_search(&&*c.node).is_ok());
     }
-    if muts.is_empty() {
-        return Err(usage(
-            "what-if needs at least one mutation (--set, --clear, --disable, ...) or --after PATH",
-        ));
-    }
-    let result = whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?;
     Ok((result, diags))
 }

@@ -132,9 +132,7 @@ pub fn command_peak(yaml: &str, args: &[&str]) -> Result<Run, String> {
     });
     let peak = watch(child, started);
     let _ = std::fs::remove_file(&file);
-    let (first_byte, bytes) = reader
-        .and_then(|r| r.join().ok())
-        .unwrap_or((None, 0));
+    let (first_byte, bytes) = reader.and_then(|r| r.join().ok()).unwrap_or((None, 0));
     Ok(Run {
         peak: peak?,
         first_byte,

@@ -18,5 +18,6 @@ pub mod model;
 pub mod mtu;
 pub mod net;
 pub mod schema;
+pub mod select;
 pub(crate) mod tree;
 pub mod vocab;

@@ -134,6 +134,9 @@ pub enum Role {
     Gateway(PoolId),
 }
 
+/// A node's labels: key and value pairs as its Node object writes them.
+pub type NodeLabels = Arc<[(Arc<str>, Arc<str>)]>;
+
 /// A node with a Site.
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
@@ -149,6 +152,10 @@ pub struct NodeInfo {
     pub external_ips: Addrs,
     /// Pod CIDRs.
     pub pod_cidrs: Cidrs,
+    /// The Node object's labels as written (none for a node only a SiteNodeSlice or a pool's
+    /// status names), for label selectors; nodes with equal labels share one set, whose strings
+    /// are the decode's.
+    pub labels: NodeLabels,
     /// `underlay-mtu` annotation.
     pub underlay: Option<RawUnderlay>,
     /// `underlay-mtu-max` annotation.
@@ -174,6 +181,13 @@ impl NodeInfo {
     /// Whether the node is a gateway.
     pub fn is_gateway(&self) -> bool {
         matches!(self.role, Role::Gateway(_))
+    }
+    /// The value of label `key`, if the node carries it.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| &**v)
     }
     /// Whether any pod CIDR is IPv6.
     pub fn has_ipv6_pods(&self) -> bool {
@@ -443,6 +457,9 @@ struct Builder {
     diags: Vec<Diagnostic>,
     /// The names of Node objects given twice with different content (ignored), sorted.
     duplicate_nodes: Vec<String>,
+    /// The distinct label sets of the nodes, each held once: the workers of one Site carry the
+    /// same labels, so a node's labels cost a pointer.
+    label_sets: FxHashSet<NodeLabels>,
 }
 
 fn warn(code: Code, object: &str, field: &str, msg: String, loc: Option<SourceLoc>) -> Diagnostic {

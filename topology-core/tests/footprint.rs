@@ -79,3 +79,38 @@ fn addresses_and_lookups_survive_the_compact_shapes() {
     assert_eq!(t.node_id("n0"), None);
     assert_eq!(t.node_id("n3"), None);
 }
+
+/// The topology keeps each node's labels (for label selectors) as the decode's shared strings,
+/// not copies.
+#[test]
+fn topology_labels_are_the_decoded_strings() {
+    let d = decode([("c.yaml", CLUSTER.as_bytes())]);
+    let raw_key = d
+        .objects
+        .iter()
+        .find_map(|o| match o {
+            RawObject::Node(n) => n.labels.first().map(|(k, _)| k.clone()),
+            _ => None,
+        })
+        .expect("a labelled node");
+    let t = Topology::build(d.objects.iter(), d.diagnostics.clone());
+    let n1 = t.node(t.node_id("n1").expect("n1 is a node"));
+    assert_eq!(n1.label("role"), Some("edge"));
+    assert_eq!(n1.label("zone"), None);
+    let (key, _) = n1.labels.first().expect("n1 has labels");
+    assert!(Arc::ptr_eq(key, &raw_key), "one copy of the key");
+}
+
+/// Nodes with the same labels share one label set: a node's labels cost a pointer.
+#[test]
+fn equal_label_sets_are_held_once() {
+    let twins = CLUSTER.replace("role: core", "role: edge");
+    let d = decode([("c.yaml", twins.as_bytes())]);
+    let t = Topology::build(d.objects.iter(), d.diagnostics);
+    let labels = |name: &str| t.node(t.node_id(name).expect("a node")).labels.clone();
+    assert!(Arc::ptr_eq(&labels("n1"), &labels("n2")));
+    let d = decode([("c.yaml", CLUSTER.as_bytes())]);
+    let t = Topology::build(d.objects.iter(), d.diagnostics);
+    let labels = |name: &str| t.node(t.node_id(name).expect("a node")).labels.clone();
+    assert!(!Arc::ptr_eq(&labels("n1"), &labels("n2")));
+}

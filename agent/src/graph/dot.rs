@@ -5,6 +5,7 @@
 use super::facts::{
     Facts, Low, Target, bound_text, cap_object, cap_text, count, gather, lower, ordered,
 };
+use super::scope::Scope;
 use ipnet::IpNet;
 use mtu_solver::Solver;
 use std::collections::BTreeMap;
@@ -88,8 +89,8 @@ fn edge_style(bottleneck: bool) -> String {
     }
 }
 
-/// Builds the DOT text.
-pub fn dot(solver: &mut Solver<'_>) -> String {
+/// Builds the DOT text of what `scope` draws.
+pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
     let f = gather(solver);
     let solver: &Solver<'_> = solver;
     let topo = solver.topo();
@@ -107,6 +108,9 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
     // Sites.
     for (i, site) in topo.sites.iter().enumerate() {
         let sid = SiteId::from_idx(i);
+        if !scope.site(sid) {
+            continue;
+        }
         let o = ObjRef::Site(sid);
         let workers = topo.workers_of(sid).len();
         let mut lines = vec![format!(
@@ -144,6 +148,9 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
     // Pools, with what their gateways publish.
     for (i, pool) in topo.pools.iter().enumerate() {
         let pid = PoolId::from_idx(i);
+        if !scope.pool(pid) {
+            continue;
+        }
         let o = ObjRef::Pool(pid);
         let mut lines = vec![format!(
             "{}, {}",
@@ -213,10 +220,13 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
     // Where each pool's gateways run.
     for (i, site) in topo.sites.iter().enumerate() {
         let sid = SiteId::from_idx(i);
+        if !scope.site(sid) {
+            continue;
+        }
         let mut by_pool: BTreeMap<PoolId, Vec<&str>> = BTreeMap::new();
         for g in topo.gateways_in(sid) {
             let node = topo.node(*g);
-            if let Some(p) = node.pool() {
+            if let Some(p) = node.pool().filter(|p| scope.pool(*p)) {
                 by_pool.entry(p).or_default().push(&node.name);
             }
         }
@@ -242,8 +252,8 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
             continue;
         }
         let o = ObjRef::Assignment(topology_core::ids::AssignmentId::from_idx(i));
-        for site in &r.sites {
-            for pool in &r.pools {
+        for site in &scope.sites_of(&r.sites) {
+            for pool in &scope.pools_of(&r.pools) {
                 let low = f.site_pool.get(&(*site, *pool)).copied();
                 let red = f.binding.contains(&o);
                 let _ = writeln!(
@@ -268,6 +278,10 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
             continue;
         }
         let o = ObjRef::SitePeering(topology_core::ids::PeeringId::from_idx(i));
+        let drawn = scope.sites_of(&r.sites);
+        if drawn.len() < 2 {
+            continue;
+        }
         let mut low: Option<Low> = None;
         for (k, a) in r.sites.iter().enumerate() {
             for b in r.sites.iter().skip(k + 1) {
@@ -293,7 +307,7 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
             if r.mesh { "" } else { ", style=dashed" },
             edge_style(red)
         );
-        if let [a, b] = r.sites.as_slice() {
+        if let [a, b] = drawn.as_slice() {
             let _ = writeln!(
                 s,
                 "  {} -- {} [label={}{style}];",
@@ -310,7 +324,7 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
                 label(&title, &lines, red.then_some(RED)),
                 edge_style(red)
             );
-            for site in &r.sites {
+            for site in &drawn {
                 let _ = writeln!(
                     s,
                     "  {} -- {} [{}];",
@@ -328,6 +342,10 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
             continue;
         }
         let o = ObjRef::PoolPeering(topology_core::ids::PoolPeeringId::from_idx(i));
+        let drawn = scope.pools_of(&r.pools);
+        if drawn.len() < 2 {
+            continue;
+        }
         let mut low: Option<Low> = None;
         for (k, a) in r.pools.iter().enumerate() {
             for b in r.pools.iter().skip(k + 1) {
@@ -339,7 +357,7 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
         let red = f.binding.contains(&o);
         let title = format!("GatewayPoolPeering {}", r.name);
         let lines = relation_lines(solver, o, low);
-        if let [a, b] = r.pools.as_slice() {
+        if let [a, b] = drawn.as_slice() {
             let _ = writeln!(
                 s,
                 "  {} -- {} [style=bold, label={}{}];",
@@ -357,7 +375,7 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
                 label(&title, &lines, red.then_some(RED)),
                 edge_style(red)
             );
-            for pool in &r.pools {
+            for pool in &drawn {
                 let _ = writeln!(
                     s,
                     "  {} -- {} [style=bold{}];",
@@ -369,16 +387,20 @@ pub fn dot(solver: &mut Solver<'_>) -> String {
         }
     }
 
-    let _ = writeln!(s, "  label={};", caption(solver, &f));
+    let _ = writeln!(s, "  label={};", caption(solver, &f, scope));
     s.push_str("}\n");
     s
 }
 
 /// The legend and the end-to-end route table, below the picture.
-fn caption(solver: &Solver<'_>, f: &Facts) -> String {
+fn caption(solver: &Solver<'_>, f: &Facts, scope: &Scope) -> String {
     let topo = solver.topo();
-    let mut rows: Vec<(SiteId, SiteId, Low)> =
-        f.routes.iter().map(|((a, b), l)| (*a, *b, *l)).collect();
+    let mut rows: Vec<(SiteId, SiteId, Low)> = f
+        .routes
+        .iter()
+        .filter(|((a, b), _)| scope.site(*a) && scope.site(*b))
+        .map(|((a, b), l)| (*a, *b, *l))
+        .collect();
     let all = rows.len() <= ROUTE_ROWS;
     if !all {
         // Only each Site's lowest route (the first destination on ties).

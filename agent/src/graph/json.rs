@@ -7,6 +7,7 @@
 //! the workers of each Site to each other Site with workers.
 
 use super::facts::{Facts, Low, Target, bound_text, cap_object, gather, lower, ordered};
+use super::scope::Scope;
 use mtu_solver::Solver;
 use mtu_solver::report::{API_VERSION, DiagOut};
 use serde::Serialize;
@@ -107,20 +108,32 @@ struct RouteOut {
     binding_object: Option<String>,
 }
 
-/// The document of `solver`'s whole cluster, with `diagnostics`.
-pub(super) fn graph_doc(solver: &mut Solver<'_>, diagnostics: Vec<DiagOut>) -> GraphDoc {
+/// The document of what `scope` draws of `solver`'s cluster, with `diagnostics`.
+pub(super) fn graph_doc(
+    solver: &mut Solver<'_>,
+    scope: &Scope,
+    diagnostics: Vec<DiagOut>,
+) -> GraphDoc {
     let f = gather(solver);
     let solver: &Solver<'_> = solver;
     let topo = solver.topo();
     let mut nodes: Vec<NodeOut> = (0..topo.sites.len())
-        .map(|i| site_node(solver, &f, SiteId::from_idx(i)))
+        .map(SiteId::from_idx)
+        .filter(|s| scope.site(*s))
+        .map(|s| site_node(solver, &f, s))
         .collect();
-    nodes.extend((0..topo.pools.len()).map(|i| pool_node(solver, &f, PoolId::from_idx(i))));
-    let mut edges = relationship_edges(solver, &f);
-    edges.extend(gateway_edges(topo));
+    nodes.extend(
+        (0..topo.pools.len())
+            .map(PoolId::from_idx)
+            .filter(|p| scope.pool(*p))
+            .map(|p| pool_node(solver, &f, p)),
+    );
+    let mut edges = relationship_edges(solver, &f, scope);
+    edges.extend(gateway_edges(topo, scope));
     let routes = f
         .routes
         .iter()
+        .filter(|((a, b), _)| scope.site(*a) && scope.site(*b))
         .map(|((a, b), l)| {
             let low = low_out(solver, *l);
             RouteOut {
@@ -227,17 +240,20 @@ fn pool_node(solver: &Solver<'_>, f: &Facts, pid: PoolId) -> NodeOut {
     }
 }
 
-/// Every relationship that relates something, with the lowest link between its members.
-fn relationship_edges(solver: &Solver<'_>, f: &Facts) -> Vec<EdgeOut> {
+/// Every relationship that relates something drawn, with the lowest link between its members;
+/// its drawn members listed.
+fn relationship_edges(solver: &Solver<'_>, f: &Facts, scope: &Scope) -> Vec<EdgeOut> {
     let topo = solver.topo();
     let site_ids = |r: &Relation| -> Vec<String> {
-        r.sites
+        scope
+            .sites_of(&r.sites)
             .iter()
             .map(|s| topo.label(ObjRef::Site(*s)))
             .collect()
     };
     let pool_ids = |r: &Relation| -> Vec<String> {
-        r.pools
+        scope
+            .pools_of(&r.pools)
             .iter()
             .map(|p| topo.label(ObjRef::Pool(*p)))
             .collect()
@@ -259,18 +275,15 @@ fn relationship_edges(solver: &Solver<'_>, f: &Facts) -> Vec<EdgeOut> {
         .site_peerings
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.relates)
+        .filter(|(_, r)| r.relates && scope.sites_of(&r.sites).len() >= 2)
     {
         let low = lowest_between(&r.sites, |a, b| f.site_site.get(&ordered(a, b)));
         let o = ObjRef::SitePeering(PeeringId::from_idx(i));
         edge("SitePeering", r, o, site_ids(r), low);
     }
-    for (i, r) in topo
-        .assignments
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.relates)
-    {
+    for (i, r) in topo.assignments.iter().enumerate().filter(|(_, r)| {
+        r.relates && !scope.sites_of(&r.sites).is_empty() && !scope.pools_of(&r.pools).is_empty()
+    }) {
         let mut low = None;
         for s in &r.sites {
             for p in &r.pools {
@@ -288,7 +301,7 @@ fn relationship_edges(solver: &Solver<'_>, f: &Facts) -> Vec<EdgeOut> {
         .pool_peerings
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.relates)
+        .filter(|(_, r)| r.relates && scope.pools_of(&r.pools).len() >= 2)
     {
         let low = lowest_between(&r.pools, |a, b| f.pool_pool.get(&ordered(a, b)));
         let o = ObjRef::PoolPeering(PoolPeeringId::from_idx(i));
@@ -313,14 +326,17 @@ fn lowest_between<'f, T: Copy>(
     low
 }
 
-/// A `GatewaysIn` edge from each pool to each Site its gateways run in.
-fn gateway_edges(topo: &Topology) -> Vec<EdgeOut> {
+/// A `GatewaysIn` edge from each drawn pool to each drawn Site its gateways run in.
+fn gateway_edges(topo: &Topology, scope: &Scope) -> Vec<EdgeOut> {
     let mut by_pair: BTreeMap<(PoolId, SiteId), Vec<String>> = BTreeMap::new();
     for (i, _) in topo.sites.iter().enumerate() {
         let sid = SiteId::from_idx(i);
+        if !scope.site(sid) {
+            continue;
+        }
         for g in topo.gateways_in(sid) {
             let node = topo.node(*g);
-            if let Some(p) = node.pool() {
+            if let Some(p) = node.pool().filter(|p| scope.pool(*p)) {
                 by_pair
                     .entry((p, sid))
                     .or_default()

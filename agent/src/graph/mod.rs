@@ -19,6 +19,7 @@
 mod dot;
 mod facts;
 mod json;
+mod scope;
 
 use crate::cli::{GraphArgs, GraphFormat};
 use crate::common::{self, usage};
@@ -29,11 +30,17 @@ use mtu_solver::report::DiagOut;
 use std::io::Write as _;
 
 pub use dot::dot;
+pub use scope::Scope;
 
 /// Runs `graph`.
 pub fn run(args: &GraphArgs) -> Result<()> {
+    let selector = common::selector(&args.select)?;
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
+    let scope = match selector.is_empty() {
+        true => Scope::all(),
+        false => Scope::of(&topo, &common::select(&topo, &selector)?),
+    };
     let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
     let data = match args.format {
         GraphFormat::Dot | GraphFormat::Svg => None,
@@ -43,10 +50,10 @@ pub fn run(args: &GraphArgs) -> Result<()> {
     if let Some(format) = data {
         // A document carries its diagnostics, as every other command's does.
         let diagnostics = topo.diagnostics.iter().map(DiagOut::from).collect();
-        write_data(&json::graph_doc(&mut solver, diagnostics), format)?;
+        write_data(&json::graph_doc(&mut solver, &scope, diagnostics), format)?;
         return common::fail_on(args.fail.fail_on, &topo.diagnostics);
     }
-    let text = dot(&mut solver);
+    let text = dot(&mut solver, &scope);
     let bytes = match args.format {
         GraphFormat::Svg => render_svg(&text)?,
         _ => text.into_bytes(),

@@ -12,7 +12,7 @@ mod rollup;
 mod summary;
 
 use crate::cli::{ExplainLevel, ResolveArgs};
-use crate::common::{self, usage};
+use crate::common;
 use crate::output::Format;
 use anyhow::Result;
 use mtu_solver::report::Renderer;
@@ -26,12 +26,13 @@ pub use crate::cli::SummaryMode;
 
 /// Runs `resolve`.
 pub fn run(args: &ResolveArgs) -> Result<()> {
+    let selector = common::selector(&args.select)?;
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
     let job = Job {
         topo: &topo,
         settings: crate::settings::offline(&args.common),
-        nodes: selected(&topo, &args.nodes)?,
+        nodes: common::select(&topo, &selector)?,
         full: args.explain == ExplainLevel::Full,
     };
     let format = crate::settings::format(&args.out);
@@ -43,20 +44,6 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
         Some(mode) => summary::write(&job, mode, format)?,
     };
     common::fail_on(args.fail.fail_on, &diags)
-}
-
-/// The nodes `--node` names (every node without it), in index (name) order, each once.
-fn selected(topo: &Topology, names: &[String]) -> Result<Vec<NodeId>> {
-    let mut nodes = Vec::with_capacity(names.len());
-    for name in names {
-        nodes.push(topo.find_node(name).map_err(|e| usage(e.to_string()))?);
-    }
-    if names.is_empty() {
-        nodes = (0..topo.nodes.len()).map(NodeId::from_idx).collect();
-    }
-    nodes.sort();
-    nodes.dedup();
-    Ok(nodes)
 }
 
 /// What one `resolve` resolves.

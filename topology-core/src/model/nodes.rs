@@ -2,7 +2,7 @@
 //! gives, each with its addresses, its pool and its Site, found in that order from its sources;
 //! a node that belongs to no Site is left out with a finding.
 
-use super::{Builder, NodeInfo, Role, Topology, warn};
+use super::{Builder, NodeInfo, NodeLabels, Role, Topology, warn};
 use crate::decode::{
     Addrs, Cidrs, RawGatewayPoolNode, RawNode, RawPool, RawSlice, RawSliceNode, RawStatusNode,
     site_label,
@@ -219,6 +219,7 @@ impl Builder {
             internal_ips: addrs.internal_ips,
             external_ips: addrs.external_ips,
             pod_cidrs: addrs.pod_cidrs,
+            labels: self.label_set(labels),
             underlay: obj.and_then(|o| o.underlay.clone()),
             underlay_max: obj.and_then(|o| o.underlay_max.clone()),
             wg_port: status.and_then(|s| s.wg_port),
@@ -226,6 +227,16 @@ impl Builder {
             published_by: published_by.map(|g| Arc::from(g.meta.name.as_str())),
             loc: addrs.loc,
         })
+    }
+
+    /// The shared copy of label set `labels`, made on first sight.
+    fn label_set(&mut self, labels: &Labels) -> NodeLabels {
+        if let Some(shared) = self.label_sets.get(labels) {
+            return shared.clone();
+        }
+        let shared: NodeLabels = Arc::from(labels);
+        self.label_sets.insert(shared.clone());
+        shared
     }
 
     /// The pool of node `name`, and whether a pool's `status.nodes` placed it there. The pool
