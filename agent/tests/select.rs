@@ -89,8 +89,17 @@ fn resolve_resolves_the_selected_nodes() {
         let base = ["resolve", "-f", input, "--fail-on", "none", "-o", "json"];
         let full = json(&with(&base, select));
         assert_eq!(names(&full["nodes"]), *want, "{select:?}");
-        let summary = json(&with(&with(&base, &["--summary"]), select));
-        assert_eq!(names(&summary["nodes"]), *want, "{select:?} --summary");
+        let summary = json(&with(&with(&base, &["--summary=nodes"]), select));
+        assert_eq!(
+            names(&summary["nodes"]),
+            *want,
+            "{select:?} --summary=nodes"
+        );
+        assert_eq!(
+            summary["counts"]["nodes"],
+            want.len(),
+            "{select:?} --summary"
+        );
     }
 }
 
