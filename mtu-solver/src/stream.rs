@@ -17,6 +17,11 @@ use topology_core::diag::Diagnostic;
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 
+/// Nodes one solver plans before a fresh one takes over, for a whole cluster written node by
+/// node: memory stays flat at any size, at the price of rebuilding a few times the memos that
+/// later nodes share (`docs/performance.md`, "Streaming resolve").
+pub const RENEW: usize = 256;
+
 /// How the nodes are shared out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Workers {

@@ -70,7 +70,7 @@ impl Job<'_> {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS)),
             chunk,
             full: self.full,
-            renew: Some(RENEW),
+            renew: Some(mtu_solver::stream::RENEW),
         };
         let mut diags: Vec<Diagnostic> = self.topo.diagnostics.clone();
         plan_in_order(
@@ -92,11 +92,6 @@ impl Job<'_> {
 /// Planning threads at most: each holds its own memos, which more threads would repeat for
 /// little gain.
 const MAX_THREADS: usize = 4;
-
-/// Nodes one solver plans before a fresh one takes over (the memos of Sites already written go
-/// with it): memory stays flat at any cluster size, at the price of rebuilding the memos later
-/// nodes share a few times (`docs/performance.md`, "Streaming resolve").
-const RENEW: usize = 256;
 
 /// Standard output, buffered: a node's output goes out as soon as the buffer fills.
 pub(crate) fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
