@@ -17,10 +17,13 @@ use topology_core::net::{
 };
 use topology_core::vocab::Protocol;
 
+pub mod hops;
 mod node_plan;
+pub mod published;
 mod reach;
 mod tables;
 
+pub use node_plan::may_find;
 use reach::{Known, PubKey, ReachMemo};
 use tables::{ClassRows, Sparse, pack_term, unpack_term};
 
