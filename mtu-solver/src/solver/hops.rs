@@ -12,9 +12,9 @@
 use super::Solver;
 use super::published::{stale_finding, would_publish};
 use crate::explain::{ExplId, Leaf};
-use crate::plan::{RouteKind, RoutePlan, Value};
+use crate::plan::{Published, RouteKind, RoutePlan, Value};
 use ipnet::IpNet;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use smallvec::SmallVec;
 use topology_core::diag::Diagnostic;
 use topology_core::ids::{NodeId, PoolId, SiteId};
@@ -79,6 +79,9 @@ pub struct RouteHops {
 /// A gateway reached by the walk, with the origins of the route that reached it.
 type Reached = (NodeId, SmallVec<[Origin; 1]>);
 
+/// What a gateway's plan publishes, and the stale finding of its annotation.
+pub(super) type WouldPublish = std::sync::Arc<(Vec<Published>, Option<Diagnostic>)>;
+
 impl Solver<'_> {
     /// The hops of `route`, a route of node `n`'s plan (none for a direct route). Plans the
     /// gateways whose published values the route reads, to say what they would publish.
@@ -98,7 +101,6 @@ impl Solver<'_> {
             layer.push((*g, l.origins.clone()));
         }
         let mut seen: FxHashSet<NodeId> = FxHashSet::default();
-        let mut would: FxHashMap<NodeId, Option<Value>> = FxHashMap::default();
         let max_depth = self.topo().pools.len();
         let mut depth = 0usize;
         while !layer.is_empty() && depth <= max_depth {
@@ -108,7 +110,7 @@ impl Solver<'_> {
                     continue;
                 }
                 let published = if worker {
-                    self.published_term(g, prefix, &mut would, &mut out.diagnostics)
+                    self.published_term(g, prefix, &mut out.diagnostics)
                 } else {
                     None
                 };
@@ -212,31 +214,37 @@ impl Solver<'_> {
     }
 
     /// What gateway `g` has published for `prefix` (None: nothing), with what this input would
-    /// have it publish (its plan; memoized in `would`). A differing value adds the gateway's
-    /// `W-PUBLISHED-STALE` to `diagnostics`.
+    /// have it publish (its plan, made once per solver). A differing annotation adds the
+    /// gateway's `W-PUBLISHED-STALE` to `diagnostics` (once).
     fn published_term(
         &mut self,
         g: NodeId,
         prefix: IpNet,
-        would: &mut FxHashMap<NodeId, Option<Value>>,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Option<PublishedTerm> {
         let m = self.topo().node(g).published_for(&prefix)?;
         let term = self.expl.leaf(Leaf::Published { gateway: g, prefix }, m);
-        let w = match would.get(&g) {
-            Some(w) => *w,
+        let planned = match self.would_publish.get(&g) {
+            Some(w) => w.clone(),
             None => {
                 let plan = self.plan(g);
-                let ps = plan.published.as_deref().unwrap_or(&[]);
-                let w = would_publish(ps, &prefix).map(|p| p.mtu);
-                if let Some(d) = stale_finding(self.topo(), g, ps) {
-                    diagnostics.push(d);
-                }
-                would.insert(g, w);
+                let ps = plan.published.unwrap_or_default();
+                let finding = stale_finding(self.topo(), g, &ps);
+                let w: WouldPublish = std::sync::Arc::new((ps, finding));
+                self.would_publish.insert(g, w.clone());
                 w
             }
         };
-        Some(PublishedTerm { term, would: w })
+        let (ps, finding) = &*planned;
+        if let Some(d) = finding
+            && !diagnostics.contains(d)
+        {
+            diagnostics.push(d.clone());
+        }
+        Some(PublishedTerm {
+            term,
+            would: would_publish(ps, &prefix).map(|p| p.mtu),
+        })
     }
 }
 
