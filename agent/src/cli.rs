@@ -42,7 +42,7 @@ pub enum Command {
     /// Example: unbounded-mtu resolve -f examples/04-transit-chain --node wa -o json
     Resolve(ResolveArgs),
     /// Explain why a node's values are what they are: every term, its source, the binding term,
-    /// and the forwarding paths.
+    /// and the forwarding paths hop by hop, with the hop that binds each route marked.
     ///
     /// The node is named by --node, or by selectors (--site, --pool, -l) that match exactly one.
     ///
@@ -361,7 +361,8 @@ pub struct ExplainArgs {
     /// Only the route(s) to this CIDR, or covering this IP address.
     #[arg(long, value_name = "CIDR-or-IP")]
     pub destination: Option<String>,
-    /// How many forwarding paths to show per route.
+    /// How many forwarding paths to show per route (their hops are listed, and the binding
+    /// hops wherever they are).
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub paths: usize,
     /// The node to explain: the selection must name exactly one (last, as its help heading

@@ -6,7 +6,9 @@ use crate::output::{Format, TableStyle, diagnostics_table, write_data};
 use anyhow::Result;
 use ipnet::IpNet;
 use mtu_solver::explain::ExplId;
+use mtu_solver::report::hops::HopOut;
 use mtu_solver::report::{Renderer, TermOut};
+use mtu_solver::solver::hops::{Hop, HopTo, RouteHops};
 use mtu_solver::{NodePlan, RouteKind, Solver};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -23,6 +25,12 @@ struct Explained {
     terms: Vec<TermOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     paths: Option<Paths>,
+    /// Learned routes: every hop of every forwarding path, the binding ones marked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hops: Option<Vec<HopOut>>,
+    /// How many hops are left out of `hops`: off the shown paths and not binding.
+    #[serde(rename = "hopsNotShown", skip_serializing_if = "Option::is_none")]
+    hops_not_shown: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -83,20 +91,35 @@ fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet)
 
 fn explained(r: &Renderer<'_, '_>, solver: &Solver<'_>, item: String, e: ExplId) -> Explained {
     let node = solver.expl.get(e);
-    let topo = solver.topo();
-    // Each cap term also says where it was written.
-    let term = |id: ExplId| {
-        let mut t = r.term(id);
-        t.location = solver.expl.term_location(id, topo);
-        t
-    };
+    // Each cap or published term also says where it was written.
     Explained {
         item,
         value: node.value.get(),
-        bound: term(node.bound),
-        terms: solver.expl.leaves(e).into_iter().map(term).collect(),
+        bound: r.located_term(node.bound),
+        terms: solver
+            .expl
+            .leaves(e)
+            .into_iter()
+            .map(|t| r.located_term(t))
+            .collect(),
         paths: None,
+        hops: None,
+        hops_not_shown: None,
     }
+}
+
+/// Whether `hop` is on one of `paths` (gateways after `n`, the last one delivering).
+fn on_paths(n: NodeId, paths: &[Vec<NodeId>], hop: &Hop) -> bool {
+    paths.iter().any(|p| {
+        let mut from = n;
+        for g in p {
+            if hop.from == from && hop.to == HopTo::Node(*g) {
+                return true;
+            }
+            from = *g;
+        }
+        hop.from == from && !matches!(hop.to, HopTo::Node(_))
+    })
 }
 
 fn wanted_route(dest: &IpNet, want: &Option<Want>) -> bool {
@@ -159,21 +182,28 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
             }
         )));
     }
-    // Paths for the routes that will be shown.
+    // Paths and hops for the routes that will be shown.
     let mut route_paths: Vec<Option<Paths>> = Vec::new();
+    let mut route_hops: Vec<Option<(RouteHops, usize)>> = Vec::new();
     for rt in &plan.routes {
         if rt.kind == RouteKind::Direct || !wanted_route(&rt.destination, &want) {
             route_paths.push(None);
+            route_hops.push(None);
             continue;
         }
         // Counted, not enumerated (a chain of pools multiplies the branches); only the shown
         // ones are walked.
         let fp = solver.net.forwarding_paths(n, &rt.advertised);
-        let shown = fp
+        let walked: Vec<Vec<NodeId>> = fp.iter().take(args.paths).collect();
+        let shown = walked
             .iter()
-            .take(args.paths)
-            .map(|p| path_text(&solver, n, &p, &rt.advertised))
+            .map(|p| path_text(&solver, n, p, &rt.advertised))
             .collect();
+        // The hops of the shown paths, and the binding ones wherever they are.
+        let mut hops = solver.route_hops(n, rt);
+        let all = hops.hops.len();
+        hops.hops.retain(|h| h.binds || on_paths(n, &walked, h));
+        route_hops.push(Some((hops, all)));
         route_paths.push(Some(Paths {
             total: fp.total(),
             saturated: fp.saturated(),
@@ -200,7 +230,7 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         }
     }
     let mut matched_routes = 0usize;
-    for (rt, paths) in plan.routes.iter().zip(route_paths) {
+    for ((rt, paths), hops) in plan.routes.iter().zip(route_paths).zip(&route_hops) {
         let via_peer = matches!(want, Some(Want::Peer(p)) if rt.kind == RouteKind::Direct && rt.via.contains(&p));
         if !(wanted_route(&rt.destination, &want) || via_peer) {
             continue;
@@ -224,6 +254,10 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
             rt.mtu.expl,
         );
         e.paths = paths;
+        if let Some((h, all)) = hops {
+            e.hops = Some(r.hops(&h.hops));
+            e.hops_not_shown = Some(all.saturating_sub(h.hops.len()));
+        }
         values.push(e);
     }
     if show_all {
@@ -271,6 +305,16 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     let node = topo.node(n);
     let mut diags = topo.diagnostics.clone();
     diags.extend(plan.diagnostics.iter().cloned());
+    // What the shown routes read of gateways' published values.
+    for d in route_hops
+        .iter()
+        .flatten()
+        .flat_map(|(h, _)| &h.diagnostics)
+    {
+        if !diags.contains(d) {
+            diags.push(d.clone());
+        }
+    }
     topology_core::diag::sort_diagnostics(&mut diags);
     let doc = Doc {
         api_version: mtu_solver::report::API_VERSION,
@@ -333,8 +377,73 @@ fn text(doc: &Doc, diags: &[topology_core::diag::Diagnostic], style: TableStyle)
                 let _ = writeln!(s, "    {line}");
             }
         }
+        if let Some(h) = &v.hops {
+            hops_text(&mut s, h, v.hops_not_shown.unwrap_or(0));
+        }
         s.push('\n');
     }
     s.push_str(&diagnostics_table(diags, style));
     s
+}
+
+/// A route's hops: what each adds to the route, the binding ones marked, and under a hop that
+/// leaves a gateway the value it published with what this input would publish.
+fn hops_text(s: &mut String, hops: &[HopOut], not_shown: usize) {
+    let more = if not_shown > 0 {
+        format!("; {not_shown} more off the shown paths")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "  hops (what each adds to the route; the binding one marked{more}):"
+    );
+    for h in hops {
+        let how = match h.protocol {
+            Some(p) => format!("{}, {p}", h.kind),
+            None => h.kind.to_string(),
+        };
+        let link = h.mtu.map(|m| format!(" link {m};")).unwrap_or_default();
+        let caps = if h.caps.is_empty() {
+            "none".to_string()
+        } else {
+            h.caps
+                .iter()
+                .map(|c| format!("{} {}", c.term, c.value))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let adds = match (&h.bound, h.limit) {
+            (Some(b), Some(l)) => format!("adds {l} ({})", b.term),
+            _ => "adds nothing".to_string(),
+        };
+        let mark = if h.binds { "  <- binds" } else { "" };
+        let _ = writeln!(
+            s,
+            "    {} -> {} ({how}):{link} caps {caps}; {adds}{mark}",
+            h.from, h.to
+        );
+        if let Some(p) = &h.published {
+            let would = match p.would_publish {
+                Some(w) => format!("this input would publish {w}"),
+                None => "this input would publish nothing".to_string(),
+            };
+            let origin = match (&p.term.object, &p.term.field) {
+                (Some(o), Some(f)) => format!(" ({o} {f})"),
+                _ => String::new(),
+            };
+            let at = p
+                .term
+                .location
+                .as_ref()
+                .map(|l| format!(" at {l}"))
+                .unwrap_or_default();
+            let stale = if p.stale { ": W-PUBLISHED-STALE" } else { "" };
+            let _ = writeln!(
+                s,
+                "      published by {} {}{origin}{at}; {would}{stale}",
+                h.from, p.term.value
+            );
+        }
+    }
 }

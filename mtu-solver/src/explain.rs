@@ -446,12 +446,17 @@ impl Explanations {
         }
     }
 
-    /// Where the object of a cap term was written (`file:line`), for people.
+    /// Where the field a cap or published term reads was written (`file:line`), for people.
     pub fn term_location(&self, id: ExplId, topo: &Topology) -> Option<String> {
         match &self.get(id).kind {
             Kind::Leaf(Leaf::Cap { obj }) | Kind::Leaf(Leaf::Comp { obj, .. }) => topo
                 .cap_of(*obj)
                 .and_then(|c| c.loc.as_ref())
+                .map(|l| l.to_string()),
+            Kind::Leaf(Leaf::Published { gateway, .. }) => topo
+                .node(*gateway)
+                .published_loc
+                .as_ref()
                 .map(|l| l.to_string()),
             _ => None,
         }

@@ -5,7 +5,7 @@
 //! they never see a half-applied batch.
 
 use crate::snapshot::{Item, items};
-use crate::solver::{Settings, Solver};
+use crate::solver::{Settings, Solver, may_find};
 use crate::whatif::{Change, Input, diff};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -196,10 +196,10 @@ impl Incremental {
         // Diagnostics are a linear function of the input: recompute them whole.
         let topo = next.topology();
         let mut diagnostics = topo.diagnostics.clone();
-        if topo.nodes.iter().any(|n| n.has_ipv6_pods()) {
+        if topo.nodes.iter().any(may_find) {
             let mut solver = Solver::new(&topo, next.settings.clone());
             for (i, n) in topo.nodes.iter().enumerate() {
-                if n.has_ipv6_pods() {
+                if may_find(n) {
                     diagnostics.extend(solver.plan(NodeId::from_idx(i)).diagnostics);
                 }
             }

@@ -2,6 +2,8 @@
 //! topology's shared `Arc<str>`s, explanations shared `Arc`s), serialized by serde.
 //! Explanation texts are rendered once per distinct explanation and shared.
 
+pub mod hops;
+
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, Value};
 use crate::solver::Solver;

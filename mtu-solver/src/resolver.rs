@@ -4,6 +4,7 @@
 //! resolver can be handed to another: nothing of its API takes a result, an interned
 //! explanation or a node ID.
 
+use crate::report::hops::HopOut;
 use crate::report::{self, NodeOut, Renderer, ResolveOut, RouteOut};
 use crate::solver::{Settings, Solver};
 use crate::whatif::{self, Base, Input, Mutation, MutationError, WhatIf};
@@ -33,6 +34,36 @@ pub enum QueryError {
         /// The destination asked for.
         destination: String,
     },
+}
+
+/// Which of the routes to `prefixes` carries `destination`: an address by the longest prefix
+/// that contains it (the last of equal ones), a prefix by equality.
+fn carrying(
+    prefixes: impl Iterator<Item = Option<IpNet>>,
+    destination: Destination,
+) -> Option<usize> {
+    prefixes
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let prefix = p?;
+            let fits = match destination {
+                Destination::Addr(a) => prefix.contains(&a),
+                Destination::Prefix(p) => prefix == p,
+            };
+            fits.then_some((prefix.prefix_len(), i))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, i)| i)
+}
+
+fn no_route(node: &str, destination: Destination) -> QueryError {
+    QueryError::NoRoute {
+        node: node.to_string(),
+        destination: match destination {
+            Destination::Addr(a) => a.to_string(),
+            Destination::Prefix(p) => p.to_string(),
+        },
+    }
 }
 
 fn did_you_mean(nearest: &[String]) -> String {
@@ -207,25 +238,32 @@ impl Resolver {
     /// The route of `node` that carries `destination`, with every term of its explanation.
     pub fn explain(&self, node: &str, destination: Destination) -> Result<RouteOut, QueryError> {
         let out = self.plan(node)?;
-        let best = out
-            .routes
+        let prefixes = out.routes.iter().map(|r| r.destination.parse().ok());
+        let i = carrying(prefixes, destination).ok_or_else(|| no_route(node, destination))?;
+        out.routes
             .into_iter()
-            .filter_map(|r| {
-                let prefix: IpNet = r.destination.parse().ok()?;
-                let fits = match destination {
-                    Destination::Addr(a) => prefix.contains(&a),
-                    Destination::Prefix(p) => prefix == p,
-                };
-                fits.then_some((prefix.prefix_len(), r))
-            })
-            .max_by_key(|(len, _)| *len);
-        best.map(|(_, r)| r).ok_or_else(|| QueryError::NoRoute {
-            node: node.to_string(),
-            destination: match destination {
-                Destination::Addr(a) => a.to_string(),
-                Destination::Prefix(p) => p.to_string(),
-            },
-        })
+            .nth(i)
+            .ok_or_else(|| no_route(node, destination))
+    }
+
+    /// The hops of the route [`Self::explain`] answers with (none for a direct route), the
+    /// binding ones marked, and the `W-PUBLISHED-STALE` findings of the gateways whose published
+    /// values they read.
+    pub fn explain_hops(
+        &self,
+        node: &str,
+        destination: Destination,
+    ) -> Result<(Vec<HopOut>, Vec<Diagnostic>), QueryError> {
+        let id = self.node_id(node)?;
+        let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
+        let plan = solver.plan(id);
+        let prefixes = plan.routes.iter().map(|r| Some(r.destination));
+        let route = carrying(prefixes, destination)
+            .and_then(|i| plan.routes.get(i))
+            .ok_or_else(|| no_route(node, destination))?;
+        let hops = solver.route_hops(id, route);
+        let r = Renderer::new(&solver, true);
+        Ok((r.hops(&hops.hops), hops.diagnostics))
     }
 
     fn node_id(&self, name: &str) -> Result<topology_core::ids::NodeId, QueryError> {

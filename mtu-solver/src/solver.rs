@@ -17,10 +17,13 @@ use topology_core::net::{
 };
 use topology_core::vocab::Protocol;
 
+pub mod hops;
 mod node_plan;
+pub mod published;
 mod reach;
 mod tables;
 
+pub use node_plan::may_find;
 use reach::{Known, PubKey, ReachMemo};
 use tables::{ClassRows, Sparse, pack_term, unpack_term};
 
@@ -146,6 +149,9 @@ pub struct Solver<'t> {
     /// test that compares it with the walk per destination).
     shared_walks: bool,
     pub_memo: FxHashMap<PubKey, Option<ExplId>>,
+    /// Per gateway, what its plan publishes and the stale finding of its annotation, made once
+    /// for the hops of every route that reads its published values ([`Solver::route_hops`]).
+    would_publish: FxHashMap<NodeId, hops::WouldPublish>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<ExplId>>,
     /// Per node (by index), protocol and outer family: the auto term naming that node, as its
     /// ID + 1 (`None`: none yet).
@@ -196,6 +202,7 @@ impl<'t> Solver<'t> {
             deliveries: FxHashMap::default(),
             shared_walks: true,
             pub_memo: FxHashMap::default(),
+            would_publish: FxHashMap::default(),
             link_memo: FxHashMap::default(),
             auto_leaves: Sparse::default(),
             scratch_combos: FxHashMap::default(),
@@ -390,6 +397,7 @@ impl<'t> Solver<'t> {
         }
         self.edges.clear();
         self.deliveries.clear();
+        self.would_publish.clear();
         self.link_memo.clear();
         self.classes.clear();
         // `reach` meets an assignment's cap only on the delivery into its Sites (never on the

@@ -107,3 +107,36 @@ fn what_ifs_are_checked_against_the_resolver_s_own_cluster() {
     };
     assert!(resolver.what_if(&[missing]).is_err());
 }
+
+/// The library answers `explain`'s hops as the binary does: the transit chain's route to C is
+/// bound at the ga → gb hop, by pa-pb's cap; a direct route has no hops.
+#[test]
+fn explain_hops_names_the_binding_hop() {
+    let decoded = load::load(&[example("04-transit-chain")]).expect("example");
+    let resolver = Resolver::new(decoded, Settings::default());
+    let to_c: Destination = "10.103.1.5".parse().expect("address");
+    let (hops, diags) = resolver.explain_hops("wa", to_c).expect("a route");
+    let ends: Vec<(&str, &str, bool)> = hops
+        .iter()
+        .map(|h| (&*h.from, h.to.as_str(), h.binds))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            ("wa", "ga", false),
+            ("ga", "gb", true),
+            ("gb", "gc", false),
+            ("gc", "Site/C", false)
+        ]
+    );
+    let bound = hops[1].bound.as_ref().expect("the hop adds a term");
+    assert_eq!(bound.object.as_deref(), Some("GatewayPoolPeering/pa-pb"));
+    assert!(diags.is_empty());
+    let to_ga: Destination = "10.111.0.0/24".parse().expect("prefix");
+    assert_eq!(resolver.explain_hops("wa", to_ga).map(|h| h.0.len()), Ok(0));
+    let nowhere: Destination = "192.0.2.1".parse().expect("address");
+    assert!(matches!(
+        resolver.explain_hops("wa", nowhere),
+        Err(QueryError::NoRoute { .. })
+    ));
+}

@@ -78,6 +78,7 @@ codes! {
     MultiPool => "W-MULTI-POOL", Warning, "a node matches several pools";
     ProtocolConflict => "W-PROTOCOL-CONFLICT", Warning, "objects of one tier disagree on a link's protocol";
     Ipv6Below1280 => "W-IPV6-BELOW-1280", Warning, "a value below 1280 on a node with IPv6 pod CIDRs";
+    PublishedStale => "W-PUBLISHED-STALE", Warning, "a gateway's published forwarding MTU (its GatewayPoolNode's `forwarding-mtus` annotation) differs from what this input would publish for that prefix: the gateway has not caught up, or the input is not what the cluster runs";
     CidrHostBits => "W-CIDR-HOST-BITS", Warning, "a CIDR has host bits set and was normalised";
     DefaultRoute => "W-DEFAULT-ROUTE", Warning, "a `routedCidrs` entry of prefix length 0; dropped, the overlay never carries a default route";
     UnknownField => "W-UNKNOWN-FIELD", Warning, "a key that the kind's upstream schema does not define at its level (in `spec`, at the top level, in a GatewayPool's `status`); ignored, read as absent; the message names the nearest defined field when one is close";

@@ -166,6 +166,8 @@ pub struct NodeInfo {
     pub published: Vec<(IpNet, Mtu)>,
     /// The GatewayPoolNode whose annotation `published` comes from.
     pub published_by: Option<Arc<str>>,
+    /// Where that annotation was written (`file:line`, when read from a file).
+    pub published_loc: Option<SourceLoc>,
     /// Where the node was defined.
     pub loc: Option<SourceLoc>,
 }

@@ -1,6 +1,6 @@
 //! Planning one node ([`Solver::plan`]): its links, the routes over them, its devices, its
-//! fabric and, on a gateway, its published values, each a step below, and the IPv6 floor
-//! finding over the values they made.
+//! fabric and, on a gateway, its published values, each a step below, and the findings over the
+//! values they made (the IPv6 floor, a published annotation this input disagrees with).
 
 use super::{Replan, RouteClass, Solver, device_order, first_address, link_of};
 use crate::explain::{ExplId, Leaf};
@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use topology_core::diag::{Code, Diagnostic};
 use topology_core::ids::{NodeId, PoolId, SiteId};
-use topology_core::model::{ObjRef, Topology};
+use topology_core::model::{NodeInfo, ObjRef, Topology};
 use topology_core::mtu::Mtu;
 use topology_core::net::{Learned, LinkKind, RouteType, cut, prefix_order};
 use topology_core::vocab::Protocol;
@@ -49,6 +49,9 @@ impl Solver<'_> {
         let published = node
             .pool()
             .map(|p| self.published(n, p, &links, &class.learned, &learned_values));
+        let stale = published
+            .as_deref()
+            .and_then(|p| super::published::stale_finding(self.topo(), n, p));
         let diagnostics = ipv6_floor(
             self.topo(),
             n,
@@ -59,6 +62,7 @@ impl Solver<'_> {
             published.as_deref(),
         )
         .into_iter()
+        .chain(stale)
         .collect();
         NodePlan {
             node: n,
@@ -521,6 +525,13 @@ impl Solver<'_> {
         }
         out
     }
+}
+
+/// Whether a plan of `node` can hold findings: it has IPv6 pod CIDRs (the IPv6 floor), or it
+/// is a gateway that has published values (a published annotation this input disagrees with).
+/// A node for which this is false has none, so its plan need not be made to collect them.
+pub fn may_find(node: &NodeInfo) -> bool {
+    node.has_ipv6_pods() || (node.is_gateway() && !node.published.is_empty())
 }
 
 /// The finding of a node with IPv6 pod CIDRs whose values go below [`IPV6_MIN_MTU`]: how many

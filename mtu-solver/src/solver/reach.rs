@@ -260,7 +260,7 @@ impl Solver<'_> {
     /// The terms of the delivery by the gateways of `pool` located in `site` of the origins
     /// they originate: for a Site, the caps of a delivery link into it; for a pool's routed
     /// CIDRs, the pool's cap and the component of the gateways' Site.
-    fn delivery_terms(
+    pub(super) fn delivery_terms(
         &mut self,
         site: SiteId,
         pool: PoolId,

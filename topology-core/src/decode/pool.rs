@@ -117,22 +117,26 @@ impl Cx {
             .str_at(root, "spec.nodeName")
             .unwrap_or(name)
             .to_string();
+        let (published, line) = self.published_mtus(root);
         RawGatewayPoolNode {
             node_name,
-            published: self.published_mtus(root),
+            published,
+            published_loc: line.and_then(|l| self.loc(l)),
             meta: Meta::placeholder(),
         }
     }
 
     /// The forwarding MTUs a gateway published (its `FORWARDING_ANNOTATION`, a JSON object of
-    /// prefix to MTU), sorted by prefix, one per prefix.
-    fn published_mtus(&mut self, root: &Node) -> Vec<(IpNet, u32)> {
+    /// prefix to MTU), sorted by prefix, one per prefix, and the line of the annotation.
+    fn published_mtus(&mut self, root: &Node) -> (Vec<(IpNet, u32)>, Option<u32>) {
         let annotations = self.string_map(root, "metadata.annotations");
         let mut published = Vec::new();
+        let mut at = None;
         for (k, v, line) in &annotations {
             if *k != FORWARDING_ANNOTATION {
                 continue;
             }
+            at = Some(*line);
             let field = format_args!("metadata.annotations.{k}");
             match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(v.as_ref()) {
                 Ok(map) => {
@@ -161,6 +165,6 @@ impl Cx {
         }
         published.sort();
         published.dedup_by_key(|p| p.0);
-        published
+        (published, at)
     }
 }

@@ -155,6 +155,8 @@ pub struct RawGatewayPoolNode {
     pub node_name: String,
     /// The `mtu.unbounded-cloud.io/forwarding-mtus` annotation.
     pub published: Vec<(IpNet, u32)>,
+    /// Where that annotation was written.
+    pub published_loc: Option<SourceLoc>,
 }
 
 /// A member name with where it was written.
@@ -325,7 +327,8 @@ impl RawObject {
                     m.loc = None;
                 }
             }
-            RawObject::Node(_) | RawObject::GatewayPoolNode(_) => {}
+            RawObject::GatewayPoolNode(g) => g.published_loc = None,
+            RawObject::Node(_) => {}
         }
         o
     }

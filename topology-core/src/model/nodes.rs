@@ -225,6 +225,7 @@ impl Builder {
             wg_port: status.and_then(|s| s.wg_port),
             published,
             published_by: published_by.map(|g| Arc::from(g.meta.name.as_str())),
+            published_loc: published_by.and_then(|g| g.published_loc.clone()),
             loc: addrs.loc,
         })
     }

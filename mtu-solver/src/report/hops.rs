@@ -1,0 +1,110 @@
+//! The JSON/YAML shape of a route's hops in `explain` ([`crate::solver::hops`]): each hop
+//! with its link, caps, published value and the terms it adds to the route, rendered once for
+//! the binary's `explain` and the library's [`crate::resolver::Resolver::explain`].
+
+use super::{Renderer, TermOut};
+use crate::explain::ExplId;
+use crate::solver::Solver;
+use crate::solver::hops::{Hop, HopTo, PublishedTerm};
+use serde::Serialize;
+use std::sync::Arc;
+
+/// One hop of a route.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct HopOut {
+    /// The node the hop leaves (the explained node, or a gateway).
+    pub from: Arc<str>,
+    /// Where it goes: a gateway's name, `Site/NAME` (the delivery into a destination Site) or
+    /// `GatewayPool/NAME` (out of the overlay, a routed CIDR of that pool).
+    pub to: String,
+    /// The link's kind (`uplink`, `transit`, `delivery`, ...), `routed` out of the overlay.
+    pub kind: &'static str,
+    /// The link's protocol (into a Site: the one a delivery link takes); null out of the
+    /// overlay.
+    pub protocol: Option<&'static str>,
+    /// The link's MTU from `from`'s end; null into a Site or out of the overlay (no one link).
+    pub mtu: Option<u32>,
+    /// The term that binds that link MTU.
+    pub link_bound: Option<TermOut>,
+    /// The configured caps of the hop (lowest first; empty when none applies).
+    pub caps: Vec<TermOut>,
+    /// What the gateway the hop leaves has published for the route's prefix (workers' routes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published: Option<PublishedOut>,
+    /// The lowest of the terms the hop adds to the route (the first hop: its link MTU; later
+    /// hops: their caps and the published value); null when it adds none.
+    pub limit: Option<u32>,
+    /// The term that binds `limit`.
+    pub bound: Option<TermOut>,
+    /// The route's binding term is among the terms this hop adds.
+    pub binds: bool,
+}
+
+/// A gateway's published value on a hop.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishedOut {
+    /// The published term (`object` the GatewayPoolNode, `field` its annotation, `location`
+    /// where it was written).
+    pub term: TermOut,
+    /// What this input would have the gateway publish for the prefix (null: nothing).
+    pub would_publish: Option<u32>,
+    /// The two differ (`W-PUBLISHED-STALE`).
+    pub stale: bool,
+}
+
+impl Renderer<'_, '_> {
+    /// A term with where it was written (`explain` output).
+    pub fn located_term(&self, id: ExplId) -> TermOut {
+        let solver = self.solver;
+        let mut t = self.term(id);
+        t.location = solver.expl.term_location(id, solver.topo());
+        t
+    }
+
+    /// A route's hops.
+    pub fn hops(&self, hops: &[Hop]) -> Vec<HopOut> {
+        hops.iter().map(|h| self.hop(h)).collect()
+    }
+
+    fn hop(&self, h: &Hop) -> HopOut {
+        let solver: &Solver<'_> = self.solver;
+        let topo = solver.topo();
+        let to = match h.to {
+            HopTo::Node(n) => topo.node(n).name.to_string(),
+            HopTo::Site(s) => format!("Site/{}", topo.site(s).name),
+            HopTo::Routed(p) => format!("GatewayPool/{}", topo.pool(p).name),
+        };
+        let bound = |id: ExplId| self.located_term(solver.expl.get(id).bound);
+        HopOut {
+            from: topo.node(h.from).name.clone(),
+            to,
+            kind: h.kind.map_or("routed", |k| k.as_str()),
+            protocol: h.protocol.map(|p| p.as_str()),
+            mtu: h.link.map(|l| solver.expl.value(l).get()),
+            link_bound: h.link.map(bound),
+            caps: h
+                .caps
+                .map(|c| solver.expl.leaves(c))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|l| self.located_term(l))
+                .collect(),
+            published: h.published.map(|p| self.published(p)),
+            limit: h.limit.map(|l| solver.expl.value(l).get()),
+            bound: h.limit.map(bound),
+            binds: h.binds,
+        }
+    }
+
+    fn published(&self, p: PublishedTerm) -> PublishedOut {
+        let value = self.solver.expl.value(p.term);
+        let would = p.would.map(|w| w.mtu);
+        PublishedOut {
+            term: self.located_term(p.term),
+            would_publish: would.map(|w| w.get()),
+            stale: would != Some(value),
+        }
+    }
+}
