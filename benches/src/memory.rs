@@ -82,24 +82,29 @@ fn run_and_watch(
 }
 
 /// What one run of an offline command measured.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Run {
     /// Peak resident set size and wall-clock time.
     pub peak: Peak,
+    /// CPU time (user and system) of the process, all its threads.
+    pub cpu: Duration,
     /// When the first byte of its standard output arrived.
     pub first_byte: Option<Duration>,
     /// Bytes it wrote to standard output.
     pub bytes: u64,
+    /// Its standard output, when asked to keep it.
+    pub output: Vec<u8>,
 }
 
 /// Runs the release binary with `args` (an argument `{}` stands for `yaml`, written to a
 /// temporary file), reading and counting its standard output: its peak, the time of its first
-/// byte and its whole run.
-pub fn command_peak(yaml: &str, args: &[&str]) -> Result<Run, String> {
+/// byte and its whole run; `keep`: its output too (for small outputs).
+pub fn command_peak(yaml: &str, args: &[&str], keep: bool) -> Result<Run, String> {
     use std::io::Read;
     let bin = agent_binary()?;
     let file = std::env::temp_dir().join(format!("perf-budget-cmd-{}.yaml", std::process::id()));
     std::fs::write(&file, yaml).map_err(|e| format!("write {}: {e}", file.display()))?;
+    let cpu_before = children_cpu();
     let started = Instant::now();
     let spawned = Command::new(&bin)
         .args(args.iter().map(|a| match *a {
@@ -119,25 +124,50 @@ pub fn command_peak(yaml: &str, args: &[&str]) -> Result<Run, String> {
     let reader = child.stdout.take().map(|mut out| {
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 1 << 16];
-            let (mut first, mut bytes) = (None, 0u64);
+            let (mut first, mut bytes, mut kept) = (None, 0u64, Vec::new());
             while let Ok(n) = out.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
                 first.get_or_insert_with(|| started.elapsed());
                 bytes += n as u64;
+                if keep {
+                    kept.extend_from_slice(&buf[..n]);
+                }
             }
-            (first, bytes)
+            (first, bytes, kept)
         })
     });
     let peak = watch(child, started);
     let _ = std::fs::remove_file(&file);
-    let (first_byte, bytes) = reader.and_then(|r| r.join().ok()).unwrap_or((None, 0));
+    let cpu = children_cpu().saturating_sub(cpu_before);
+    let (first_byte, bytes, output) =
+        reader
+            .and_then(|r| r.join().ok())
+            .unwrap_or((None, 0, Vec::new()));
     Ok(Run {
         peak: peak?,
+        cpu,
         first_byte,
         bytes,
+        output,
     })
+}
+
+/// User and system CPU time of every child this process has waited for.
+fn children_cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_CHILDREN)
+        .map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| {
+                Duration::new(
+                    tv.tv_sec().max(0) as u64,
+                    (tv.tv_usec().max(0) as u32).saturating_mul(1000),
+                )
+            };
+            t(u.user_time()) + t(u.system_time())
+        })
+        .unwrap_or_default()
 }
 
 /// Polls the child's `VmHWM` every millisecond until it exits.

@@ -217,7 +217,7 @@ fn opts() -> Opts {
                      --strict        exit 1 when a budget is missed\n  \
                      --no-dataplane  skip the 10,000-route dataplane comparison\n  \
                      --quick         2 samples per figure instead of 3\n  \
-                     --only LIST     comma-separated sections: decode, one, all, whatif,\n                  \
+                     --only LIST     comma-separated sections: decode, one, all, views, whatif,\n                  \
                      incremental, peerings, hyperscale, memory, dataplane (for profiling)"
                 );
                 std::process::exit(0);
@@ -260,6 +260,10 @@ fn main() {
     if o.wants("all") {
         let dbl = Fixture::double();
         all_nodes(&mut t, &std, &dbl, o.samples);
+    }
+    if o.wants("views") {
+        eprintln!("whole-cluster views: the release binary on 5,000, 10,000 and 65,000 nodes ...");
+        views(&mut t, &std, o.samples);
     }
     if o.wants("whatif") {
         what_if_cap(&mut t, &std, o.samples);
@@ -612,6 +616,157 @@ fn all_nodes(t: &mut Table, std: &Fixture, dbl: &Fixture, samples: usize) {
         ratio <= 1.3,
         format!("{ns_dbl:.1} ns / {ns_std:.1} ns"),
     );
+}
+
+/// One cluster size of the whole-cluster views: its YAML and a worker of it.
+struct ViewSize {
+    label: &'static str,
+    text: String,
+    worker: &'static str,
+    /// `resolve -o json` of every node is run (at 65,000 nodes it is 100 GB of text).
+    json: bool,
+}
+
+/// Issue 39: the whole-cluster views stream. `resolve --summary` and `resolve -o json`, run as
+/// an operator runs them (the release binary, its output read and discarded), hold at most
+/// four times the memory of `resolve --node` of one worker; the JSON's first byte comes within
+/// twice the time of that one worker's resolve; resolving every node costs per value at 65,000
+/// nodes what it costs at 5,000.
+fn views(t: &mut Table, std: &Fixture, samples: usize) {
+    let sizes = [
+        ViewSize {
+            label: "standard-5000",
+            text: std.text.clone(),
+            worker: "node-000-02",
+            json: true,
+        },
+        ViewSize {
+            label: "double-10000",
+            text: ScaleSpec::double().generate(),
+            worker: "node-000-02",
+            json: true,
+        },
+        ViewSize {
+            label: "hyperscale-65000",
+            text: ScaleSpec::hyperscale().generate(),
+            worker: "node-0000-02",
+            json: false,
+        },
+    ];
+    let mut per_value: Vec<(&str, f64)> = Vec::new();
+    for size in &sizes {
+        match view_size(t, size, samples) {
+            Ok(ns) => per_value.push((size.label, ns)),
+            Err(reason) => t.skip(
+                &format!("whole-cluster views, {}", size.label),
+                "≤ 4 ×",
+                reason,
+            ),
+        }
+    }
+    if let (Some((_, s)), Some((_, h))) = (
+        per_value.iter().find(|(l, _)| *l == "standard-5000"),
+        per_value.iter().find(|(l, _)| *l == "hyperscale-65000"),
+    ) {
+        let r = h / s;
+        t.budget(
+            "resolve every node (--summary), per value, hyperscale-65000 / standard",
+            format!("{r:.2} ×"),
+            "≤ 1.3 ×",
+            r <= 1.3,
+            format!("{h:.1} ns / {s:.1} ns of CPU per value (links + routes), the whole process"),
+        );
+    }
+}
+
+/// The figures of one size; returns the CPU per value of `--summary` in nanoseconds.
+fn view_size(t: &mut Table, size: &ViewSize, samples: usize) -> Result<f64, String> {
+    use benches::memory::command_peak;
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let one_args = ["resolve", "-f", "{}", "--node", size.worker, "-o", "json"];
+    let json_args = ["resolve", "-f", "{}", "-o", "json"];
+    let summary = command_peak(
+        &size.text,
+        &["resolve", "-f", "{}", "--summary", "-o", "json"],
+        true,
+    )?;
+    // Interleaved samples: one worker, then every node as JSON (whose first byte is timed).
+    let (mut ones, mut firsts, mut json_peak) = (Vec::new(), Vec::new(), 0u64);
+    let mut one_peak = 0u64;
+    for _ in 0..samples {
+        let one = command_peak(&size.text, &one_args, false)?;
+        one_peak = one_peak.max(one.peak.bytes);
+        ones.push(one.peak.took);
+        if size.json {
+            let all = command_peak(&size.text, &json_args, false)?;
+            json_peak = json_peak.max(all.peak.bytes);
+            firsts.push(all.first_byte.ok_or("resolve -o json wrote nothing")?);
+        }
+    }
+    let one_wall = median(&mut ones);
+    let ratio = summary.peak.bytes as f64 / one_peak.max(1) as f64;
+    t.budget(
+        &format!("resolve --summary peak memory / one worker, {}", size.label),
+        format!("{ratio:.2} ×"),
+        "≤ 4 ×",
+        ratio <= 4.0,
+        format!(
+            "{:.1} MiB / {:.1} MiB ({} wall)",
+            mib(summary.peak.bytes),
+            mib(one_peak),
+            ms(summary.peak.took)
+        ),
+    );
+    if size.json {
+        let ratio = json_peak as f64 / one_peak.max(1) as f64;
+        t.budget(
+            &format!("resolve -o json peak memory / one worker, {}", size.label),
+            format!("{ratio:.2} ×"),
+            "≤ 4 ×",
+            ratio <= 4.0,
+            format!("{:.1} MiB / {:.1} MiB", mib(json_peak), mib(one_peak)),
+        );
+        let first = median(&mut firsts);
+        let ratio = first.as_secs_f64() / one_wall.as_secs_f64().max(1e-9);
+        t.budget(
+            &format!(
+                "resolve -o json first byte / one worker's resolve, {}",
+                size.label
+            ),
+            format!("{ratio:.2} ×"),
+            "≤ 2 ×",
+            ratio <= 2.0,
+            format!(
+                "{} / {} wall, medians of {samples}",
+                ms(first),
+                ms(one_wall)
+            ),
+        );
+    } else {
+        t.skip(
+            &format!("resolve -o json peak memory / one worker, {}", size.label),
+            "≤ 4 ×",
+            "every node's JSON is about 100 GB at this size: the same stream as --summary, \
+             whose peak is judged"
+                .into(),
+        );
+    }
+    let doc: serde_json::Value =
+        serde_json::from_slice(&summary.output).map_err(|e| format!("--summary -o json: {e}"))?;
+    let counts = &doc["counts"];
+    let values = counts["links"].as_u64().unwrap_or(0) + counts["routes"].as_u64().unwrap_or(0);
+    let ns = summary.cpu.as_secs_f64() * 1e9 / values.max(1) as f64;
+    t.info(
+        &format!("resolve --summary, every node, {}", size.label),
+        format!("{ns:.1} ns/value"),
+        format!(
+            "{} CPU, {} wall, {values} values, {:.1} MiB peak",
+            ms(summary.cpu),
+            ms(summary.peak.took),
+            mib(summary.peak.bytes)
+        ),
+    );
+    Ok(ns)
 }
 
 fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
