@@ -496,6 +496,10 @@ pub struct GraphArgs {
         default_value = "dot"
     )]
     pub format: GraphFormat,
+    /// Draw only NODE's neighbourhood: its Site, and the Sites and pools of the peers it has
+    /// links to, with the relationships and routes between them (one hop).
+    #[arg(long, value_name = "NODE")]
+    pub around: Option<String>,
 }
 
 /// The agent's log format.
