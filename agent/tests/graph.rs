@@ -1,5 +1,5 @@
 //! `graph` beyond the shipped examples' goldens: parallel relationships merged into one edge,
-//! `--around NODE`, and a generated cluster of many Sites laid out by `sfdp` with its pools as
+//! `--around NODE`, and a generated cluster of many Sites laid out by `fdp` with its pools as
 //! clusters. (How fast the standard cluster renders is a `perf-budget` figure, not a test.)
 
 use std::collections::BTreeSet;
@@ -169,12 +169,12 @@ fn generated(spec: &ScaleSpec, tag: &str) -> PathBuf {
 }
 
 #[test]
-fn a_generated_cluster_is_laid_out_by_sfdp_with_pools_as_clusters() {
+fn a_generated_cluster_is_laid_out_by_fdp_with_pools_as_clusters() {
     let spec = ScaleSpec::small();
     let file = generated(&spec, "small");
     let path = file.to_str().unwrap();
     let dot = ok(&["graph", "-f", path, "--fail-on", "none"]);
-    assert!(dot.lines().nth(1).unwrap().contains("layout=sfdp"), "{dot}");
+    assert!(dot.lines().nth(1).unwrap().contains("layout=fdp"), "{dot}");
     let drawn = nodes(&dot);
     let count = |prefix: &str| drawn.iter().filter(|n| n.starts_with(prefix)).count();
     assert_eq!(count("site:"), spec.sites);
@@ -184,11 +184,15 @@ fn a_generated_cluster_is_laid_out_by_sfdp_with_pools_as_clusters() {
         .filter(|l| l.starts_with("  subgraph \"cluster_pool:"))
         .count();
     assert_eq!(clusters, spec.pools, "one cluster per pool");
+    // A pool delivering to every Site says so in one line, not one per Site.
+    let pool = dot.lines().find(|l| l.starts_with("  \"pool:")).unwrap();
+    assert!(pool.contains(" Sites</FONT>"), "{pool}");
+    assert_eq!(pool.matches("publishes").count(), 1, "{pool}");
     // The shipped examples stay with `dot`, whose layered picture keeps labels off edges.
     let small = ok(&["graph", "-f", "examples/04-transit-chain"]);
     assert!(!small.contains("layout="), "{small}");
 
-    if Command::new("sfdp").arg("-V").output().is_err() {
+    if Command::new("fdp").arg("-V").output().is_err() {
         eprintln!("skipped the SVG of the generated cluster: Graphviz is not installed");
         let _ = std::fs::remove_file(&file);
         return;
@@ -208,4 +212,9 @@ fn a_generated_cluster_is_laid_out_by_sfdp_with_pools_as_clusters() {
         .map(str::to_string)
         .collect();
     assert_eq!(titles, drawn, "every node of the DOT text is drawn");
+    let boxes = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("cluster"))
+        .count();
+    assert_eq!(boxes, spec.pools, "each pool is drawn as a cluster");
 }

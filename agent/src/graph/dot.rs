@@ -1,6 +1,6 @@
 //! The DOT form of the picture: Sites as boxes, pools as ellipses, relationships as labelled
 //! edges (a hub node for more than two members; parallel ones merged), the bottleneck in red,
-//! and the legend and the end-to-end route table below. Large pictures are laid out by `sfdp`,
+//! and the legend and the end-to-end route table below. Large pictures are laid out by `fdp`,
 //! with each pool also a cluster of the Sites its gateways run in.
 
 use super::body::{Body, Edge, Part};
@@ -18,6 +18,9 @@ use topology_core::model::{ObjRef, Topology};
 
 /// Pairs listed in the route table before it shows only each Site's lowest route.
 const ROUTE_ROWS: usize = 24;
+/// Targets a pool's label lists one by one before it gives their range and number (the full
+/// list is in the document, `-o json`).
+const PUBLISH_ROWS: usize = 8;
 
 /// Text for an HTML-like Graphviz label.
 fn html(s: &str) -> String {
@@ -103,7 +106,7 @@ pub struct Drawing {
 }
 
 /// Builds the DOT picture of the Sites and pools `sel` selects: `dot` lays out small pictures,
-/// `sfdp` large ones, where each pool is also a cluster with the Sites its gateways run in.
+/// `fdp` large ones, where each pool is also a cluster with the Sites its gateways run in.
 pub fn dot(solver: &mut Solver<'_>, sel: &Selection) -> Drawing {
     let f = gather(solver);
     let solver: &Solver<'_> = solver;
@@ -124,7 +127,7 @@ pub fn dot(solver: &mut Solver<'_>, sel: &Selection) -> Drawing {
         "  graph [rankdir=TB, fontname=\"Helvetica\", nodesep=0.4, ranksep=0.9, pad=0.2, labelloc=b, labeljust=l{}];",
         match engine {
             Engine::Dot => "",
-            Engine::Sfdp => ", layout=sfdp, overlap=prism, outputorder=edgesfirst",
+            Engine::Fdp => ", layout=fdp, overlap=prism, outputorder=edgesfirst",
         }
     );
     let _ = writeln!(
@@ -132,7 +135,7 @@ pub fn dot(solver: &mut Solver<'_>, sel: &Selection) -> Drawing {
         "  node [fontname=\"Helvetica\", fontsize=12]; edge [fontname=\"Helvetica\", fontsize=10];"
     );
     body.write(&mut s, |e| edge_line(solver, e));
-    if engine == Engine::Sfdp {
+    if engine == Engine::Fdp {
         pool_clusters(&mut s, solver.topo(), &hosts);
     }
     let _ = writeln!(s, "  label={};", caption(solver, &f, sel));
@@ -207,17 +210,8 @@ fn pools(body: &mut Body, solver: &Solver<'_>, f: &Facts, sel: &Selection) {
                 bound_text(solver, l.bound)
             ));
         }
-        for (target, (lo, hi)) in f.publishes.get(&pid).into_iter().flatten() {
-            let what = match target {
-                Target::Site(t) => format!("Site {}", topo.site(*t).name),
-                Target::Routed(c) => c.to_string(),
-            };
-            let value = if lo == hi {
-                lo.to_string()
-            } else {
-                format!("{lo}–{hi}")
-            };
-            lines.push(format!("publishes {value} for {what}"));
+        if let Some(published) = f.publishes.get(&pid) {
+            lines.extend(publish_lines(topo, published));
         }
         // Values read from GatewayPoolNode annotations, grouped by prefix and value.
         let mut read: BTreeMap<(IpNet, u32), Vec<&str>> = BTreeMap::new();
@@ -255,6 +249,49 @@ fn pools(body: &mut Body, solver: &Solver<'_>, f: &Facts, sel: &Selection) {
             }
         ));
     }
+}
+
+/// What a pool's gateways publish, a line per Site or routed CIDR; beyond [`PUBLISH_ROWS`]
+/// targets, one line with the range and how many targets.
+fn publish_lines(topo: &Topology, published: &BTreeMap<Target, (u32, u32)>) -> Vec<String> {
+    let range = |lo: u32, hi: u32| {
+        if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}–{hi}")
+        }
+    };
+    if published.len() > PUBLISH_ROWS {
+        let lo = published.values().map(|v| v.0).min().unwrap_or_default();
+        let hi = published.values().map(|v| v.1).max().unwrap_or_default();
+        let sites = published
+            .keys()
+            .filter(|t| matches!(t, Target::Site(_)))
+            .count();
+        let routed = published.len() - sites;
+        let mut what = vec![];
+        if sites > 0 {
+            what.push(count(sites, "Site", "Sites"));
+        }
+        if routed > 0 {
+            what.push(count(routed, "routed CIDR", "routed CIDRs"));
+        }
+        return vec![format!(
+            "publishes {} for {}",
+            range(lo, hi),
+            what.join(" and ")
+        )];
+    }
+    published
+        .iter()
+        .map(|(target, (lo, hi))| {
+            let what = match target {
+                Target::Site(t) => format!("Site {}", topo.site(*t).name),
+                Target::Routed(c) => c.to_string(),
+            };
+            format!("publishes {} for {what}", range(*lo, *hi))
+        })
+        .collect()
 }
 
 /// A dotted edge from each pool to each Site its gateways run in; returns those Sites by pool.
@@ -296,8 +333,7 @@ fn gateway_sites(
 }
 
 /// Each pool as a cluster with the Sites its gateways run in (a Site with the gateways of
-/// several pools joins the first: clusters do not overlap). Layouts that draw clusters show them
-/// as boxes; the others keep the pool beside those Sites through the dotted edges.
+/// several pools joins the first: clusters do not overlap).
 fn pool_clusters(s: &mut String, topo: &Topology, hosts: &BTreeMap<PoolId, Vec<SiteId>>) {
     let mut placed: BTreeSet<SiteId> = BTreeSet::new();
     for (p, sites) in hosts {

@@ -16,7 +16,7 @@
 //! - Two relationships joining the same two nodes are one edge naming both, with the lowest link
 //!   among them and what binds it.
 //! - A [`Selection`] limits the picture to some Sites and pools (`--around NODE`: one node's
-//!   neighbourhood); large pictures are laid out by `sfdp` instead of `dot` ([`layout`]).
+//!   neighbourhood); large pictures are laid out by `fdp` instead of `dot`, with each pool a cluster ([`layout`]).
 //!
 //! Labels are node labels or edge labels (`label`, which Graphviz lays out beside its edge), never
 //! external labels (`xlabel`), which Graphviz places after routing and may draw over edges.

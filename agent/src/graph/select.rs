@@ -83,3 +83,64 @@ impl Selection {
         Selection::Only { sites, pools }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_utils::reference::topology_of;
+
+    /// The names of what `sel` draws: Sites, then pools.
+    fn names(topo: &Topology, sel: &Selection) -> (Vec<String>, Vec<String>) {
+        let sites = (0..topo.sites.len())
+            .map(SiteId::from_idx)
+            .filter(|s| sel.has_site(*s))
+            .map(|s| topo.site(s).name.to_string())
+            .collect();
+        let pools = (0..topo.pools.len())
+            .map(PoolId::from_idx)
+            .filter(|p| sel.has_pool(*p))
+            .map(|p| topo.pool(p).name.to_string())
+            .collect();
+        (sites, pools)
+    }
+
+    /// Input, Sites chosen, Sites drawn, pools drawn.
+    type Case = (
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+
+    #[test]
+    fn sites_bring_their_peers_their_pools_and_the_pools_they_host() {
+        let chain = include_str!("../../../examples/04-transit-chain/cluster.yaml");
+        let mesh = include_str!("../../../examples/02-mesh-peering-cap/cluster.yaml");
+        let cases: [Case; 4] = [
+            (chain, &["A"], &["A"], &["PA"]),
+            (chain, &["SB"], &["SB"], &["PB"]),
+            (chain, &["A", "C"], &["A", "C"], &["PA", "PC"]),
+            (mesh, &["A"], &["A", "B"], &[]),
+        ];
+        for (yaml, chosen, want_sites, want_pools) in cases {
+            let topo = topology_of(yaml);
+            let ids = (0..topo.sites.len())
+                .map(SiteId::from_idx)
+                .filter(|s| chosen.contains(&&*topo.site(*s).name))
+                .collect();
+            let (sites, pools) = names(&topo, &Selection::sites(&topo, &ids));
+            assert_eq!(sites, want_sites, "{chosen:?}");
+            assert_eq!(pools, want_pools, "{chosen:?}");
+        }
+    }
+
+    #[test]
+    fn all_draws_everything() {
+        let topo = topology_of(include_str!(
+            "../../../examples/04-transit-chain/cluster.yaml"
+        ));
+        let (sites, pools) = names(&topo, &Selection::All);
+        assert_eq!(sites.len(), topo.sites.len());
+        assert_eq!(pools.len(), topo.pools.len());
+    }
+}
