@@ -12,11 +12,11 @@
 //!   edge joins a pool to each Site its gateways run in.
 //! - Below the picture, the lowest route MTU from the workers of each Site to each other Site
 //!   with workers, end to end (what pods can send), and what binds it.
-//!
 //! - Two relationships joining the same two nodes are one edge naming both, with the lowest link
 //!   among them and what binds it.
 //! - A [`Selection`] limits the picture to some Sites and pools (`--around NODE`: one node's
-//!   neighbourhood); large pictures are laid out by `fdp` instead of `dot`, with each pool a cluster ([`layout`]).
+//!   neighbourhood). Large pictures are laid out by `fdp` instead of `dot`, each pool a cluster
+//!   of the Sites its gateways run in ([`layout`]).
 //!
 //! Labels are node labels or edge labels (`label`, which Graphviz lays out beside its edge), never
 //! external labels (`xlabel`), which Graphviz places after routing and may draw over edges.
@@ -75,7 +75,7 @@ pub fn draw(solver: &mut Solver<'_>, selection: &Selection, args: &GraphArgs) ->
     let bytes = match args.format {
         GraphFormat::Svg => {
             if let Some(note) = layout::slow_note(drawing.size, drawing.engine) {
-                eprintln!("{note}");
+                writeln!(std::io::stderr().lock(), "{note}")?;
             }
             render_svg(&drawing.text)?
         }

@@ -114,8 +114,14 @@ mod tests {
 
     #[test]
     fn sites_bring_their_peers_their_pools_and_the_pools_they_host() {
-        let chain = include_str!("../../../examples/04-transit-chain/cluster.yaml");
-        let mesh = include_str!("../../../examples/02-mesh-peering-cap/cluster.yaml");
+        let chain = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/04-transit-chain/cluster.yaml"
+        ));
+        let mesh = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/02-mesh-peering-cap/cluster.yaml"
+        ));
         let cases: [Case; 4] = [
             (chain, &["A"], &["A"], &["PA"]),
             (chain, &["SB"], &["SB"], &["PB"]),
@@ -136,9 +142,10 @@ mod tests {
 
     #[test]
     fn all_draws_everything() {
-        let topo = topology_of(include_str!(
-            "../../../examples/04-transit-chain/cluster.yaml"
-        ));
+        let topo = topology_of(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/04-transit-chain/cluster.yaml"
+        )));
         let (sites, pools) = names(&topo, &Selection::All);
         assert_eq!(sites.len(), topo.sites.len());
         assert_eq!(pools.len(), topo.pools.len());
