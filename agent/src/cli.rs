@@ -567,6 +567,10 @@ pub struct GraphArgs {
         default_value = "dot"
     )]
     pub format: GraphFormat,
+    /// Draw only NODE's neighbourhood: its Site, and the Sites and pools of the peers it has
+    /// links to, with the relationships and routes between them (one hop).
+    #[arg(long, value_name = "NODE")]
+    pub around: Option<String>,
     /// Draw only the Sites of the selected nodes (default: every Site).
     #[command(flatten)]
     pub select: SelectArgs,

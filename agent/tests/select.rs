@@ -264,6 +264,10 @@ fn unknown_names_and_empty_selections_exit_2_saying_what_exists() {
         &["explain", "-f", CHAIN],
         &["which node? Name it with --node NAME"],
     );
+    refused(
+        &["graph", "-f", CHAIN, "--around", "wa", "--site", "A"],
+        &["--around draws one node's neighbourhood; it does not combine"],
+    );
 }
 
 #[test]

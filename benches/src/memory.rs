@@ -25,7 +25,7 @@ pub struct Peak {
 }
 
 /// The release agent binary beside the running executable (`target/release/unbounded-mtu`).
-fn agent_binary() -> Result<PathBuf, String> {
+pub fn agent_binary() -> Result<PathBuf, String> {
     let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let bin = me
         .parent()

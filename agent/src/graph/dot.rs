@@ -1,20 +1,26 @@
 //! The DOT form of the picture: Sites as boxes, pools as ellipses, relationships as labelled
-//! edges (a hub node for more than two members), the bottleneck in red, and the legend and the
-//! end-to-end route table below.
+//! edges (a hub node for more than two members; parallel ones merged), the bottleneck in red,
+//! and the legend and the end-to-end route table below. Large pictures are laid out by `fdp`,
+//! with each pool also a cluster of the Sites its gateways run in.
 
+use super::body::{Body, Edge, Part};
 use super::facts::{
     Facts, Low, Target, bound_text, cap_object, cap_text, count, gather, lower, ordered,
 };
-use super::scope::Scope;
+use super::layout::{Engine, Size, engine_for};
+use super::select::Selection;
 use ipnet::IpNet;
 use mtu_solver::Solver;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use topology_core::ids::{PoolId, SiteId};
-use topology_core::model::ObjRef;
+use topology_core::model::{ObjRef, Topology};
 
 /// Pairs listed in the route table before it shows only each Site's lowest route.
 const ROUTE_ROWS: usize = 24;
+/// Targets a pool's label lists one by one before it gives their range and number (the full
+/// list is in the document, `-o json`).
+const PUBLISH_ROWS: usize = 8;
 
 /// Text for an HTML-like Graphviz label.
 fn html(s: &str) -> String {
@@ -89,26 +95,64 @@ fn edge_style(bottleneck: bool) -> String {
     }
 }
 
-/// Builds the DOT text of what `scope` draws.
-pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
+/// A picture in DOT, with its size and the layout that draws it.
+pub struct Drawing {
+    /// The DOT text.
+    pub text: String,
+    /// Nodes and edges drawn.
+    pub size: Size,
+    /// The layout named in the text.
+    pub engine: Engine,
+}
+
+/// Builds the DOT picture of the Sites and pools `sel` selects: `dot` lays out small pictures,
+/// `fdp` large ones, where each pool is also a cluster with the Sites its gateways run in.
+pub fn dot(solver: &mut Solver<'_>, sel: &Selection) -> Drawing {
     let f = gather(solver);
     let solver: &Solver<'_> = solver;
-    let topo = solver.topo();
+    let mut body = Body::default();
+    sites(&mut body, solver, &f, sel);
+    pools(&mut body, solver, &f, sel);
+    let hosts = gateway_sites(&mut body, solver, sel);
+    assignments(&mut body, solver, &f, sel);
+    site_peerings(&mut body, solver, &f, sel);
+    pool_peerings(&mut body, solver, &f, sel);
+    let size = body.size();
+    let engine = engine_for(size);
+
     let mut s = String::new();
     let _ = writeln!(s, "graph unbounded {{");
     let _ = writeln!(
         s,
-        "  graph [rankdir=TB, fontname=\"Helvetica\", nodesep=0.4, ranksep=0.9, pad=0.2, labelloc=b, labeljust=l];"
+        "  graph [rankdir=TB, fontname=\"Helvetica\", nodesep=0.4, ranksep=0.9, pad=0.2, labelloc=b, labeljust=l{}];",
+        match engine {
+            Engine::Dot => "",
+            Engine::Fdp => ", layout=fdp, overlap=prism, outputorder=edgesfirst",
+        }
     );
     let _ = writeln!(
         s,
         "  node [fontname=\"Helvetica\", fontsize=12]; edge [fontname=\"Helvetica\", fontsize=10];"
     );
+    body.write(&mut s, |e| edge_line(solver, e));
+    if engine == Engine::Fdp {
+        pool_clusters(&mut s, solver.topo(), &hosts);
+    }
+    let _ = writeln!(s, "  label={};", caption(solver, &f, sel));
+    s.push_str("}\n");
+    Drawing {
+        text: s,
+        size,
+        engine,
+    }
+}
 
-    // Sites.
+/// Sites.
+fn sites(body: &mut Body, solver: &Solver<'_>, f: &Facts, sel: &Selection) {
+    let topo = solver.topo();
     for (i, site) in topo.sites.iter().enumerate() {
         let sid = SiteId::from_idx(i);
-        if !scope.site(sid) {
+        if !sel.has_site(sid) {
             continue;
         }
         let o = ObjRef::Site(sid);
@@ -132,8 +176,7 @@ pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
             ));
         }
         let red = f.binding.contains(&o);
-        let _ = writeln!(
-            s,
+        body.node(format!(
             "  {} [shape=box, style=rounded, label={}{}];",
             id(&format!("site:{}", site.name)),
             label(&format!("Site {}", site.name), &lines, red.then_some(RED)),
@@ -142,13 +185,16 @@ pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
             } else {
                 String::new()
             }
-        );
+        ));
     }
+}
 
-    // Pools, with what their gateways publish.
+/// Pools, with what their gateways publish.
+fn pools(body: &mut Body, solver: &Solver<'_>, f: &Facts, sel: &Selection) {
+    let topo = solver.topo();
     for (i, pool) in topo.pools.iter().enumerate() {
         let pid = PoolId::from_idx(i);
-        if !scope.pool(pid) {
+        if !sel.has_pool(pid) {
             continue;
         }
         let o = ObjRef::Pool(pid);
@@ -164,17 +210,8 @@ pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
                 bound_text(solver, l.bound)
             ));
         }
-        for (target, (lo, hi)) in f.publishes.get(&pid).into_iter().flatten() {
-            let what = match target {
-                Target::Site(t) => format!("Site {}", topo.site(*t).name),
-                Target::Routed(c) => c.to_string(),
-            };
-            let value = if lo == hi {
-                lo.to_string()
-            } else {
-                format!("{lo}–{hi}")
-            };
-            lines.push(format!("publishes {value} for {what}"));
+        if let Some(published) = f.publishes.get(&pid) {
+            lines.extend(publish_lines(topo, published));
         }
         // Values read from GatewayPoolNode annotations, grouped by prefix and value.
         let mut read: BTreeMap<(IpNet, u32), Vec<&str>> = BTreeMap::new();
@@ -192,20 +229,16 @@ pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
             lines.push(format!("{who} {has} published {mtu} for {prefix}"));
         }
         let red = f.binding.contains(&o);
-        let _ = writeln!(
-            s,
+        let kind = if pool.internal {
+            "Internal"
+        } else {
+            "External"
+        };
+        body.node(format!(
             "  {} [shape=ellipse, label={}{}];",
             id(&format!("pool:{}", pool.name)),
             label(
-                &format!(
-                    "{} pool {}",
-                    if pool.internal {
-                        "Internal"
-                    } else {
-                        "External"
-                    },
-                    pool.name
-                ),
+                &format!("{kind} pool {}", pool.name),
                 &lines,
                 red.then_some(RED)
             ),
@@ -214,77 +247,157 @@ pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
             } else {
                 String::new()
             }
-        );
+        ));
     }
+}
 
-    // Where each pool's gateways run.
+/// What a pool's gateways publish, a line per Site or routed CIDR; beyond [`PUBLISH_ROWS`]
+/// targets, one line with the range and how many targets.
+fn publish_lines(topo: &Topology, published: &BTreeMap<Target, (u32, u32)>) -> Vec<String> {
+    let range = |lo: u32, hi: u32| {
+        if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}–{hi}")
+        }
+    };
+    if published.len() > PUBLISH_ROWS {
+        let lo = published.values().map(|v| v.0).min().unwrap_or_default();
+        let hi = published.values().map(|v| v.1).max().unwrap_or_default();
+        let sites = published
+            .keys()
+            .filter(|t| matches!(t, Target::Site(_)))
+            .count();
+        let routed = published.len() - sites;
+        let mut what = vec![];
+        if sites > 0 {
+            what.push(count(sites, "Site", "Sites"));
+        }
+        if routed > 0 {
+            what.push(count(routed, "routed CIDR", "routed CIDRs"));
+        }
+        return vec![format!(
+            "publishes {} for {}",
+            range(lo, hi),
+            what.join(" and ")
+        )];
+    }
+    published
+        .iter()
+        .map(|(target, (lo, hi))| {
+            let what = match target {
+                Target::Site(t) => format!("Site {}", topo.site(*t).name),
+                Target::Routed(c) => c.to_string(),
+            };
+            format!("publishes {} for {what}", range(*lo, *hi))
+        })
+        .collect()
+}
+
+/// A dotted edge from each pool to each Site its gateways run in; returns those Sites by pool.
+fn gateway_sites(
+    body: &mut Body,
+    solver: &Solver<'_>,
+    sel: &Selection,
+) -> BTreeMap<PoolId, Vec<SiteId>> {
+    let topo = solver.topo();
+    let mut hosts: BTreeMap<PoolId, Vec<SiteId>> = BTreeMap::new();
     for (i, site) in topo.sites.iter().enumerate() {
         let sid = SiteId::from_idx(i);
-        if !scope.site(sid) {
-            continue;
-        }
         let mut by_pool: BTreeMap<PoolId, Vec<&str>> = BTreeMap::new();
         for g in topo.gateways_in(sid) {
             let node = topo.node(*g);
-            if let Some(p) = node.pool().filter(|p| scope.pool(*p)) {
+            if let Some(p) = node.pool() {
                 by_pool.entry(p).or_default().push(&node.name);
             }
         }
         for (p, names) in by_pool {
+            if !(sel.has_site(sid) && sel.has_pool(p)) {
+                continue;
+            }
+            hosts.entry(p).or_default().push(sid);
             let text = match names.as_slice() {
                 [one] => format!("gateway {one}"),
                 few if few.len() <= 3 => format!("gateways {}", few.join(", ")),
                 many => format!("{} gateways", many.len()),
             };
-            let _ = writeln!(
-                s,
+            body.link(format!(
                 "  {} -- {} [style=dotted, color=\"{GREY}\", fontcolor=\"{GREY}\", label={}];",
                 id(&format!("pool:{}", topo.pool(p).name)),
                 id(&format!("site:{}", site.name)),
                 edge_label("", &[text], None)
-            );
+            ));
         }
     }
+    hosts
+}
 
-    // SiteGatewayPoolAssignments: one edge per Site and pool.
+/// Each pool as a cluster with the Sites its gateways run in (a Site with the gateways of
+/// several pools joins the first: clusters do not overlap).
+fn pool_clusters(s: &mut String, topo: &Topology, hosts: &BTreeMap<PoolId, Vec<SiteId>>) {
+    let mut placed: BTreeSet<SiteId> = BTreeSet::new();
+    for (p, sites) in hosts {
+        let name = &topo.pool(*p).name;
+        let _ = write!(
+            s,
+            "  subgraph {} {{ style=\"rounded,dotted\"; color=\"{GREY}\"; {};",
+            id(&format!("cluster_pool:{name}")),
+            id(&format!("pool:{name}"))
+        );
+        for site in sites {
+            if placed.insert(*site) {
+                let _ = write!(s, " {};", id(&format!("site:{}", topo.site(*site).name)));
+            }
+        }
+        s.push_str(" }\n");
+    }
+}
+
+/// SiteGatewayPoolAssignments: one edge per Site and pool.
+fn assignments(body: &mut Body, solver: &Solver<'_>, f: &Facts, sel: &Selection) {
+    let topo = solver.topo();
     for (i, r) in topo.assignments.iter().enumerate() {
         if !r.relates {
             continue;
         }
         let o = ObjRef::Assignment(topology_core::ids::AssignmentId::from_idx(i));
-        for site in &scope.sites_of(&r.sites) {
-            for pool in &scope.pools_of(&r.pools) {
+        for site in r.sites.iter().filter(|s| sel.has_site(**s)) {
+            for pool in r.pools.iter().filter(|p| sel.has_pool(**p)) {
                 let low = f.site_pool.get(&(*site, *pool)).copied();
-                let red = f.binding.contains(&o);
-                let _ = writeln!(
-                    s,
-                    "  {} -- {} [label={}{}];",
+                body.relation(
                     id(&format!("site:{}", topo.site(*site).name)),
                     id(&format!("pool:{}", topo.pool(*pool).name)),
-                    edge_label(
-                        &format!("assignment {}", r.name),
-                        &relation_lines(solver, o, low),
-                        red.then_some(RED)
-                    ),
-                    edge_style(red)
+                    Part {
+                        title: format!("assignment {}", r.name),
+                        lines: relation_lines(solver, o, low),
+                        low,
+                        red: f.binding.contains(&o),
+                        lead: "",
+                        style: "",
+                    },
                 );
             }
         }
     }
+}
 
-    // SitePeerings: an edge between two members, a hub for more.
+/// SitePeerings: an edge between two members, a hub for more.
+fn site_peerings(body: &mut Body, solver: &Solver<'_>, f: &Facts, sel: &Selection) {
+    let topo = solver.topo();
     for (i, r) in topo.site_peerings.iter().enumerate() {
-        if !r.relates {
+        let members: Vec<SiteId> = r
+            .sites
+            .iter()
+            .copied()
+            .filter(|s| sel.has_site(*s))
+            .collect();
+        if !r.relates || members.len() < 2 {
             continue;
         }
         let o = ObjRef::SitePeering(topology_core::ids::PeeringId::from_idx(i));
-        let drawn = scope.sites_of(&r.sites);
-        if drawn.len() < 2 {
-            continue;
-        }
         let mut low: Option<Low> = None;
-        for (k, a) in r.sites.iter().enumerate() {
-            for b in r.sites.iter().skip(k + 1) {
+        for (k, a) in members.iter().enumerate() {
+            for b in members.iter().skip(k + 1) {
                 if let Some(l) = f.site_site.get(&ordered(*a, *b)) {
                     lower(&mut low, l.mtu, l.bound);
                 }
@@ -302,53 +415,54 @@ pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
             // No mesh links: its cap applies to gateway links between its Sites.
             vec![cap_text(topo, o), "no mesh links".to_string()]
         };
-        let style = format!(
-            "{}{}",
-            if r.mesh { "" } else { ", style=dashed" },
-            edge_style(red)
-        );
-        if let [a, b] = drawn.as_slice() {
-            let _ = writeln!(
-                s,
-                "  {} -- {} [label={}{style}];",
-                id(&format!("site:{}", topo.site(*a).name)),
-                id(&format!("site:{}", topo.site(*b).name)),
-                edge_label(&title, &lines, red.then_some(RED)),
-            );
+        let dashed = if r.mesh { "" } else { ", style=dashed" };
+        let site_id = |s: &SiteId| id(&format!("site:{}", topo.site(*s).name));
+        if let [a, b] = members.as_slice() {
+            let part = Part {
+                title,
+                lines,
+                low: if r.mesh { low } else { None },
+                red,
+                lead: "",
+                style: dashed,
+            };
+            body.relation(site_id(a), site_id(b), part);
         } else {
-            let hub = format!("peering:{}", r.name);
-            let _ = writeln!(
-                s,
-                "  {} [shape=box, style=\"rounded,dashed\", fontsize=10, label={}{}];",
-                id(&hub),
+            let hub = id(&format!("peering:{}", r.name));
+            body.node(format!(
+                "  {hub} [shape=box, style=\"rounded,dashed\", fontsize=10, label={}{}];",
                 label(&title, &lines, red.then_some(RED)),
                 edge_style(red)
-            );
-            for site in &drawn {
-                let _ = writeln!(
-                    s,
-                    "  {} -- {} [{}];",
-                    id(&hub),
-                    id(&format!("site:{}", topo.site(*site).name)),
+            ));
+            let style = format!("{dashed}{}", edge_style(red));
+            for site in &members {
+                body.link(format!(
+                    "  {hub} -- {} [{}];",
+                    site_id(site),
                     style.trim_start_matches(", ")
-                );
+                ));
             }
         }
     }
+}
 
-    // GatewayPoolPeerings: an edge between two members, a hub for more.
+/// GatewayPoolPeerings: an edge between two members, a hub for more.
+fn pool_peerings(body: &mut Body, solver: &Solver<'_>, f: &Facts, sel: &Selection) {
+    let topo = solver.topo();
     for (i, r) in topo.pool_peerings.iter().enumerate() {
-        if !r.relates {
+        let members: Vec<PoolId> = r
+            .pools
+            .iter()
+            .copied()
+            .filter(|p| sel.has_pool(*p))
+            .collect();
+        if !r.relates || members.len() < 2 {
             continue;
         }
         let o = ObjRef::PoolPeering(topology_core::ids::PoolPeeringId::from_idx(i));
-        let drawn = scope.pools_of(&r.pools);
-        if drawn.len() < 2 {
-            continue;
-        }
         let mut low: Option<Low> = None;
-        for (k, a) in r.pools.iter().enumerate() {
-            for b in r.pools.iter().skip(k + 1) {
+        for (k, a) in members.iter().enumerate() {
+            for b in members.iter().skip(k + 1) {
                 if let Some(l) = f.pool_pool.get(&ordered(*a, *b)) {
                     lower(&mut low, l.mtu, l.bound);
                 }
@@ -357,48 +471,87 @@ pub fn dot(solver: &mut Solver<'_>, scope: &Scope) -> String {
         let red = f.binding.contains(&o);
         let title = format!("GatewayPoolPeering {}", r.name);
         let lines = relation_lines(solver, o, low);
-        if let [a, b] = drawn.as_slice() {
-            let _ = writeln!(
-                s,
-                "  {} -- {} [style=bold, label={}{}];",
-                id(&format!("pool:{}", topo.pool(*a).name)),
-                id(&format!("pool:{}", topo.pool(*b).name)),
-                edge_label(&title, &lines, red.then_some(RED)),
-                edge_style(red)
-            );
+        let pool_id = |p: &PoolId| id(&format!("pool:{}", topo.pool(*p).name));
+        if let [a, b] = members.as_slice() {
+            let part = Part {
+                title,
+                lines,
+                low,
+                red,
+                lead: "style=bold, ",
+                style: "",
+            };
+            body.relation(pool_id(a), pool_id(b), part);
         } else {
-            let hub = format!("poolpeering:{}", r.name);
-            let _ = writeln!(
-                s,
-                "  {} [shape=box, style=\"rounded,bold\", fontsize=10, label={}{}];",
-                id(&hub),
+            let hub = id(&format!("poolpeering:{}", r.name));
+            body.node(format!(
+                "  {hub} [shape=box, style=\"rounded,bold\", fontsize=10, label={}{}];",
                 label(&title, &lines, red.then_some(RED)),
                 edge_style(red)
-            );
-            for pool in &drawn {
-                let _ = writeln!(
-                    s,
-                    "  {} -- {} [style=bold{}];",
-                    id(&hub),
-                    id(&format!("pool:{}", topo.pool(*pool).name)),
+            ));
+            for pool in &members {
+                body.link(format!(
+                    "  {hub} -- {} [style=bold{}];",
+                    pool_id(pool),
                     edge_style(red)
-                );
+                ));
             }
         }
     }
+}
 
-    let _ = writeln!(s, "  label={};", caption(solver, &f, scope));
-    s.push_str("}\n");
-    s
+/// The statement of an edge: one relationship as it is, several merged into one label that
+/// names each with its cap, then the lowest link among them and what binds it.
+fn edge_line(solver: &Solver<'_>, e: &Edge) -> String {
+    let (title, lines, red, lead, style) = match e.parts.as_slice() {
+        [one] => (
+            one.title.clone(),
+            one.lines.clone(),
+            one.red,
+            one.lead,
+            one.style,
+        ),
+        parts => {
+            let mut lines: Vec<String> = parts
+                .iter()
+                .map(|p| match p.lines.first() {
+                    Some(cap) => format!("{}: {cap}", p.title),
+                    None => p.title.clone(),
+                })
+                .collect();
+            match e.low() {
+                Some(l) => {
+                    lines.push(format!("lowest link {}", l.mtu));
+                    lines.push(format!("bound by {}", bound_text(solver, l.bound)));
+                }
+                None => lines.push("no links".to_string()),
+            }
+            let first = parts.first();
+            (
+                format!("{} relationships", parts.len()),
+                lines,
+                parts.iter().any(|p| p.red),
+                first.map_or("", |p| p.lead),
+                first.map_or("", |p| p.style),
+            )
+        }
+    };
+    format!(
+        "  {} -- {} [{lead}label={}{style}{}];",
+        e.a,
+        e.b,
+        edge_label(&title, &lines, red.then_some(RED)),
+        edge_style(red)
+    )
 }
 
 /// The legend and the end-to-end route table, below the picture.
-fn caption(solver: &Solver<'_>, f: &Facts, scope: &Scope) -> String {
+fn caption(solver: &Solver<'_>, f: &Facts, sel: &Selection) -> String {
     let topo = solver.topo();
     let mut rows: Vec<(SiteId, SiteId, Low)> = f
         .routes
         .iter()
-        .filter(|((a, b), _)| scope.site(*a) && scope.site(*b))
+        .filter(|((a, b), _)| sel.has_site(*a) && sel.has_site(*b))
         .map(|((a, b), l)| (*a, *b, *l))
         .collect();
     let all = rows.len() <= ROUTE_ROWS;

@@ -7,7 +7,7 @@
 //! the workers of each Site to each other Site with workers.
 
 use super::facts::{Facts, Low, Target, bound_text, cap_object, gather, lower, ordered};
-use super::scope::Scope;
+use super::select::Selection;
 use mtu_solver::Solver;
 use mtu_solver::report::{API_VERSION, DiagOut};
 use serde::Serialize;
@@ -108,32 +108,34 @@ struct RouteOut {
     binding_object: Option<String>,
 }
 
-/// The document of what `scope` draws of `solver`'s cluster, with `diagnostics`.
+/// The document of the Sites and pools `sel` selects in `solver`'s cluster, with
+/// `diagnostics`: a relationship is kept with its selected members when two of them are
+/// selected (a Site and a pool for an assignment), a route when both its Sites are.
 pub(super) fn graph_doc(
     solver: &mut Solver<'_>,
-    scope: &Scope,
     diagnostics: Vec<DiagOut>,
+    sel: &Selection,
 ) -> GraphDoc {
     let f = gather(solver);
     let solver: &Solver<'_> = solver;
     let topo = solver.topo();
     let mut nodes: Vec<NodeOut> = (0..topo.sites.len())
         .map(SiteId::from_idx)
-        .filter(|s| scope.site(*s))
+        .filter(|s| sel.has_site(*s))
         .map(|s| site_node(solver, &f, s))
         .collect();
     nodes.extend(
         (0..topo.pools.len())
             .map(PoolId::from_idx)
-            .filter(|p| scope.pool(*p))
+            .filter(|p| sel.has_pool(*p))
             .map(|p| pool_node(solver, &f, p)),
     );
-    let mut edges = relationship_edges(solver, &f, scope);
-    edges.extend(gateway_edges(topo, scope));
+    let mut edges = relationship_edges(solver, &f, sel);
+    edges.extend(gateway_edges(topo, sel));
     let routes = f
         .routes
         .iter()
-        .filter(|((a, b), _)| scope.site(*a) && scope.site(*b))
+        .filter(|((a, b), _)| sel.has_site(*a) && sel.has_site(*b))
         .map(|((a, b), l)| {
             let low = low_out(solver, *l);
             RouteOut {
@@ -240,23 +242,28 @@ fn pool_node(solver: &Solver<'_>, f: &Facts, pid: PoolId) -> NodeOut {
     }
 }
 
-/// Every relationship that relates something drawn, with the lowest link between its members;
-/// its drawn members listed.
-fn relationship_edges(solver: &Solver<'_>, f: &Facts, scope: &Scope) -> Vec<EdgeOut> {
+/// Every relationship that relates something, with the lowest link between its members.
+fn relationship_edges(solver: &Solver<'_>, f: &Facts, sel: &Selection) -> Vec<EdgeOut> {
     let topo = solver.topo();
-    let site_ids = |r: &Relation| -> Vec<String> {
-        scope
-            .sites_of(&r.sites)
+    let sites_of = |r: &Relation| -> Vec<SiteId> {
+        r.sites
             .iter()
-            .map(|s| topo.label(ObjRef::Site(*s)))
+            .copied()
+            .filter(|s| sel.has_site(*s))
             .collect()
     };
-    let pool_ids = |r: &Relation| -> Vec<String> {
-        scope
-            .pools_of(&r.pools)
+    let pools_of = |r: &Relation| -> Vec<PoolId> {
+        r.pools
             .iter()
-            .map(|p| topo.label(ObjRef::Pool(*p)))
+            .copied()
+            .filter(|p| sel.has_pool(*p))
             .collect()
+    };
+    let site_ids = |sites: &[SiteId]| -> Vec<String> {
+        sites.iter().map(|s| topo.label(ObjRef::Site(*s))).collect()
+    };
+    let pool_ids = |pools: &[PoolId]| -> Vec<String> {
+        pools.iter().map(|p| topo.label(ObjRef::Pool(*p))).collect()
     };
     let mut out = Vec::new();
     let mut edge = |kind: &'static str, r: &Relation, o: ObjRef, members, low: Option<Low>| {
@@ -275,37 +282,52 @@ fn relationship_edges(solver: &Solver<'_>, f: &Facts, scope: &Scope) -> Vec<Edge
         .site_peerings
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.relates && scope.sites_of(&r.sites).len() >= 2)
+        .filter(|(_, r)| r.relates)
     {
-        let low = lowest_between(&r.sites, |a, b| f.site_site.get(&ordered(a, b)));
+        let sites = sites_of(r);
+        if sites.len() < 2 {
+            continue;
+        }
+        let low = lowest_between(&sites, |a, b| f.site_site.get(&ordered(a, b)));
         let o = ObjRef::SitePeering(PeeringId::from_idx(i));
-        edge("SitePeering", r, o, site_ids(r), low);
+        edge("SitePeering", r, o, site_ids(&sites), low);
     }
-    for (i, r) in topo.assignments.iter().enumerate().filter(|(_, r)| {
-        r.relates && !scope.sites_of(&r.sites).is_empty() && !scope.pools_of(&r.pools).is_empty()
-    }) {
+    for (i, r) in topo
+        .assignments
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.relates)
+    {
+        let (sites, pools) = (sites_of(r), pools_of(r));
+        if sites.is_empty() || pools.is_empty() {
+            continue;
+        }
         let mut low = None;
-        for s in &r.sites {
-            for p in &r.pools {
+        for s in &sites {
+            for p in &pools {
                 if let Some(l) = f.site_pool.get(&(*s, *p)) {
                     lower(&mut low, l.mtu, l.bound);
                 }
             }
         }
         let o = ObjRef::Assignment(AssignmentId::from_idx(i));
-        let mut members = site_ids(r);
-        members.extend(pool_ids(r));
+        let mut members = site_ids(&sites);
+        members.extend(pool_ids(&pools));
         edge("SiteGatewayPoolAssignment", r, o, members, low);
     }
     for (i, r) in topo
         .pool_peerings
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.relates && scope.pools_of(&r.pools).len() >= 2)
+        .filter(|(_, r)| r.relates)
     {
-        let low = lowest_between(&r.pools, |a, b| f.pool_pool.get(&ordered(a, b)));
+        let pools = pools_of(r);
+        if pools.len() < 2 {
+            continue;
+        }
+        let low = lowest_between(&pools, |a, b| f.pool_pool.get(&ordered(a, b)));
         let o = ObjRef::PoolPeering(PoolPeeringId::from_idx(i));
-        edge("GatewayPoolPeering", r, o, pool_ids(r), low);
+        edge("GatewayPoolPeering", r, o, pool_ids(&pools), low);
     }
     out
 }
@@ -326,17 +348,17 @@ fn lowest_between<'f, T: Copy>(
     low
 }
 
-/// A `GatewaysIn` edge from each drawn pool to each drawn Site its gateways run in.
-fn gateway_edges(topo: &Topology, scope: &Scope) -> Vec<EdgeOut> {
+/// A `GatewaysIn` edge from each pool to each Site its gateways run in.
+fn gateway_edges(topo: &Topology, sel: &Selection) -> Vec<EdgeOut> {
     let mut by_pair: BTreeMap<(PoolId, SiteId), Vec<String>> = BTreeMap::new();
     for (i, _) in topo.sites.iter().enumerate() {
         let sid = SiteId::from_idx(i);
-        if !scope.site(sid) {
-            continue;
-        }
         for g in topo.gateways_in(sid) {
             let node = topo.node(*g);
-            if let Some(p) = node.pool().filter(|p| scope.pool(*p)) {
+            if let Some(p) = node
+                .pool()
+                .filter(|p| sel.has_pool(*p) && sel.has_site(sid))
+            {
                 by_pair
                     .entry((p, sid))
                     .or_default()

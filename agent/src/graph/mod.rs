@@ -12,14 +12,21 @@
 //!   edge joins a pool to each Site its gateways run in.
 //! - Below the picture, the lowest route MTU from the workers of each Site to each other Site
 //!   with workers, end to end (what pods can send), and what binds it.
+//! - Two relationships joining the same two nodes are one edge naming both, with the lowest link
+//!   among them and what binds it.
+//! - A [`Selection`] limits the picture to some Sites and pools (`--around NODE`: one node's
+//!   neighbourhood). Large pictures are laid out by `fdp` instead of `dot`, each pool a cluster
+//!   of the Sites its gateways run in ([`layout`]).
 //!
 //! Labels are node labels or edge labels (`label`, which Graphviz lays out beside its edge), never
 //! external labels (`xlabel`), which Graphviz places after routing and may draw over edges.
 
+mod body;
 mod dot;
 mod facts;
 mod json;
-mod scope;
+pub mod layout;
+mod select;
 
 use crate::cli::{GraphArgs, GraphFormat};
 use crate::common::{self, usage};
@@ -29,19 +36,39 @@ use mtu_solver::Solver;
 use mtu_solver::report::DiagOut;
 use std::io::Write as _;
 
-pub use dot::dot;
-pub use scope::Scope;
+pub use dot::{Drawing, dot};
+pub use select::Selection;
 
 /// Runs `graph`.
 pub fn run(args: &GraphArgs) -> Result<()> {
     let selector = common::selector(&args.select)?;
+    if args.around.is_some() && !selector.is_empty() {
+        return Err(usage(
+            "--around draws one node's neighbourhood; it does not combine with --site, --pool, \
+             -l or --node",
+        ));
+    }
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
-    let scope = match selector.is_empty() {
-        true => Scope::all(),
-        false => Scope::of(&topo, &common::select(&topo, &selector)?),
-    };
     let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
+    let selection = match &args.around {
+        Some(name) => {
+            let n = topo
+                .find_node(name)
+                .map_err(|e| usage(format!("--around {name}: {e}")))?;
+            Selection::around(&mut solver, n)
+        }
+        None if selector.is_empty() => Selection::All,
+        None => Selection::nodes(&topo, &common::select(&topo, &selector)?),
+    };
+    draw(&mut solver, &selection, args)?;
+    common::fail_on(args.fail.fail_on, &topo.diagnostics)
+}
+
+/// Writes the picture (or its document) of the Sites and pools `selection` selects, in the
+/// format of `args`, and the input's diagnostics on standard error after a picture.
+pub fn draw(solver: &mut Solver<'_>, selection: &Selection, args: &GraphArgs) -> Result<()> {
+    let topo = solver.topo();
     let data = match args.format {
         GraphFormat::Dot | GraphFormat::Svg => None,
         GraphFormat::Json => Some(DataFormat::Json),
@@ -50,13 +77,17 @@ pub fn run(args: &GraphArgs) -> Result<()> {
     if let Some(format) = data {
         // A document carries its diagnostics, as every other command's does.
         let diagnostics = topo.diagnostics.iter().map(DiagOut::from).collect();
-        write_data(&json::graph_doc(&mut solver, &scope, diagnostics), format)?;
-        return common::fail_on(args.fail.fail_on, &topo.diagnostics);
+        return write_data(&json::graph_doc(solver, diagnostics, selection), format);
     }
-    let text = dot(&mut solver, &scope);
+    let drawing = dot(solver, selection);
     let bytes = match args.format {
-        GraphFormat::Svg => render_svg(&text)?,
-        _ => text.into_bytes(),
+        GraphFormat::Svg => {
+            if let Some(note) = layout::slow_note(drawing.size, drawing.engine) {
+                writeln!(std::io::stderr().lock(), "{note}")?;
+            }
+            render_svg(&drawing.text)?
+        }
+        _ => drawing.text.into_bytes(),
     };
     // Errors (a reader that went away among them) go to the caller, which ends quietly on a
     // closed pipe; `print!` would panic instead.
@@ -70,7 +101,7 @@ pub fn run(args: &GraphArgs) -> Result<()> {
         let table = diagnostics_table(&topo.diagnostics, TableStyle::default());
         err.write_all(table.as_bytes())?;
     }
-    common::fail_on(args.fail.fail_on, &topo.diagnostics)
+    Ok(())
 }
 
 /// Renders DOT to SVG with Graphviz; exit 2 when Graphviz is missing.

@@ -218,7 +218,7 @@ fn opts() -> Opts {
                      --no-dataplane  skip the 10,000-route dataplane comparison\n  \
                      --quick         2 samples per figure instead of 3\n  \
                      --only LIST     comma-separated sections: decode, one, all, views, whatif,\n                  \
-                     incremental, peerings, hyperscale, memory, dataplane (for profiling)"
+                     incremental, peerings, graph, hyperscale, memory, dataplane (for profiling)"
                 );
                 std::process::exit(0);
             }
@@ -273,6 +273,9 @@ fn main() {
     }
     if o.wants("peerings") {
         peerings(&mut t, o.samples);
+    }
+    if o.wants("graph") {
+        graph_svg(&mut t, &std, o.samples);
     }
     if !o.wants("dataplane") {
     } else if o.dataplane {
@@ -1017,6 +1020,59 @@ fn memory(t: &mut Table, std: &Fixture, hyper: &Fixture) {
         ),
         Err(reason) => t.skip(FIG, BUDGET, reason),
     }
+}
+
+/// `graph --format svg` of the standard cluster by the release binary, Graphviz included: wall
+/// clock (two processes), the manifests written to a file first (not timed).
+fn graph_svg(t: &mut Table, f: &Fixture, samples: usize) {
+    const FIG: &str = "graph --format svg, standard-5000 (200 Sites, 50 pools)";
+    const BUDGET: &str = "≤ 10 s";
+    let bin = match benches::memory::agent_binary() {
+        Ok(b) => b,
+        Err(reason) => return t.skip(FIG, BUDGET, reason),
+    };
+    if std::process::Command::new("fdp")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        return t.skip(FIG, BUDGET, "Graphviz (fdp) is not installed".into());
+    }
+    let file = std::env::temp_dir().join(format!("perf-budget-graph-{}.yaml", std::process::id()));
+    if let Err(e) = std::fs::write(&file, &f.text) {
+        return t.skip(FIG, BUDGET, format!("write {}: {e}", file.display()));
+    }
+    let mut walls = Vec::new();
+    let mut bytes = 0;
+    let mut failure = None;
+    for _ in 0..samples {
+        let started = Instant::now();
+        let out = std::process::Command::new(&bin)
+            .args(["graph", "--format", "svg", "--fail-on", "none", "-f"])
+            .arg(&file)
+            .output();
+        walls.push(started.elapsed());
+        match out {
+            Ok(o) if o.status.success() && o.stdout.starts_with(b"<?xml") => bytes = o.stdout.len(),
+            Ok(o) => failure = Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+            Err(e) => failure = Some(format!("run {}: {e}", bin.display())),
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+    if let Some(reason) = failure {
+        return t.skip(FIG, BUDGET, format!("graph failed: {reason}"));
+    }
+    let wall = median(&mut walls);
+    t.budget(
+        FIG,
+        format!("{:.2} s", wall.as_secs_f64()),
+        BUDGET,
+        wall <= Duration::from_secs(10),
+        format!(
+            "wall clock, release binary, Graphviz fdp included; {:.1} MB of SVG; median of {samples}",
+            bytes as f64 / 1e6
+        ),
+    );
 }
 
 const DATAPLANE_FIGURE: &str = "10,000 route MTU changes, adapter / ip -batch";
