@@ -1,6 +1,6 @@
 //! `unbounded-mtu resolve`: every selected node's values written node after node as they are
-//! resolved (tables, JSON, YAML: [`nodes`], [`document`]), or a rollup of the whole cluster that
-//! fits a screen (`--summary`: [`rollup`], [`summary`]).
+//! resolved (tables, JSON, YAML: `nodes.rs`, `document.rs`), or a rollup of the whole cluster that
+//! fits a screen (`--summary`: `rollup.rs`, `summary.rs`).
 //!
 //! Nodes are planned on every core ([`mtu_solver::stream`]) and written in name order, so the
 //! output is byte for byte what one thread writes; memory holds the topology, the solvers' memos
