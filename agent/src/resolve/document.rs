@@ -12,8 +12,9 @@ use serde::Serialize;
 use std::io::Write;
 use topology_core::diag::Diagnostic;
 
-/// Nodes per chunk: one node's document can reach hundreds of kilobytes on a large cluster.
-const CHUNK: usize = 4;
+/// Nodes per chunk: one node's document can reach hundreds of kilobytes on a large cluster
+/// (a megabyte or more at 65,000 nodes), and a few chunks are in flight.
+const CHUNK: usize = 2;
 
 /// The document's kind.
 const KIND: &str = "Resolution";

@@ -749,8 +749,8 @@ fn view_size(t: &mut Table, size: &ViewSize, samples: usize) -> Result<f64, Stri
         t.skip(
             &format!("resolve -o json peak memory / one worker, {}", size.label),
             "≤ 4 ×",
-            "every node's JSON is about 100 GB at this size: the same stream as --summary, \
-             whose peak is judged"
+            "every node's JSON is about 100 GB at this size (5 minutes of CPU): measured by \
+             hand, docs/performance.md \"Whole-cluster views\""
                 .into(),
         );
     }
