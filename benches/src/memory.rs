@@ -78,7 +78,7 @@ fn run_and_watch(
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("run {}: {e}", bin.display()))?;
-    watch(child, started)
+    watch(child, started, None)
 }
 
 /// What one run of an offline command measured.
@@ -98,8 +98,14 @@ pub struct Run {
 
 /// Runs the release binary with `args` (an argument `{}` stands for `yaml`, written to a
 /// temporary file), reading and counting its standard output: its peak, the time of its first
-/// byte and its whole run; `keep`: its output too (for small outputs).
-pub fn command_peak(yaml: &str, args: &[&str], keep: bool) -> Result<Run, String> {
+/// byte and its whole run; `keep`: its output too (for small outputs); `window`: killed after
+/// that long, the figures those of the window (for a run too long to finish in a benchmark).
+pub fn command_peak(
+    yaml: &str,
+    args: &[&str],
+    keep: bool,
+    window: Option<Duration>,
+) -> Result<Run, String> {
     use std::io::Read;
     let bin = agent_binary()?;
     let file = std::env::temp_dir().join(format!("perf-budget-cmd-{}.yaml", std::process::id()));
@@ -138,7 +144,7 @@ pub fn command_peak(yaml: &str, args: &[&str], keep: bool) -> Result<Run, String
             (first, bytes, kept)
         })
     });
-    let peak = watch(child, started);
+    let peak = watch(child, started, window);
     let _ = std::fs::remove_file(&file);
     let cpu = children_cpu().saturating_sub(cpu_before);
     let (first_byte, bytes, output) =
@@ -170,10 +176,16 @@ fn children_cpu() -> Duration {
         .unwrap_or_default()
 }
 
-/// Polls the child's `VmHWM` every millisecond until it exits.
-fn watch(mut child: std::process::Child, started: Instant) -> Result<Peak, String> {
+/// Polls the child's `VmHWM` every millisecond until it exits, or until `window` has passed
+/// (then it is killed, and its peak is that of the window).
+fn watch(
+    mut child: std::process::Child,
+    started: Instant,
+    window: Option<Duration>,
+) -> Result<Peak, String> {
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak_kib = 0u64;
+    let mut cut = false;
     let status = loop {
         if let Some(kib) = std::fs::read_to_string(&status_file)
             .ok()
@@ -181,6 +193,10 @@ fn watch(mut child: std::process::Child, started: Instant) -> Result<Peak, Strin
             .and_then(vm_hwm_kib)
         {
             peak_kib = peak_kib.max(kib);
+        }
+        if !cut && window.is_some_and(|w| started.elapsed() > w) {
+            cut = true;
+            let _ = child.kill();
         }
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -190,7 +206,7 @@ fn watch(mut child: std::process::Child, started: Instant) -> Result<Peak, Strin
     };
     let took = started.elapsed();
     // Exit 1: a result was written and some diagnostic reached --fail-on.
-    if !matches!(status.code(), Some(0 | 1)) {
+    if !cut && !matches!(status.code(), Some(0 | 1)) {
         return Err(format!("the binary failed ({status})"));
     }
     if peak_kib == 0 {

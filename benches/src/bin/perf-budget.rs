@@ -621,13 +621,20 @@ fn all_nodes(t: &mut Table, std: &Fixture, dbl: &Fixture, samples: usize) {
     );
 }
 
+/// The window of `resolve -o json` at 65,000 nodes: about 4,000 nodes written, each worker
+/// past seven fresh solvers.
+const HYPERSCALE_JSON_WINDOW: Duration = Duration::from_secs(25);
+
 /// One cluster size of the whole-cluster views: its YAML and a worker of it.
 struct ViewSize {
     label: &'static str,
     text: String,
     worker: &'static str,
-    /// `resolve -o json` of every node is run (at 65,000 nodes it is 100 GB of text).
-    json: bool,
+    /// How long `resolve -o json` of every node runs before it is stopped (None: to its end).
+    /// At 65,000 nodes it writes 100 GB in 5 minutes of CPU; its memory is flat after the
+    /// first chunks (a fresh solver every `RENEW` nodes), so a window of many renewals shows
+    /// its peak.
+    json_window: Option<Duration>,
 }
 
 /// Issue 39: the whole-cluster views stream. `resolve --summary` and `resolve -o json`, run as
@@ -641,19 +648,19 @@ fn views(t: &mut Table, std: &Fixture, samples: usize) {
             label: "standard-5000",
             text: std.text.clone(),
             worker: "node-000-02",
-            json: true,
+            json_window: None,
         },
         ViewSize {
             label: "double-10000",
             text: ScaleSpec::double().generate(),
             worker: "node-000-02",
-            json: true,
+            json_window: None,
         },
         ViewSize {
             label: "hyperscale-65000",
             text: ScaleSpec::hyperscale().generate(),
             worker: "node-0000-02",
-            json: false,
+            json_window: Some(HYPERSCALE_JSON_WINDOW),
         },
     ];
     let mut per_value: Vec<(&str, f64)> = Vec::new();
@@ -692,19 +699,18 @@ fn view_size(t: &mut Table, size: &ViewSize, samples: usize) -> Result<f64, Stri
         &size.text,
         &["resolve", "-f", "{}", "--summary", "-o", "json"],
         true,
+        None,
     )?;
     // Interleaved samples: one worker, then every node as JSON (whose first byte is timed).
     let (mut ones, mut firsts, mut json_peak) = (Vec::new(), Vec::new(), 0u64);
     let mut one_peak = 0u64;
     for _ in 0..samples {
-        let one = command_peak(&size.text, &one_args, false)?;
+        let one = command_peak(&size.text, &one_args, false, None)?;
         one_peak = one_peak.max(one.peak.bytes);
         ones.push(one.peak.took);
-        if size.json {
-            let all = command_peak(&size.text, &json_args, false)?;
-            json_peak = json_peak.max(all.peak.bytes);
-            firsts.push(all.first_byte.ok_or("resolve -o json wrote nothing")?);
-        }
+        let all = command_peak(&size.text, &json_args, false, size.json_window)?;
+        json_peak = json_peak.max(all.peak.bytes);
+        firsts.push(all.first_byte.ok_or("resolve -o json wrote nothing")?);
     }
     let one_wall = median(&mut ones);
     let ratio = summary.peak.bytes as f64 / one_peak.max(1) as f64;
@@ -720,40 +726,38 @@ fn view_size(t: &mut Table, size: &ViewSize, samples: usize) -> Result<f64, Stri
             ms(summary.peak.took)
         ),
     );
-    if size.json {
-        let ratio = json_peak as f64 / one_peak.max(1) as f64;
-        t.budget(
-            &format!("resolve -o json peak memory / one worker, {}", size.label),
-            format!("{ratio:.2} ×"),
-            "≤ 4 ×",
-            ratio <= 4.0,
-            format!("{:.1} MiB / {:.1} MiB", mib(json_peak), mib(one_peak)),
-        );
-        let first = median(&mut firsts);
-        let ratio = first.as_secs_f64() / one_wall.as_secs_f64().max(1e-9);
-        t.budget(
-            &format!(
-                "resolve -o json first byte / one worker's resolve, {}",
-                size.label
-            ),
-            format!("{ratio:.2} ×"),
-            "≤ 2 ×",
-            ratio <= 2.0,
-            format!(
-                "{} / {} wall, medians of {samples}",
-                ms(first),
-                ms(one_wall)
-            ),
-        );
-    } else {
-        t.skip(
-            &format!("resolve -o json peak memory / one worker, {}", size.label),
-            "≤ 4 ×",
-            "every node's JSON is about 100 GB at this size (5 minutes of CPU): measured by \
-             hand, docs/performance.md \"Whole-cluster views\""
-                .into(),
-        );
-    }
+    let ratio = json_peak as f64 / one_peak.max(1) as f64;
+    let window = size
+        .json_window
+        .map(|w| format!(", the first {} s of its run", w.as_secs()))
+        .unwrap_or_default();
+    t.budget(
+        &format!("resolve -o json peak memory / one worker, {}", size.label),
+        format!("{ratio:.2} ×"),
+        "≤ 4 ×",
+        ratio <= 4.0,
+        format!(
+            "{:.1} MiB / {:.1} MiB{window}",
+            mib(json_peak),
+            mib(one_peak)
+        ),
+    );
+    let first = median(&mut firsts);
+    let ratio = first.as_secs_f64() / one_wall.as_secs_f64().max(1e-9);
+    t.budget(
+        &format!(
+            "resolve -o json first byte / one worker's resolve, {}",
+            size.label
+        ),
+        format!("{ratio:.2} ×"),
+        "≤ 2 ×",
+        ratio <= 2.0,
+        format!(
+            "{} / {} wall, medians of {samples}",
+            ms(first),
+            ms(one_wall)
+        ),
+    );
     let doc: serde_json::Value =
         serde_json::from_slice(&summary.output).map_err(|e| format!("--summary -o json: {e}"))?;
     let counts = &doc["counts"];
