@@ -420,7 +420,7 @@ pub struct WhatIfArgs {
     #[arg(long, value_enum, default_value = "bound")]
     pub explain: ExplainLevel,
     /// List every changed value, node by node, below the digest (the table shows totals and
-    /// the changes grouped by kind, before → after and binding term; JSON lists every value
+    /// the changes grouped by kind, before -> after and binding term; JSON lists every value
     /// unless --summary).
     #[arg(long, conflicts_with = "summary")]
     pub details: bool,
