@@ -33,7 +33,7 @@ struct Explained {
     hops_not_shown: Option<usize>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 struct Paths {
     /// How many forwarding paths there are (the largest u64 when `saturated`).
     total: u64,
@@ -143,158 +143,22 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     let decoded = common::load(&args.common)?;
     let topo = common::topology(&decoded)?;
     let n = common::one_node(&topo, &selector)?;
-    let want = if let Some(p) = &args.peer {
-        let id = topo
-            .find_node(p)
-            .map_err(|e| usage(format!("--peer {p}: {e}")))?;
-        Some(Want::Peer(id))
-    } else if let Some(d) = &args.destination {
-        if let Ok(net) = d.parse::<IpNet>() {
-            Some(Want::Net(net.trunc()))
-        } else if let Ok(a) = d.parse::<IpAddr>() {
-            Some(Want::Addr(a))
-        } else {
-            return Err(usage(format!(
-                "--destination {d}: neither a CIDR nor an IP address"
-            )));
-        }
-    } else {
-        None
-    };
+    let want = question(&topo, args)?;
     let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
     let plan: NodePlan = solver.plan(n);
-    if let Some(Want::Peer(p)) = want
-        && plan.link(p).is_none()
-    {
-        let peers: Vec<&str> = plan
-            .links
-            .iter()
-            .map(|l| &*topo.node(l.peer).name)
-            .collect();
-        return Err(usage(format!(
-            "--peer {}: node {} has no link to it (its peers: {})",
-            topo.node(p).name,
-            topo.node(n).name,
-            if peers.is_empty() {
-                "none".to_string()
-            } else {
-                peers.join(", ")
-            }
-        )));
+    if let Some(Want::Peer(p)) = want {
+        linked(&topo, n, &plan, p)?;
     }
-    // Paths and hops for the routes that will be shown.
-    let mut route_paths: Vec<Option<Paths>> = Vec::new();
-    let mut route_hops: Vec<Option<(RouteHops, usize)>> = Vec::new();
-    for rt in &plan.routes {
-        if rt.kind == RouteKind::Direct || !wanted_route(&rt.destination, &want) {
-            route_paths.push(None);
-            route_hops.push(None);
-            continue;
-        }
-        // Counted, not enumerated (a chain of pools multiplies the branches); only the shown
-        // ones are walked.
-        let fp = solver.net.forwarding_paths(n, &rt.advertised);
-        let walked: Vec<Vec<NodeId>> = fp.iter().take(args.paths).collect();
-        let shown = walked
-            .iter()
-            .map(|p| path_text(&solver, n, p, &rt.advertised))
-            .collect();
-        // The hops of the shown paths, and the binding ones wherever they are.
-        let mut hops = solver.route_hops(n, rt);
-        let all = hops.hops.len();
-        hops.hops.retain(|h| h.binds || on_paths(n, &walked, h));
-        route_hops.push(Some((hops, all)));
-        route_paths.push(Some(Paths {
-            total: fp.total(),
-            saturated: fp.saturated(),
-            shown,
-        }));
-    }
+    let shown = shown_routes(&mut solver, n, &plan, &want, args.paths);
     let r = Renderer::new(&solver, true);
-    let mut values: Vec<Explained> = Vec::new();
-    let show_all = want.is_none();
-    for l in &plan.links {
-        let hit = matches!(want, Some(Want::Peer(p)) if p == l.peer);
-        if show_all || hit {
-            values.push(explained(
-                &r,
-                &solver,
-                format!(
-                    "link to {} ({}, {})",
-                    topo.node(l.peer).name,
-                    l.kind.as_str(),
-                    l.protocol
-                ),
-                l.mtu.expl,
-            ));
-        }
-    }
-    let mut matched_routes = 0usize;
-    for ((rt, paths), hops) in plan.routes.iter().zip(route_paths).zip(&route_hops) {
-        let via_peer = matches!(want, Some(Want::Peer(p)) if rt.kind == RouteKind::Direct && rt.via.contains(&p));
-        if !(wanted_route(&rt.destination, &want) || via_peer) {
-            continue;
-        }
-        matched_routes += 1;
-        let mut e = explained(
-            &r,
-            &solver,
-            format!(
-                "route {} ({}, {}, distance {}, via {})",
-                rt.destination,
-                rt.ty.as_str(),
-                rt.kind.as_str(),
-                rt.distance,
-                rt.via
-                    .iter()
-                    .map(|v| topo.node(*v).name.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            rt.mtu.expl,
-        );
-        e.paths = paths;
-        if let Some((h, all)) = hops {
-            e.hops = Some(r.hops(&h.hops));
-            e.hops_not_shown = Some(all.saturating_sub(h.hops.len()));
-        }
-        values.push(e);
-    }
-    if show_all {
-        for d in &plan.devices {
-            let name = match &d.device {
-                mtu_solver::DeviceRef::Shared(n) => n.to_string(),
-                mtu_solver::DeviceRef::PerPeer { name, peer } => name
-                    .clone()
-                    .unwrap_or_else(|| format!("(WireGuard device for {})", topo.node(*peer).name)),
-                mtu_solver::DeviceRef::Underlay => continue,
-            };
-            values.push(explained(
-                &r,
-                &solver,
-                format!("device {name} (largest link it carries)"),
-                d.mtu.expl,
-            ));
-        }
-        values.push(explained(
-            &r,
-            &solver,
-            "fabric (pods, bridge, CNI)".to_string(),
-            plan.fabric.expl,
-        ));
-        if let Some(ps) = &plan.published {
-            for p in ps {
-                values.push(explained(
-                    &r,
-                    &solver,
-                    format!("published for {}", p.destination),
-                    p.mtu.expl,
-                ));
-            }
-        }
+    let mut values = link_values(&r, &solver, &plan, &want);
+    let (routes, matched) = route_values(&r, &solver, &plan, &want, &shown);
+    values.extend(routes);
+    if want.is_none() {
+        values.extend(node_values(&r, &solver, &plan));
     }
     if let Some(Want::Net(_) | Want::Addr(_)) = want
-        && matched_routes == 0
+        && matched == 0
     {
         return Err(usage(format!(
             "node {} has no route to {}",
@@ -302,20 +166,8 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
             args.destination.as_deref().unwrap_or("")
         )));
     }
+    let diags = diagnostics(&topo, &plan, &shown);
     let node = topo.node(n);
-    let mut diags = topo.diagnostics.clone();
-    diags.extend(plan.diagnostics.iter().cloned());
-    // What the shown routes read of gateways' published values.
-    for d in route_hops
-        .iter()
-        .flatten()
-        .flat_map(|(h, _)| &h.diagnostics)
-    {
-        if !diags.contains(d) {
-            diags.push(d.clone());
-        }
-    }
-    topology_core::diag::sort_diagnostics(&mut diags);
     let doc = Doc {
         api_version: mtu_solver::report::API_VERSION,
         kind: "Explanation",
@@ -336,6 +188,208 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         Format::Data(f) => write_data(&doc, f)?,
     }
     common::fail_on(args.fail.fail_on, &diags)
+}
+
+/// What is asked: a peer's link (`--peer`), the routes to a destination (`--destination`, a
+/// CIDR or an address), or every value (None).
+fn question(topo: &Topology, args: &ExplainArgs) -> Result<Option<Want>> {
+    if let Some(p) = &args.peer {
+        let id = topo
+            .find_node(p)
+            .map_err(|e| usage(format!("--peer {p}: {e}")))?;
+        return Ok(Some(Want::Peer(id)));
+    }
+    let Some(d) = &args.destination else {
+        return Ok(None);
+    };
+    if let Ok(net) = d.parse::<IpNet>() {
+        Ok(Some(Want::Net(net.trunc())))
+    } else if let Ok(a) = d.parse::<IpAddr>() {
+        Ok(Some(Want::Addr(a)))
+    } else {
+        Err(usage(format!(
+            "--destination {d}: neither a CIDR nor an IP address"
+        )))
+    }
+}
+
+/// Exit 2 when node `n` has no link to `peer`, naming the peers it has.
+fn linked(topo: &Topology, n: NodeId, plan: &NodePlan, peer: NodeId) -> Result<()> {
+    if plan.link(peer).is_some() {
+        return Ok(());
+    }
+    let peers: Vec<&str> = plan
+        .links
+        .iter()
+        .map(|l| &*topo.node(l.peer).name)
+        .collect();
+    Err(usage(format!(
+        "--peer {}: node {} has no link to it (its peers: {})",
+        topo.node(peer).name,
+        topo.node(n).name,
+        if peers.is_empty() {
+            "none".to_string()
+        } else {
+            peers.join(", ")
+        }
+    )))
+}
+
+/// The forwarding paths and hops of a learned route that is shown.
+struct ShownRoute {
+    paths: Paths,
+    hops: RouteHops,
+    /// Hops before those off the shown paths were left out.
+    all_hops: usize,
+}
+
+/// Paths and hops for the learned routes that will be shown: the paths counted, not
+/// enumerated (a chain of pools multiplies the branches), the first `max_paths` walked; the
+/// hops on those paths, and the binding ones wherever they are.
+fn shown_routes(
+    solver: &mut Solver<'_>,
+    n: NodeId,
+    plan: &NodePlan,
+    want: &Option<Want>,
+    max_paths: usize,
+) -> Vec<Option<ShownRoute>> {
+    let mut out = Vec::with_capacity(plan.routes.len());
+    for rt in &plan.routes {
+        if rt.kind == RouteKind::Direct || !wanted_route(&rt.destination, want) {
+            out.push(None);
+            continue;
+        }
+        let fp = solver.net.forwarding_paths(n, &rt.advertised);
+        let walked: Vec<Vec<NodeId>> = fp.iter().take(max_paths).collect();
+        let shown = walked
+            .iter()
+            .map(|p| path_text(solver, n, p, &rt.advertised))
+            .collect();
+        let mut hops = solver.route_hops(n, rt);
+        let all_hops = hops.hops.len();
+        hops.hops.retain(|h| h.binds || on_paths(n, &walked, h));
+        out.push(Some(ShownRoute {
+            paths: Paths {
+                total: fp.total(),
+                saturated: fp.saturated(),
+                shown,
+            },
+            hops,
+            all_hops,
+        }));
+    }
+    out
+}
+
+/// The links asked about: every link, or the one to `--peer`.
+fn link_values(
+    r: &Renderer<'_, '_>,
+    solver: &Solver<'_>,
+    plan: &NodePlan,
+    want: &Option<Want>,
+) -> Vec<Explained> {
+    let topo = solver.topo();
+    plan.links
+        .iter()
+        .filter(|l| match want {
+            None => true,
+            Some(Want::Peer(p)) => *p == l.peer,
+            Some(_) => false,
+        })
+        .map(|l| {
+            let item = format!(
+                "link to {} ({}, {})",
+                topo.node(l.peer).name,
+                l.kind.as_str(),
+                l.protocol
+            );
+            explained(r, solver, item, l.mtu.expl)
+        })
+        .collect()
+}
+
+/// The routes asked about (with their paths and hops), and how many there are: every route,
+/// those to `--destination`, or the direct routes over the link to `--peer`.
+fn route_values(
+    r: &Renderer<'_, '_>,
+    solver: &Solver<'_>,
+    plan: &NodePlan,
+    want: &Option<Want>,
+    shown: &[Option<ShownRoute>],
+) -> (Vec<Explained>, usize) {
+    let topo = solver.topo();
+    let mut values = Vec::new();
+    for (rt, detail) in plan.routes.iter().zip(shown) {
+        let via_peer = matches!(want, Some(Want::Peer(p)) if rt.kind == RouteKind::Direct && rt.via.contains(p));
+        if !(wanted_route(&rt.destination, want) || via_peer) {
+            continue;
+        }
+        let via: Vec<String> = rt
+            .via
+            .iter()
+            .map(|v| topo.node(*v).name.to_string())
+            .collect();
+        let item = format!(
+            "route {} ({}, {}, distance {}, via {})",
+            rt.destination,
+            rt.ty.as_str(),
+            rt.kind.as_str(),
+            rt.distance,
+            via.join(", ")
+        );
+        let mut e = explained(r, solver, item, rt.mtu.expl);
+        if let Some(d) = detail {
+            e.paths = Some(d.paths.clone());
+            e.hops = Some(r.hops(&d.hops.hops));
+            e.hops_not_shown = Some(d.all_hops.saturating_sub(d.hops.hops.len()));
+        }
+        values.push(e);
+    }
+    let matched = values.len();
+    (values, matched)
+}
+
+/// The node's own values: its devices (the underlay left out), its fabric, and what a gateway
+/// publishes.
+fn node_values(r: &Renderer<'_, '_>, solver: &Solver<'_>, plan: &NodePlan) -> Vec<Explained> {
+    let topo = solver.topo();
+    let mut values = Vec::new();
+    for d in &plan.devices {
+        let name = match &d.device {
+            mtu_solver::DeviceRef::Shared(n) => n.to_string(),
+            mtu_solver::DeviceRef::PerPeer { name, peer } => name
+                .clone()
+                .unwrap_or_else(|| format!("(WireGuard device for {})", topo.node(*peer).name)),
+            mtu_solver::DeviceRef::Underlay => continue,
+        };
+        let item = format!("device {name} (largest link it carries)");
+        values.push(explained(r, solver, item, d.mtu.expl));
+    }
+    let fabric = "fabric (pods, bridge, CNI)".to_string();
+    values.push(explained(r, solver, fabric, plan.fabric.expl));
+    for p in plan.published.iter().flatten() {
+        let item = format!("published for {}", p.destination);
+        values.push(explained(r, solver, item, p.mtu.expl));
+    }
+    values
+}
+
+/// The input's and the plan's diagnostics, and what the shown routes read of gateways'
+/// published values, each once, sorted.
+fn diagnostics(
+    topo: &Topology,
+    plan: &NodePlan,
+    shown: &[Option<ShownRoute>],
+) -> Vec<topology_core::diag::Diagnostic> {
+    let mut diags = topo.diagnostics.clone();
+    diags.extend(plan.diagnostics.iter().cloned());
+    for d in shown.iter().flatten().flat_map(|s| &s.hops.diagnostics) {
+        if !diags.contains(d) {
+            diags.push(d.clone());
+        }
+    }
+    topology_core::diag::sort_diagnostics(&mut diags);
+    diags
 }
 
 /// A term's source, with where it was written when it was read from a file.
