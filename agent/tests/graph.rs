@@ -2,30 +2,14 @@
 //! `--around NODE`, and a generated cluster of many Sites laid out by `fdp` with its pools as
 //! clusters. (How fast the standard cluster renders is a `perf-budget` figure, not a test.)
 
+mod cli;
+
+use cli::{ok, run};
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use test_utils::testkit::scale::ScaleSpec;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"))
-        .current_dir(&root)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn ok(args: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 0, "{args:?}: {err}");
-    out
-}
 
 /// The node statements of a DOT text: their ids (`site:A`, `pool:PA`, `peering:ab`).
 fn nodes(dot: &str) -> BTreeSet<String> {

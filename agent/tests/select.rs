@@ -3,39 +3,17 @@
 //! but for `-l`), the values of one flag alternatives, flags of different kinds combined with
 //! AND. Each test runs the real binary on the shipped examples.
 
+mod cli;
+
+use cli::{json, run};
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Workers wa (Site A) and wc (C); gateways ga (Site SA, pool PA, label pool=pa), gb (SB, PB,
 /// pool=pb) and gc (SC, PC, pool=pc).
 const CHAIN: &str = "examples/04-transit-chain";
 /// Gateways edge-1 and edge-2 carry `net.unbounded-cloud.io/gateway-pool: "true"`.
 const NAT: &str = "examples/07-nat-and-unmanaged-cni";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"))
-        .current_dir(root())
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("run the binary");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn json(args: &[&str]) -> Value {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 0, "{args:?}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}\n{out}"))
-}
 
 fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()

@@ -1,28 +1,9 @@
 //! Command-level snapshot tests of `resolve`, `explain`, `graph` and `what-if` on the shipped
 //! examples (run the real binary; snapshots live in `tests/snapshots/`).
 
-use std::path::Path;
-use std::process::Command;
+mod cli;
 
-fn run(args: &[&str]) -> (i32, String, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"))
-        .current_dir(&root)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn ok(args: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 0, "{args:?}: {err}");
-    out
-}
+use cli::{ok, run};
 
 /// `explain -f examples/EXAMPLE --node NODE REST...`: its standard output (exit 0).
 fn explain(example: &str, node: &str, rest: &[&str]) -> String {
@@ -165,7 +146,7 @@ fn graph_dot() {
 }
 
 fn has_graphviz() -> bool {
-    Command::new("dot").arg("-V").output().is_ok()
+    std::process::Command::new("dot").arg("-V").output().is_ok()
 }
 
 #[test]

@@ -3,10 +3,13 @@
 //! shipped example (`tests/snapshots/streaming__*.snap`), and, on generated clusters, the
 //! document built in one piece by the library (`report::resolve_out`) and serialized whole.
 
+mod cli;
+
+use cli::run;
+use std::path::Path;
+
 use mtu_solver::report::{self, Renderer};
 use mtu_solver::{Settings, Solver};
-use std::path::Path;
-use std::process::Command;
 use test_utils::testkit::scale::ScaleSpec;
 use topology_core::diag::sort_diagnostics;
 use topology_core::ids::NodeId;
@@ -22,23 +25,15 @@ const EXAMPLES: [&str; 7] = [
     "07-nat-and-unmanaged-cni",
 ];
 
-/// Runs the binary from the repository's root; its standard output (exit 0 or 1: some
-/// examples carry error diagnostics on purpose).
+/// `resolve ARGS`: its standard output (exit 0 or 1: some examples carry error diagnostics on
+/// purpose).
 fn resolve(args: &[&str]) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"))
-        .current_dir(&root)
-        .arg("resolve")
-        .args(args)
-        .output()
-        .unwrap();
-    let code = out.status.code();
-    assert!(
-        matches!(code, Some(0 | 1)),
-        "{args:?}: exit {code:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let all: Vec<&str> = std::iter::once("resolve")
+        .chain(args.iter().copied())
+        .collect();
+    let (code, out, err) = run(&all);
+    assert!(matches!(code, 0 | 1), "{args:?}: exit {code}: {err}");
+    out
 }
 
 #[test]

@@ -2,28 +2,21 @@
 //! cluster, and an oracle: every figure of the rollup recounted from the full `resolve -o json`
 //! document of the same cluster.
 
+mod cli;
+
+use cli::{ok, root};
+
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::process::Command;
 use test_utils::testkit::scale::ScaleSpec;
 
+/// `resolve ARGS --fail-on none`: its standard output (exit 0).
 fn resolve(args: &[&str]) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"))
-        .current_dir(&root)
-        .arg("resolve")
-        .args(args)
-        .args(["--fail-on", "none"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let all: Vec<&str> = std::iter::once("resolve")
+        .chain(args.iter().copied())
+        .chain(["--fail-on", "none"])
+        .collect();
+    ok(&all)
 }
 
 fn json(args: &[&str]) -> Value {
@@ -66,9 +59,7 @@ fn generated_cluster_rollup() {
 /// The same check on every example.
 #[test]
 fn every_example_rollup_matches_its_document() {
-    for entry in
-        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")).unwrap()
-    {
+    for entry in std::fs::read_dir(root().join("examples")).unwrap() {
         let dir = entry.unwrap().path();
         if !dir.is_dir() {
             continue;

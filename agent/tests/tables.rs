@@ -3,33 +3,11 @@
 //! column, `--no-headers` drops the header lines, and `graph` has one format option, with a JSON
 //! form of the picture.
 
+mod cli;
+
+use cli::{ok, root, run};
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"))
-        .current_dir(root())
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("run the binary");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn out(args: &[&str]) -> String {
-    let (code, stdout, stderr) = run(args);
-    assert_eq!(code, 0, "{args:?}: {stderr}");
-    stdout
-}
 
 fn examples() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(root().join("examples"))
@@ -72,7 +50,7 @@ fn default_tables_fit_120_columns_on_every_example() {
                 "1300",
             ],
         ] {
-            let (w, line) = widest(&out(&args));
+            let (w, line) = widest(&ok(&args));
             assert!(w <= 120, "{args:?}: {w} columns:\n{line}");
         }
     }
@@ -80,7 +58,7 @@ fn default_tables_fit_120_columns_on_every_example() {
 
 #[test]
 fn wide_tables_show_the_long_columns() {
-    let narrow = out(&[
+    let narrow = ok(&[
         "resolve",
         "-f",
         NAT,
@@ -89,7 +67,7 @@ fn wide_tables_show_the_long_columns() {
         "--fail-on",
         "none",
     ]);
-    let wide = out(&[
+    let wide = ok(&[
         "resolve",
         "-f",
         NAT,
@@ -128,7 +106,7 @@ fn wide_tables_show_the_long_columns() {
         narrow.contains("\n          examples/07-nat-and-unmanaged-cni/cluster.yaml:72: 0.0.0.0/0 is a default route"),
         "{narrow}"
     );
-    let summary = out(&[
+    let summary = ok(&[
         "resolve",
         "-f",
         NAT,
@@ -148,21 +126,21 @@ fn wide_tables_show_the_long_columns() {
     assert!(summary.starts_with("NODES "), "{summary}");
     let header = node_header(&summary);
     assert!(header.contains("POOL") && header.contains("TO"), "{header}");
-    let narrow_summary = out(&["resolve", "-f", NAT, "--summary=nodes", "--fail-on", "none"]);
+    let narrow_summary = ok(&["resolve", "-f", NAT, "--summary=nodes", "--fail-on", "none"]);
     let header = node_header(&narrow_summary);
     assert!(
         !header.contains("POOL") && header.contains("BOUND BY"),
         "{header}"
     );
     // The rollup alone has no line per node.
-    let rollup = out(&["resolve", "-f", NAT, "--summary", "--fail-on", "none"]);
+    let rollup = ok(&["resolve", "-f", NAT, "--summary", "--fail-on", "none"]);
     assert_eq!(node_header(&rollup), "", "{rollup}");
 }
 
 #[test]
 fn no_headers_leaves_only_rows() {
-    let headed = out(&["resolve", "-f", NAT, "--fail-on", "none"]);
-    let bare = out(&["resolve", "-f", NAT, "--fail-on", "none", "--no-headers"]);
+    let headed = ok(&["resolve", "-f", NAT, "--fail-on", "none"]);
+    let bare = ok(&["resolve", "-f", NAT, "--fail-on", "none", "--no-headers"]);
     let header_lines = |t: &str| {
         t.lines()
             .filter(|l| {
@@ -180,7 +158,7 @@ fn no_headers_leaves_only_rows() {
         headed.lines().count() - header_lines(&headed),
         bare.lines().count()
     );
-    let summary = out(&[
+    let summary = ok(&[
         "resolve",
         "-f",
         NAT,
@@ -194,7 +172,7 @@ fn no_headers_leaves_only_rows() {
             && !summary.lines().any(|l| l.starts_with("NODE ")),
         "{summary}"
     );
-    let whatif = out(&[
+    let whatif = ok(&[
         "what-if",
         "-f",
         NAT,
@@ -209,7 +187,7 @@ fn no_headers_leaves_only_rows() {
 
 #[test]
 fn graph_has_one_format_option_and_a_json_form() {
-    let dot = out(&["graph", "-f", NAT, "--fail-on", "none"]);
+    let dot = ok(&["graph", "-f", NAT, "--fail-on", "none"]);
     assert!(dot.starts_with("graph unbounded {"));
     for spelling in [
         &["-o", "dot"][..],
@@ -218,14 +196,14 @@ fn graph_has_one_format_option_and_a_json_form() {
     ] {
         let mut args = vec!["graph", "-f", NAT, "--fail-on", "none"];
         args.extend(spelling);
-        assert_eq!(out(&args), dot, "{spelling:?}");
+        assert_eq!(ok(&args), dot, "{spelling:?}");
     }
     // A table is not a picture: refused, not ignored.
     let (code, _, err) = run(&["graph", "-f", NAT, "-o", "table"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("dot") && err.contains("json"), "{err}");
 
-    let v: Value = serde_json::from_str(&out(&[
+    let v: Value = serde_json::from_str(&ok(&[
         "graph",
         "-f",
         NAT,
@@ -289,6 +267,6 @@ fn graph_has_one_format_option_and_a_json_form() {
             .as_array()
             .is_some_and(|d| d.iter().any(|x| x["code"] == "W-DEFAULT-ROUTE"))
     );
-    let yaml = out(&["graph", "-f", NAT, "-o", "yaml", "--fail-on", "none"]);
+    let yaml = ok(&["graph", "-f", NAT, "-o", "yaml", "--fail-on", "none"]);
     assert!(yaml.contains("kind: Graph"), "{yaml}");
 }

@@ -4,39 +4,18 @@
 //! output below it); the JSON document keeps `changes` and `summary`, adds `digest`, whose
 //! groups are the changes counted, and leaves `changes` out with `--summary`.
 
+mod cli;
+
+use cli::{ok, run};
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_unbounded-mtu"))
-        .current_dir(root())
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("run the binary");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn out(args: &[&str]) -> String {
-    let (code, stdout, stderr) = run(args);
-    assert_eq!(code, 0, "{args:?}: {stderr}");
-    stdout
-}
 
 fn json(args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json"]);
-    serde_json::from_str(&out(&all)).expect("a JSON document")
+    serde_json::from_str(&ok(&all)).expect("a JSON document")
 }
 
 #[test]
@@ -57,7 +36,7 @@ fn tables_match_their_fixtures() {
             .expect("the command after `$ `")
             .split_whitespace()
             .collect();
-        let got = out(&args);
+        let got = ok(&args);
         assert_eq!(got, want, "{}: {command}\n{got}", case.display());
     }
 }
@@ -202,10 +181,10 @@ fn details_and_summary_do_not_combine() {
 
 #[test]
 fn the_digest_comes_first_and_details_add_every_value() {
-    let digest = out(&TRANSIT);
+    let digest = ok(&TRANSIT);
     let mut args = TRANSIT.to_vec();
     args.push("--details");
-    let details = out(&args);
+    let details = ok(&args);
     let changes = json(&TRANSIT)["changes"]
         .as_array()
         .map(Vec::len)
