@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::Kernel;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::{CniState, KernelState, Link, LinkKind, Op, PodLink, ReadScope};
 
 const ENOENT: i32 = 2;
@@ -437,6 +437,23 @@ impl Kernel for FakeKernel {
             }
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// Like [`FakeKernel::apply_phase`]: every deletion of the step is attempted; those that
+    /// find their object gone are returned, the first other failure is the error.
+    fn remove_phase(&mut self, ops: &[Op]) -> Result<Vec<(usize, Error)>> {
+        let mut absent = Vec::new();
+        let mut first = None;
+        for (i, op) in ops.iter().enumerate() {
+            match self.apply(op) {
+                Ok(()) => {}
+                Err(e) if e.kind() == Some(ErrorKind::Absent) => absent.push((i, e)),
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        first.map_or(Ok(absent), Err)
     }
 }
 

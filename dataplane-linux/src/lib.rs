@@ -51,6 +51,26 @@ pub trait Kernel {
     fn apply_phase(&mut self, ops: &[Op]) -> Result<()> {
         ops.iter().try_for_each(|op| self.apply(op))
     }
+
+    /// Performs the deletions of one removal step, in order, and returns those that found
+    /// their object already gone (errno class [`ErrorKind::Absent`]: absence is the goal), by
+    /// index in `ops`, with their errors. Any other failure is the error; as in
+    /// [`Kernel::apply_phase`], deletions after it in `ops` may have been performed too (the
+    /// netlink kernel sends them in batches), never one of a later call.
+    ///
+    /// The default performs them one at a time and stops at the first failure other than
+    /// absence.
+    fn remove_phase(&mut self, ops: &[Op]) -> Result<Vec<(usize, Error)>> {
+        let mut absent = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            match self.apply(op) {
+                Ok(()) => {}
+                Err(e) if e.kind() == Some(ErrorKind::Absent) => absent.push((i, e)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(absent)
+    }
 }
 
 /// Outcome of a successful reconcile.
@@ -147,11 +167,14 @@ impl<K: Kernel> Dataplane<K> {
     /// neighbours), and reads back that nothing owned remains ([`Error::NotRemoved`]
     /// otherwise). WireGuard devices and the pod side are left as they are.
     ///
-    /// Stops at the first failed write; the kernel then holds a subset of what it held, and the
-    /// next call removes the rest. A delete that finds its object already gone (errno class
-    /// [`ErrorKind::Absent`], e.g. a route flushed with its device by someone else between the
-    /// read and the write) is not a failure: absence is the goal; it is noted, and the read-back
-    /// judges. A second call writes nothing.
+    /// Each of the three steps goes to the kernel together ([`Kernel::remove_phase`], in
+    /// batches on netlink, as a reconcile's phases do), and a step starts only once every
+    /// deletion of the steps before it succeeded. Stops at the first step with a failed write;
+    /// the kernel then holds a subset of what it held (deletions of that step after the failed
+    /// one may have been performed), and the next call removes the rest. A delete that finds its
+    /// object already gone (errno class [`ErrorKind::Absent`], e.g. a route flushed with its
+    /// device by someone else between the read and the write) is not a failure: absence is the
+    /// goal; it is noted, and the read-back judges. A second call writes nothing.
     pub fn remove_owned(&mut self) -> Result<Report> {
         let scope = ReadScope::owned(&self.settings);
         let state = self.kernel.read(&scope)?;
@@ -161,16 +184,20 @@ impl<K: Kernel> Dataplane<K> {
             writes: Vec::with_capacity(plan.steps.len()),
             notes: plan.notes,
         };
-        for step in plan.steps {
-            match self.kernel.apply(&step.op) {
-                Ok(()) => report.writes.push(step.op),
-                Err(e) if e.kind() == Some(ErrorKind::Absent) => {
-                    report
-                        .notes
-                        .push(format!("{}: already absent ({e})", step.op));
+        for ops in removal_steps(plan.steps) {
+            let absent = self.kernel.remove_phase(&ops)?;
+            let mut gone = vec![false; ops.len()];
+            for (i, e) in absent {
+                if let (Some(op), Some(g)) = (ops.get(i), gone.get_mut(i)) {
+                    report.notes.push(format!("{op}: already absent ({e})"));
+                    *g = true;
                 }
-                Err(e) => return Err(e),
             }
+            report.writes.extend(
+                ops.into_iter()
+                    .zip(gone)
+                    .filter_map(|(op, gone)| (!gone).then_some(op)),
+            );
         }
         // An empty removal plan of the state read back is exactly "nothing owned remains". An
         // empty plan from the first read already says so: no second read.
@@ -207,6 +234,24 @@ impl<K: Kernel> Dataplane<K> {
             self.settings.route_protocol,
         ))
     }
+}
+
+/// The deletions of a removal plan grouped into its steps (rules, routes, devices: runs of one
+/// kind of write), in order.
+fn removal_steps(steps: Vec<Step>) -> Vec<Vec<Op>> {
+    let mut out: Vec<Vec<Op>> = Vec::new();
+    for step in steps {
+        match out.last_mut() {
+            Some(ops)
+                if ops.last().map(std::mem::discriminant)
+                    == Some(std::mem::discriminant(&step.op)) =>
+            {
+                ops.push(step.op)
+            }
+            _ => out.push(vec![step.op]),
+        }
+    }
+    out
 }
 
 /// The writes of `steps` (ordered by phase) grouped by phase, in order.

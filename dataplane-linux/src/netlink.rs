@@ -32,7 +32,7 @@ use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use crate::Kernel;
 use crate::cni;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::{
     CniState, Encap, Family, KernelState, Link, LinkKind, Neighbour, Op, PodLink, ReadScope, Route,
     Rule,
@@ -759,6 +759,78 @@ impl Kernel for NetlinkKernel {
             }
         }
         self.socket.send_batch(&mut batch, describe)
+    }
+
+    /// Sends the step's deletions in batches of up to 128, in order, as
+    /// [`Kernel::apply_phase`] does; a deletion refused as absent is collected, any other
+    /// refusal stops the step after its batch.
+    fn remove_phase(&mut self, ops: &[Op]) -> Result<Vec<(usize, Error)>> {
+        let mut removal = Removal {
+            ops,
+            batch: Batch::default(),
+            absent: Vec::new(),
+        };
+        for (i, op) in ops.iter().enumerate() {
+            if !self.devices_known(op) {
+                removal.flush(self)?;
+            }
+            let write = match self.prepare(op) {
+                Ok(w) => w,
+                Err(e) => {
+                    removal.flush(self)?;
+                    removal.judge(i, e)?;
+                    continue;
+                }
+            };
+            match write {
+                Write::Message(msg, flags) => {
+                    self.socket.queue(&mut removal.batch, msg, flags, i);
+                    if removal.batch.len() >= BATCH_WRITES {
+                        removal.flush(self)?;
+                    }
+                }
+                Write::Elsewhere(w) => {
+                    removal.flush(self)?;
+                    if let Err(e) = perform_elsewhere(w) {
+                        removal.judge(i, e)?;
+                    }
+                }
+            }
+        }
+        removal.flush(self)?;
+        Ok(removal.absent)
+    }
+}
+
+/// A removal step in flight: its deletions, the batch being filled, and those found absent.
+struct Removal<'a> {
+    ops: &'a [Op],
+    batch: Batch,
+    absent: Vec<(usize, Error)>,
+}
+
+impl Removal<'_> {
+    /// Sends the batch; its refusals are judged in order.
+    fn flush(&mut self, kernel: &mut NetlinkKernel) -> Result<()> {
+        let ops = self.ops;
+        let describe = |i: usize| ops.get(i).map_or_else(String::new, Op::to_string);
+        let refused = kernel
+            .socket
+            .send_batch_refusals(&mut self.batch, describe)?;
+        for (i, errno) in refused {
+            self.judge(i, Error::kernel(describe(i), errno))?;
+        }
+        Ok(())
+    }
+
+    /// A failed deletion: absence is collected, anything else is the step's error.
+    fn judge(&mut self, i: usize, e: Error) -> Result<()> {
+        if e.kind() == Some(ErrorKind::Absent) {
+            self.absent.push((i, e));
+            Ok(())
+        } else {
+            Err(e)
+        }
     }
 }
 

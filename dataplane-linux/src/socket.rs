@@ -285,8 +285,24 @@ impl Socket {
         batch: &mut Batch,
         describe: impl Fn(usize) -> String,
     ) -> Result<()> {
+        let refused = self.send_batch_refusals(batch, &describe)?;
+        match refused.first() {
+            Some(&(tag, errno)) => Err(Error::kernel(describe(tag), errno)),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends `batch` like [`Socket::send_batch`] and returns the tag and errno of every message
+    /// the kernel refused, in sending order (empty: every message succeeded). Only a failure of
+    /// the exchange itself is an error. When the receive buffer overflowed after a refusal,
+    /// later refusals may be missing from the list (the caller's read-back judges those).
+    pub(crate) fn send_batch_refusals(
+        &mut self,
+        batch: &mut Batch,
+        describe: impl Fn(usize) -> String,
+    ) -> Result<Vec<(usize, i32)>> {
         if batch.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let result = self.exchange_batch(batch, &describe);
         batch.clear();
@@ -297,7 +313,7 @@ impl Socket {
         &mut self,
         batch: &mut Batch,
         describe: &impl Fn(usize) -> String,
-    ) -> Result<()> {
+    ) -> Result<Vec<(usize, i32)>> {
         if let Some(bytes) = batch.bytes.get_mut(batch.last..) {
             let mut last = NetlinkBuffer::new(bytes);
             let flags = last.flags();
@@ -313,19 +329,19 @@ impl Socket {
             .send(&batch.bytes, 0)
             .map_err(|e| io_err(&what(), e))?;
         let last_seq = batch.last_seq();
-        let mut first_failure: Option<(usize, i32)> = None;
+        let mut refused: Vec<(usize, i32)> = Vec::new();
         loop {
             let datagram = match self.receive(&what()) {
                 Ok(d) => d,
                 // Answers were dropped: the first failure seen is still the first one.
-                Err(e) if e.errno() == Some(ENOBUFS) && first_failure.is_some() => break,
+                Err(e) if e.errno() == Some(ENOBUFS) && !refused.is_empty() => break,
                 Err(e) => return Err(e),
             };
             let mut closed = false;
             for frame in frames(datagram) {
                 if let FrameKind::Refused(errno) = frame.kind {
                     if let Some(tag) = batch.tag_of(frame.seq) {
-                        first_failure.get_or_insert((tag, errno));
+                        refused.push((tag, errno));
                     }
                 }
                 closed |= frame.seq == last_seq && !matches!(frame.kind, FrameKind::Message { .. });
@@ -334,10 +350,7 @@ impl Socket {
                 break;
             }
         }
-        match first_failure {
-            Some((tag, errno)) => Err(Error::kernel(describe(tag), errno)),
-            None => Ok(()),
-        }
+        Ok(refused)
     }
 
     /// Receives one datagram.

@@ -1,6 +1,7 @@
 //! Batched writes on the real kernel, in private network namespaces (root only; skipped with a
-//! printed reason otherwise): thousands of routes land exactly, and a write the kernel refuses
-//! inside a batch is named with its errno while the rest of the batch lands.
+//! printed reason otherwise): thousands of routes land exactly and are removed exactly, a write
+//! the kernel refuses inside a batch is named with its errno while the rest of the batch lands,
+//! and a deletion that finds its route gone inside a batch is noted while the rest is removed.
 #![cfg(feature = "netns-tests")]
 
 mod common;
@@ -127,4 +128,66 @@ fn a_refused_write_inside_a_batch_is_named_and_the_rest_lands() {
     let held: Vec<String> = held.iter().map(|r| r.destination.to_string()).collect();
     assert_eq!(held.len(), 50, "{held:?}");
     assert!(!held.contains(&"10.2.0.0/24".to_string()));
+}
+
+#[test]
+fn thousands_of_routes_are_removed_exactly_in_batches() {
+    require_root!("thousands_of_routes_are_removed_exactly_in_batches");
+    let ns = node("remove-many");
+    let (removed, again) = ns.dp(Settings::default(), |dp| {
+        dp.reconcile(&many(1400)).expect("install");
+        let removed = dp.remove_owned().expect("remove");
+        let again = dp.remove_owned().expect("nothing left");
+        (removed, again.writes)
+    });
+    // The rule, the routes, the endpoint route and the device.
+    assert_eq!(removed.writes.len(), ROUTES + 3, "{:?}", removed.notes);
+    assert!(
+        !removed.notes.iter().any(|n| n.contains("already absent")),
+        "{:?}",
+        removed.notes
+    );
+    assert!(again.is_empty(), "{} writes", again.len());
+    assert_eq!(ns.sh("ip route show table 100").trim(), "");
+    assert!(!ns.sh("ip rule show").contains("lookup 100"));
+    assert!(!ns.sh("ip -o link show").contains("vxlan0"));
+}
+
+#[test]
+fn an_absent_deletion_inside_a_batch_is_reported_and_the_rest_is_removed() {
+    require_root!("an_absent_deletion_inside_a_batch_is_reported_and_the_rest_is_removed");
+    let ns = node("absent");
+    let delete = |dst: &str| Op::DeleteRoute {
+        table: 100,
+        destination: dst.parse().expect("prefix"),
+        protocol: 250,
+    };
+    let (absent, held) = ns.dp(Settings::default(), move |dp| {
+        dp.reconcile(&many(1400)).expect("install");
+        let mut ops: Vec<Op> = (0..300).map(|i| delete(&prefix(i))).collect();
+        // A route the table never held, in the middle of the second batch.
+        ops.insert(200, delete("10.3.0.0/24"));
+        let absent = dp
+            .kernel_mut()
+            .remove_phase(&ops)
+            .expect("absence is no failure");
+        let held = dp.kernel_mut().routes(&[100]).expect("read routes");
+        (absent, held)
+    });
+    let absent: Vec<(usize, String)> = absent
+        .into_iter()
+        .map(|(i, e)| (i, format!("{e}")))
+        .collect();
+    assert_eq!(absent.len(), 1, "{absent:?}");
+    assert_eq!(absent[0].0, 200, "{absent:?}");
+    assert!(absent[0].1.contains("10.3.0.0/24"), "{absent:?}");
+    let held: Vec<String> = held.iter().map(|r| r.destination.to_string()).collect();
+    assert!(
+        (0..300).all(|i| !held.contains(&prefix(i))),
+        "a deletion after the absent one did not land"
+    );
+    assert!(
+        held.contains(&prefix(300)),
+        "a route not in the step was deleted"
+    );
 }
