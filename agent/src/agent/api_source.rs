@@ -5,13 +5,11 @@
 use super::Exit;
 use super::ack::acknowledge;
 use super::adopt::Adopted;
-use super::caches::{
-    Caches, NodeSelection, carries_gateway_taint, linked, needs_heavy, slice_members,
-};
+use super::caches::{Caches, NodeSelection, carries_gateway_taint, needs_heavy, slice_members};
 use super::failure::{ApiError, Failure, PublishError};
 use super::node_watch::WatchEnd;
 use super::publish::publish;
-use super::reconcile::Outcome;
+use super::reconcile::{Linked, Outcome};
 use super::source::{Source, Wake};
 use super::startup::{self, Adoption, StartupWatch, exit_of};
 use super::status::Status;
@@ -162,22 +160,23 @@ impl Source for Api {
         if !self.caches.synced() {
             return Ok(None);
         }
-        // Node metadata (underlay annotations) of the Sites the node has links into, or of
-        // every Node while a peer has no Site label: when that selection changes, wait for the
-        // new cache before reconciling.
-        let decoded = self.caches.decoded(&self.adopted);
-        if let Some(mut l) = linked(&decoded, &self.settings.node, self.settings.solver.clone()) {
-            if let Some(slices) = self.caches.store(Kind::SiteNodeSlice) {
-                l.peers.extend(slice_members(&slices.snapshot(), &l.sites));
-            }
-            l.peers.remove(&self.settings.node);
-            let meta = self.caches.node_metadata();
-            let selection = NodeSelection::for_peers(&l, meta.as_deref());
-            if self.caches.select_nodes(&selection, &self.status) {
-                return Ok(None);
-            }
+        Ok(Some(self.caches.decoded(&self.adopted)))
+    }
+
+    /// Node metadata (underlay annotations) of the Sites the plan links into, or of every Node
+    /// while a peer has no Site label: when that selection changes, the new cache is waited
+    /// for before anything is applied.
+    fn complete_for(&mut self, linked: &Linked) -> bool {
+        let mut needed = linked.clone();
+        if let Some(slices) = self.caches.store(Kind::SiteNodeSlice) {
+            needed
+                .peers
+                .extend(slice_members(&slices.snapshot(), &needed.sites));
         }
-        Ok(Some(decoded))
+        needed.peers.remove(&self.settings.node);
+        let meta = self.caches.node_metadata();
+        let selection = NodeSelection::for_peers(&needed, meta.as_deref());
+        !self.caches.select_nodes(&selection, &self.status)
     }
 
     fn node_uid(&self) -> Option<String> {

@@ -5,20 +5,19 @@
 //! status entries.
 
 use super::adopt::Adopted;
+use super::reconcile::Linked;
 use super::status::Status;
 use super::taint::GATEWAY_TAINT_KEY;
 use crate::k8s::live::SOURCE;
 use crate::k8s::store::{Change, Objects, ReflectOptions, Store, reflect};
 use crate::k8s::{Backoff, ResourceKind};
 use kube::Client;
-use mtu_solver::Solver;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use topology_core::decode::Decoded;
-use topology_core::model::Topology;
 use topology_core::vocab::{Kind, POOL_LABEL_KEY, SITE_LABEL_KEY};
 
 /// The three heavy kinds, watched only while needed.
@@ -362,15 +361,6 @@ pub const NODES_BY_SITE: &str = "nodes (metadata, by Site label)";
 /// The `/status` name of the Node metadata watch widened to every Node.
 pub const NODES_ALL: &str = "nodes (metadata, all: a linked peer has no Site label)";
 
-/// The Sites a node has links into (its own included) and its link peers.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Linked {
-    /// Site names.
-    pub sites: BTreeSet<String>,
-    /// Peer node names.
-    pub peers: BTreeSet<String>,
-}
-
 /// Which Nodes' metadata the agent watches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NodeSelection {
@@ -423,25 +413,6 @@ impl NodeSelection {
             NodeSelection::All { unlabelled }
         }
     }
-}
-
-/// The Sites `node_name` has links into and its link peers, from a resolve of `decoded`.
-pub fn linked(
-    decoded: &Decoded,
-    node_name: &str,
-    settings: mtu_solver::Settings,
-) -> Option<Linked> {
-    let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
-    let id = topo.node_id(node_name)?;
-    let mut solver = Solver::new(&topo, settings);
-    let plan = solver.plan(id);
-    let mut out = Linked::default();
-    out.sites.insert(topo.site_name_of(id).to_string());
-    for l in &plan.links {
-        out.sites.insert(topo.site_name_of(l.peer).to_string());
-        out.peers.insert(topo.node(l.peer).name.to_string());
-    }
-    Some(out)
 }
 
 /// The nodes the SiteNodeSlices of `sites` list (by `siteName`).

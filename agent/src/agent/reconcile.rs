@@ -1,7 +1,10 @@
-//! One reconcile, the same whatever the source and the applier: the node's plan from the
-//! objects, its own underlay (stated, or detected through the applier), the plan again on that
-//! underlay, the desired state applied, and what is left to publish. Blocking: the loop runs it
-//! on a blocking thread.
+//! One reconcile turn, the same whatever the source and the applier, in two steps. [`resolve`]
+//! builds the topology once and plans the node once: on the underlay it assumes (stated, or what
+//! the last turn detected), detects the own underlay through the applier from that same plan
+//! when asked to, and plans again only when the detection contradicts the assumption. The plan
+//! says which Sites and peers the node links to ([`Linked`]), which the API source needs for its
+//! watches. [`apply`] hands the plan's desired state to the applier and says what is left to
+//! publish. Blocking: the loop runs both on a blocking thread.
 
 use super::applier::{Applied, Applier};
 use super::failure::{Failure, KernelError, ResolveError};
@@ -10,7 +13,7 @@ use crate::settings::{self, Underlay};
 use mtu_solver::Solver;
 use mtu_solver::report::ResolveOut;
 use mtu_solver::report::{self, Renderer};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 use topology_core::decode::{Decoded, RawObject};
@@ -56,18 +59,61 @@ pub struct Outcome {
     pub base_underlay: u32,
     /// The plan's links as probes see them.
     pub targets: Vec<mtu_solver::probe::Target>,
+    /// How often the turn planned the node: 1, or 2 when detection found an underlay other
+    /// than the one assumed.
+    pub plans: usize,
 }
 
-/// Resolves `decoded` for the settings' node and applies it through `applier`. `probed` is
-/// the lowest underlay the node's probes found below the plan (`--underlay-from-probe`): it
-/// lowers the node's own underlay, never raises it. The decoded objects are dropped once the
-/// topology is built, so they never share the peak with the plan.
-pub fn reconcile(
+/// The Sites a plan links the node into (its own included) and its link peers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Linked {
+    /// Site names.
+    pub sites: BTreeSet<String>,
+    /// Peer node names.
+    pub peers: BTreeSet<String>,
+}
+
+/// A turn's plan, resolved and not yet applied.
+pub struct Resolved {
+    planned: Planned,
+    base_underlay: u32,
+    underlay: u32,
+    gateway_pool_node: Option<String>,
+    plans: usize,
+}
+
+impl Resolved {
+    /// The Sites and peers the plan links the node to.
+    pub fn linked(&self) -> &Linked {
+        &self.planned.linked
+    }
+
+    /// The node's own underlay before any probe lowered it (stated or detected): what the next
+    /// turn assumes.
+    pub fn base_underlay(&self) -> u32 {
+        self.base_underlay
+    }
+
+    /// How often the turn planned the node.
+    pub fn plans(&self) -> usize {
+        self.plans
+    }
+}
+
+/// Resolves `decoded` for the settings' node: the topology built once, the node planned on the
+/// underlay `assumed` (what the last turn detected; ignored when the underlay is stated), the
+/// own underlay detected from that plan when the settings ask for detection, and the node
+/// planned again only when the detected underlay is not the assumed one. `probed` is the
+/// lowest underlay the node's probes found below the plan (`--underlay-from-probe`): it lowers
+/// the node's own underlay, never raises it. The decoded objects are dropped once the topology
+/// is built, so they never share the peak with the plan.
+pub fn resolve(
     s: &settings::Agent,
     decoded: Decoded,
     applier: &dyn Applier,
     probed: Option<u32>,
-) -> Result<Outcome, Failure> {
+    assumed: Option<u32>,
+) -> Result<Resolved, Failure> {
     let gateway_pool_node = gateway_pool_node(&decoded, &s.node);
     let Decoded {
         objects,
@@ -76,17 +122,46 @@ pub fn reconcile(
     } = decoded;
     let topo = Topology::build(objects.iter(), diagnostics);
     drop(objects);
-    let base_underlay = own_underlay(s, &topo, applier)?;
-    let underlay = probed.map_or(base_underlay, |p| p.min(base_underlay));
-    let mut solver_settings = s.solver.clone();
-    solver_settings
-        .underlay_overrides
-        .insert(s.node.clone(), underlay);
-    // Peers without an annotation: the agent's own value bounds what it can see (`model.md`),
-    // as stated or detected; a probe's lowering is about the paths towards one peer, not the
-    // other nodes' underlays.
-    solver_settings.default_underlay = base_underlay;
-    let planned = plan(&topo, &s.node, solver_settings, &s.fabric)?;
+    let assumed = match s.underlay {
+        Underlay::Fixed(u) => u,
+        Underlay::Detect => assumed.unwrap_or(s.solver.default_underlay),
+    };
+    let mut planned = plan(&topo, &s.node, on_underlay(s, assumed, probed), &s.fabric)?;
+    let mut plans = 1;
+    let base_underlay = match s.underlay {
+        Underlay::Fixed(u) => u,
+        Underlay::Detect => applier
+            .detect_underlay(&planned.desired, &planned.peers)
+            .map_err(|e| Failure::Detect(KernelError::Dataplane(e)))?
+            .unwrap_or(s.solver.default_underlay),
+    };
+    if base_underlay != assumed {
+        planned = plan(
+            &topo,
+            &s.node,
+            on_underlay(s, base_underlay, probed),
+            &s.fabric,
+        )?;
+        plans += 1;
+    }
+    Ok(Resolved {
+        planned,
+        base_underlay,
+        underlay: lowered(base_underlay, probed),
+        gateway_pool_node,
+        plans,
+    })
+}
+
+/// Applies a resolved plan through `applier`.
+pub fn apply(resolved: Resolved, applier: &dyn Applier) -> Result<Outcome, Failure> {
+    let Resolved {
+        planned,
+        base_underlay,
+        underlay,
+        gateway_pool_node,
+        plans,
+    } = resolved;
     let applied = applier
         .apply(&planned.desired)
         .map_err(|e| Failure::Dataplane(KernelError::Dataplane(e)))?;
@@ -109,6 +184,7 @@ pub fn reconcile(
         },
         base_underlay,
         targets: planned.targets,
+        plans,
     })
 }
 
@@ -120,27 +196,27 @@ struct Planned {
     pool: Option<String>,
     desired: dataplane_linux::DesiredState,
     peers: Vec<IpAddr>,
+    linked: Linked,
     publication: Publication,
     targets: Vec<mtu_solver::probe::Target>,
 }
 
-/// The own underlay: as stated, or detected towards the link peers of a first plan (the lowest
-/// counts; the stated value when no route says).
-fn own_underlay(
-    s: &settings::Agent,
-    topo: &Topology,
-    applier: &dyn Applier,
-) -> Result<u32, Failure> {
-    match s.underlay {
-        Underlay::Fixed(u) => Ok(u),
-        Underlay::Detect => {
-            let first = plan(topo, &s.node, s.solver.clone(), &s.fabric)?;
-            let detected = applier
-                .detect_underlay(&first.desired, &first.peers)
-                .map_err(|e| Failure::Detect(KernelError::Dataplane(e)))?;
-            Ok(detected.unwrap_or(s.solver.default_underlay))
-        }
-    }
+/// The own underlay after the probes' lowering, if any.
+fn lowered(base: u32, probed: Option<u32>) -> u32 {
+    probed.map_or(base, |p| p.min(base))
+}
+
+/// The solver's settings for a node whose own underlay is `base` before the probes' lowering.
+/// Peers without an annotation: the agent's own value bounds what it can see (`model.md`), as
+/// stated or detected; a probe's lowering is about the paths towards one peer, not the other
+/// nodes' underlays.
+fn on_underlay(s: &settings::Agent, base: u32, probed: Option<u32>) -> mtu_solver::Settings {
+    let mut solver = s.solver.clone();
+    solver
+        .underlay_overrides
+        .insert(s.node.clone(), lowered(base, probed));
+    solver.default_underlay = base;
+    solver
 }
 
 /// The node's plan under `settings`.
@@ -182,6 +258,7 @@ fn plan(
         gateway_pool_node: None,
     };
     let peers = node_plan.links.iter().filter_map(|l| l.peer_addr).collect();
+    let linked = linked(topo, &node_plan);
     let targets = mtu_solver::probe::targets(&mut solver, &node_plan);
     let values = node_plan.value_count();
     let site = topo.site(node_plan.site).name.to_string();
@@ -196,9 +273,21 @@ fn plan(
         pool,
         desired,
         peers,
+        linked,
         publication,
         targets,
     })
+}
+
+/// The Sites `plan`'s node has links into (its own included) and its link peers.
+fn linked(topo: &Topology, plan: &mtu_solver::NodePlan) -> Linked {
+    let mut out = Linked::default();
+    out.sites.insert(topo.site_name_of(plan.node).to_string());
+    for l in &plan.links {
+        out.sites.insert(topo.site_name_of(l.peer).to_string());
+        out.peers.insert(topo.node(l.peer).name.to_string());
+    }
+    out
 }
 
 /// The GatewayPoolNode of `node`, when one names it.

@@ -10,7 +10,7 @@ use super::api_source;
 use super::applier::{self, Applier};
 use super::failure::{Failure, KernelError, Step};
 use super::probing::{self, LastRun, Lowerings};
-use super::reconcile::{Outcome, reconcile};
+use super::reconcile::{self, Outcome, Resolved};
 use super::source::{Files, Source, Wake};
 use super::status::{self, Status};
 use crate::k8s::Backoff;
@@ -147,6 +147,9 @@ struct Loop<'a> {
     retry_at: Option<tokio::time::Instant>,
     printed: Option<Arc<ResolveOut>>,
     probes: Option<Probes>,
+    /// The own underlay the last turn detected (before probes lowered it): the next turn plans
+    /// on it and plans again only if detection now says otherwise.
+    underlay: Option<u32>,
 }
 
 /// The background probes (`--probe-interval`) between reconciles.
@@ -254,6 +257,7 @@ pub async fn run<S: Source>(
         backoff: Backoff::watch(),
         retry_at: None,
         printed: None,
+        underlay: None,
         // One reconcile with --once: nothing would wait for a probe.
         probes: s
             .probing
@@ -309,7 +313,19 @@ pub async fn run<S: Source>(
             p.in_use = p.lowered();
             p.in_use
         });
-        match reconcile_on_thread(s, decoded, l.applier.clone(), probed).await {
+        let resolved =
+            match resolve_on_thread(s, decoded, l.applier.clone(), probed, l.underlay).await {
+                Ok(r) => r,
+                Err(f) => {
+                    l.failed(started, f)?;
+                    continue;
+                }
+            };
+        l.underlay = Some(resolved.base_underlay());
+        if !source.complete_for(resolved.linked()) {
+            continue;
+        }
+        match apply_on_thread(resolved, l.applier.clone()).await {
             Ok(outcome) => match source.after_success(&outcome).await {
                 Ok(exit) => {
                     l.succeeded(started, &outcome, source.node_uid());
@@ -347,6 +363,7 @@ impl Loop<'_> {
         let detail = serde_json::json!({
             "writes": o.applied.writes,
             "values": o.values,
+            "plans": o.plans,
             "dryRun": self.s.apply == Apply::DryRun,
         });
         self.status
@@ -360,6 +377,7 @@ impl Loop<'_> {
         tracing::info!(
             writes = o.applied.writes,
             values = o.values,
+            plans = o.plans,
             underlay = o.publication.underlay,
             "reconciled"
         );
@@ -471,15 +489,29 @@ impl Loop<'_> {
     }
 }
 
-/// One reconcile on a blocking thread.
-async fn reconcile_on_thread(
+/// A turn's resolve on a blocking thread.
+async fn resolve_on_thread(
     s: &settings::Agent,
     decoded: Decoded,
     applier: Arc<dyn Applier>,
     probed: Option<u32>,
-) -> Result<Outcome, Failure> {
+    assumed: Option<u32>,
+) -> Result<Resolved, Failure> {
     let s = s.clone();
-    tokio::task::spawn_blocking(move || reconcile(&s, decoded, applier.as_ref(), probed))
+    tokio::task::spawn_blocking(move || {
+        reconcile::resolve(&s, decoded, applier.as_ref(), probed, assumed)
+    })
+    .await
+    .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?
+}
+
+/// A resolved plan applied on a blocking thread (never interrupted: a write step in progress
+/// finishes).
+async fn apply_on_thread(
+    resolved: Resolved,
+    applier: Arc<dyn Applier>,
+) -> Result<Outcome, Failure> {
+    tokio::task::spawn_blocking(move || reconcile::apply(resolved, applier.as_ref()))
         .await
         .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?
 }

@@ -4,7 +4,7 @@
 
 use super::Exit;
 use super::failure::{Failure, InputError};
-use super::reconcile::Outcome;
+use super::reconcile::{Linked, Outcome};
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -31,6 +31,13 @@ pub trait Source: Send {
     /// The objects to reconcile now; `None` while the input is incomplete (a cache has not
     /// completed its initial list).
     fn input(&mut self) -> Result<Option<Decoded>, Failure>;
+
+    /// Whether the input a plan was resolved from holds everything that plan depends on, so
+    /// that it may be applied. The API source checks that it watches the metadata (underlay
+    /// annotations) of every Node the plan links to, and when it does not, starts the watch
+    /// that does and answers false: the turn applies nothing, and the new cache's LIST starts
+    /// the next one.
+    fn complete_for(&mut self, linked: &Linked) -> bool;
 
     /// The node's UID, when the source knows it (the adopted assignment names it).
     fn node_uid(&self) -> Option<String>;
@@ -98,6 +105,10 @@ impl Source for Files {
         mtu_solver::load::load(&self.paths)
             .map(Some)
             .map_err(|e| Failure::Input(InputError(Box::new(e))))
+    }
+
+    fn complete_for(&mut self, _: &Linked) -> bool {
+        true
     }
 
     fn node_uid(&self) -> Option<String> {
