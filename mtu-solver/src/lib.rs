@@ -91,6 +91,7 @@ pub mod explain;
 pub mod incremental;
 #[cfg(feature = "fs")]
 pub mod load;
+pub mod locality;
 pub mod overhead;
 pub mod plan;
 pub mod probe;

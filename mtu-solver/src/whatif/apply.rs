@@ -38,7 +38,7 @@ fn set_cap(
     Ok(())
 }
 
-pub(super) fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
+pub(crate) fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
     match o {
         RawObject::Site(s) => Some(&mut s.cap),
         RawObject::Pool(p) => Some(&mut p.cap),
@@ -50,7 +50,7 @@ pub(super) fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
 }
 
 /// The `tunnelMTU` of an object that has one (read-only [`cap_slot`]).
-pub(super) fn raw_cap(o: &RawObject) -> Option<&Option<RawCap>> {
+pub(crate) fn raw_cap(o: &RawObject) -> Option<&Option<RawCap>> {
     match o {
         RawObject::Site(s) => Some(&s.cap),
         RawObject::Pool(p) => Some(&p.cap),

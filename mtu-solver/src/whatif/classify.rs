@@ -1,9 +1,10 @@
 //! Which questions are answered how: cap changes one solver can answer, and how two inputs
 //! differ (caps, underlays or structure) when they are compared.
 
-use super::apply::{cap_slot, raw_cap};
+use super::apply::raw_cap;
 use super::input::Input;
 use super::mutation::Mutation;
+use crate::locality::{self, Fingerprint, ObjectKey};
 use topology_core::decode::RawObject;
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::{MAX_CAP, MIN_MTU, Mtu};
@@ -93,85 +94,56 @@ pub(super) enum Difference {
     Structure,
 }
 
-fn without_cap(o: &RawObject) -> RawObject {
-    let mut c = o.clone();
-    c.meta_mut().diags.clear();
-    if let Some(slot) = cap_slot(&mut c) {
-        *slot = None;
-    }
-    c
-}
-
-fn without_underlay(o: &RawObject) -> RawObject {
-    let mut c = o.clone();
-    c.meta_mut().diags.clear();
-    if let RawObject::Node(n) = &mut c {
-        n.underlay = None;
-        n.underlay_max = None;
-    }
-    c
-}
-
-type ObjectIndex<'a> =
-    rustc_hash::FxHashMap<(Kind, &'a str), smallvec::SmallVec<[&'a RawObject; 1]>>;
-
-/// Objects by kind and name, borrowed: classifying must not copy the cluster.
-fn index_objects(i: &Input) -> ObjectIndex<'_> {
-    let mut m = ObjectIndex::default();
-    for o in &i.objects {
-        m.entry((o.kind(), o.name())).or_default().push(o);
-    }
-    m
-}
-
+/// How `after` differs from `base`: their objects compared by [`Fingerprint::difference`] (the
+/// one rule, which the node agent applies without keeping the objects), then their settings,
+/// where a changed underlay override is an underlay change.
 pub(super) fn classify(base: &Input, after: &Input) -> Difference {
-    if base.diagnostics != after.diagnostics {
-        return Difference::Structure;
-    }
-    let (b, a) = (index_objects(base), index_objects(after));
-    if b.len() != a.len() {
-        return Difference::Structure;
-    }
-    let mut caps = Vec::new();
-    let mut underlays: Vec<String> = Vec::new();
-    for (k, ob) in &b {
-        let Some(oa) = a.get(k) else {
-            return Difference::Structure;
-        };
-        if ob == oa {
-            continue;
-        }
-        let (Some(x), Some(y), 1, 1) = (ob.first(), oa.first(), ob.len(), oa.len()) else {
-            return Difference::Structure;
-        };
-        if without_cap(x) == without_cap(y) && raw_cap(x).is_some() {
-            caps.push((k.0, k.1.to_string()));
-        } else if without_underlay(x) == without_underlay(y) && k.0 == Kind::Node {
-            underlays.push(k.1.to_string());
-        } else if x.meta().diags != y.meta().diags && without_cap(x) == without_cap(y) {
-            continue;
-        } else {
-            return Difference::Structure;
-        }
-    }
+    let fb = Fingerprint::of(&base.objects, &base.diagnostics);
+    let fa = Fingerprint::of(&after.objects, &after.diagnostics);
+    let (mut caps, mut underlays) = match fb.difference(&fa) {
+        locality::Difference::Structure => return Difference::Structure,
+        locality::Difference::Caps(keys) => (names(&after.objects, &keys), Vec::new()),
+        locality::Difference::Underlays(keys) => (
+            Vec::new(),
+            names(&after.objects, &keys)
+                .into_iter()
+                .map(|(_, n)| n)
+                .collect(),
+        ),
+    };
     let mut s = base.settings.clone();
     s.underlay_overrides = after.settings.underlay_overrides.clone();
     if s != after.settings {
         return Difference::Structure;
     }
-    let mut names: std::collections::BTreeSet<&String> =
+    let mut overridden: std::collections::BTreeSet<&String> =
         base.settings.underlay_overrides.keys().collect();
-    names.extend(after.settings.underlay_overrides.keys());
-    for n in names {
+    overridden.extend(after.settings.underlay_overrides.keys());
+    for n in overridden {
         if base.settings.underlay_overrides.get(n) != after.settings.underlay_overrides.get(n) {
             underlays.push(n.clone());
         }
     }
+    caps.sort();
     match (caps.is_empty(), underlays.is_empty()) {
         (_, true) => Difference::Caps(caps),
         (true, false) => Difference::Underlays(underlays),
         (false, false) => Difference::Structure,
     }
+}
+
+/// The kinds and names of the objects `keys` name, found in one pass over `objects`.
+fn names(objects: &[RawObject], keys: &[ObjectKey]) -> Vec<(Kind, String)> {
+    let wanted: rustc_hash::FxHashSet<ObjectKey> = keys.iter().copied().collect();
+    let mut out: Vec<(Kind, String)> = Vec::with_capacity(keys.len());
+    let mut found: rustc_hash::FxHashSet<ObjectKey> = rustc_hash::FxHashSet::default();
+    for o in objects {
+        let k = ObjectKey::of(o.kind(), o.name());
+        if wanted.contains(&k) && found.insert(k) {
+            out.push((o.kind(), o.name().to_string()));
+        }
+    }
+    out
 }
 
 /// The reference of a kind and name in a topology.

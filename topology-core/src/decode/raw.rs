@@ -35,7 +35,7 @@ pub struct RawUnderlay {
 }
 
 /// Metadata every raw object has.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Meta {
     /// `metadata.name`.
     pub name: String,
@@ -46,7 +46,7 @@ pub struct Meta {
 }
 
 /// A Site.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RawSite {
     /// Metadata.
     pub meta: Meta,
@@ -65,7 +65,7 @@ pub struct RawSite {
 }
 
 /// `GatewayPool.status.nodes[]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RawStatusNode {
     /// `name`.
     pub name: String,
@@ -84,7 +84,7 @@ pub struct RawStatusNode {
 }
 
 /// A GatewayPool.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RawPool {
     /// Metadata.
     pub meta: Meta,
@@ -103,7 +103,7 @@ pub struct RawPool {
 }
 
 /// A `v1` Node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RawNode {
     /// Metadata.
     pub meta: Meta,
@@ -123,7 +123,7 @@ pub struct RawNode {
 }
 
 /// A SiteNodeSlice entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RawSliceNode {
     /// `name`.
     pub name: String,
@@ -136,7 +136,7 @@ pub struct RawSliceNode {
 }
 
 /// A SiteNodeSlice.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RawSlice {
     /// Metadata.
     pub meta: Meta,
@@ -147,7 +147,7 @@ pub struct RawSlice {
 }
 
 /// A GatewayPoolNode.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RawGatewayPoolNode {
     /// Metadata.
     pub meta: Meta,
@@ -160,7 +160,7 @@ pub struct RawGatewayPoolNode {
 }
 
 /// A member name with where it was written.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Member {
     /// The name.
     pub name: String,
@@ -171,7 +171,7 @@ pub struct Member {
 }
 
 /// A SitePeering, SiteGatewayPoolAssignment or GatewayPoolPeering.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RawRelation {
     /// Metadata.
     pub meta: Meta,
@@ -193,7 +193,7 @@ pub struct RawRelation {
 ///
 /// Each kind is boxed: a cluster's objects are mostly Nodes, and an enum as large as its largest
 /// kind would hold every Node in a Pool's or a peering's size.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RawObject {
     /// Site
     Site(Box<RawSite>),

@@ -1,0 +1,400 @@
+//! What a change of the input can reach, decided without resolving it and without keeping the
+//! objects: an input's [`Fingerprint`] (per object, digests of the whole object, of its shape
+//! without its cap and findings, and for Nodes without their underlays) and a node plan's
+//! [`Footprint`] (the objects whose caps enter any of its values, component caps expanded:
+//! what invariant 4 of `mtu.md` §10, locality, is stated against).
+//!
+//! Two fingerprints compare as [`Fingerprint::difference`]: equal, caps only, underlays only, or
+//! structure. What-if chooses how much to re-resolve by it; the node agent asks
+//! [`Fingerprint::reaches`] whether a changed input can change a plan it resolved before. Only
+//! a change of caps that the plan's values did not consider qualifies: by locality, a change of
+//! the cap of an object changes only values whose explanation lists that object (before, or
+//! after: a cap set where there was none is listed only after, so it never qualifies).
+//!
+//! A holder that keeps its input per object keeps each object's [`Part`] while the object is
+//! unchanged and puts the fingerprint together with [`Fingerprint::of_parts`]: only changed
+//! objects are digested again.
+//!
+//! Digests are 128 bits (two SipHash digests with distinct prefixes): inputs that differ and
+//! digest equal are not a case this module guards against. Objects are keyed by kind and a
+//! digest of the name; two names that share one count as duplicates, whose every change is
+//! structural, so a collision costs a re-resolve, never a missed change.
+
+use crate::plan::NodePlan;
+use crate::solver::Solver;
+use crate::whatif::apply::raw_cap;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use topology_core::decode::{Meta, RawNode, RawObject};
+use topology_core::diag::Diagnostic;
+use topology_core::model::{ObjRef, Topology};
+use topology_core::vocab::Kind;
+
+/// An object's key: its kind and a digest of its name.
+type Key = (Kind, u64);
+
+/// How two inputs differ, for choosing how much to re-resolve. Objects are named by
+/// [`Fingerprint::key`]: a holder of the input finds them with [`Fingerprint::named`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Difference {
+    /// Only caps (or the findings of objects whose shape is unchanged) of these objects; empty:
+    /// the inputs are equal.
+    Caps(Vec<ObjectKey>),
+    /// Only the underlays of these Nodes.
+    Underlays(Vec<ObjectKey>),
+    /// Anything else: links or paths may change.
+    Structure,
+}
+
+/// An object's kind and name digest, as a [`Difference`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    kind: Kind,
+    name: u64,
+}
+
+impl ObjectKey {
+    /// The key of the object of this kind and name.
+    pub fn of(kind: Kind, name: &str) -> ObjectKey {
+        ObjectKey {
+            kind,
+            name: digest64(&name),
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+}
+
+/// Whether an object has a cap slot, and what is in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cap {
+    /// Its kind has no cap.
+    NoSlot,
+    /// None is set.
+    Absent,
+    /// One is set (valid or not).
+    Set,
+}
+
+/// The digests of the objects of one kind and name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    /// The whole objects as decoded, findings included.
+    whole: u128,
+    /// Without their caps and findings.
+    shape: u128,
+    /// Nodes: without their underlays and findings; other kinds: `shape`.
+    bare: u128,
+    /// Their findings.
+    findings: u128,
+    /// The cap of the first.
+    cap: Cap,
+    /// How many objects share the key (more than one: duplicates).
+    count: u32,
+}
+
+/// The findings that belong to no object, as a multiset: their order does not move a value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Findings {
+    /// The wrapping sum of their digests.
+    sum: u128,
+    count: usize,
+}
+
+impl Findings {
+    fn of(diagnostics: &[Diagnostic]) -> Findings {
+        diagnostics.iter().fold(Findings::default(), |f, d| {
+            f.plus(Findings {
+                sum: digest(d),
+                count: 1,
+            })
+        })
+    }
+
+    fn plus(self, o: Findings) -> Findings {
+        Findings {
+            sum: self.sum.wrapping_add(o.sum),
+            count: self.count.saturating_add(o.count),
+        }
+    }
+}
+
+/// The digests of a part of an input (some of its objects and findings), which a holder of the
+/// input may keep for the objects that do not change: [`Fingerprint::of_parts`] puts parts
+/// together as [`Fingerprint::of`] fingerprints the whole.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Part {
+    objects: Vec<(Key, Entry)>,
+    findings: Findings,
+}
+
+impl Part {
+    /// The digests of decoded objects and the decoder's findings that belong to no object.
+    pub fn of<'a>(
+        objects: impl IntoIterator<Item = &'a RawObject>,
+        diagnostics: &[Diagnostic],
+    ) -> Part {
+        Part {
+            objects: objects
+                .into_iter()
+                .map(|o| ((o.kind(), digest64(&o.name())), entry(o)))
+                .collect(),
+            findings: Findings::of(diagnostics),
+        }
+    }
+}
+
+/// The digests of an input's objects and findings; holds no object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fingerprint {
+    objects: FxHashMap<Key, Entry>,
+    findings: Findings,
+}
+
+impl Fingerprint {
+    /// The fingerprint of decoded objects and the decoder's findings that belong to no object.
+    pub fn of<'a>(
+        objects: impl IntoIterator<Item = &'a RawObject>,
+        diagnostics: &[Diagnostic],
+    ) -> Fingerprint {
+        Fingerprint::of_parts([&Part::of(objects, diagnostics)])
+    }
+
+    /// The fingerprint of an input made of these parts, in this order: equal to
+    /// [`Fingerprint::of`] the objects of every part, in order, and all their findings.
+    pub fn of_parts<'a>(parts: impl IntoIterator<Item = &'a Part>) -> Fingerprint {
+        let mut fp = Fingerprint::default();
+        for part in parts {
+            fp.findings = fp.findings.plus(part.findings);
+            fp.objects.reserve(part.objects.len());
+            for (key, e) in &part.objects {
+                fp.objects
+                    .entry(*key)
+                    .and_modify(|prev| {
+                        // Duplicates: the digests of all of them, in order.
+                        prev.whole = digest(&(prev.whole, e.whole));
+                        prev.shape = digest(&(prev.shape, e.shape));
+                        prev.bare = digest(&(prev.bare, e.bare));
+                        prev.findings = digest(&(prev.findings, e.findings));
+                        prev.count = prev.count.saturating_add(1);
+                    })
+                    .or_insert(*e);
+            }
+        }
+        fp
+    }
+
+    /// Objects fingerprinted (duplicates once).
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Whether no object was fingerprinted.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// The object of `objects` that `key` names (the first of duplicates).
+    pub fn named<'a>(objects: &'a [RawObject], key: &ObjectKey) -> Option<&'a RawObject> {
+        objects
+            .iter()
+            .find(|o| o.kind() == key.kind && digest64(&o.name()) == key.name)
+    }
+
+    /// How `after` differs from this input (settings aside: they are compared by the caller).
+    pub fn difference(&self, after: &Fingerprint) -> Difference {
+        if self.findings != after.findings || self.objects.len() != after.objects.len() {
+            return Difference::Structure;
+        }
+        let mut caps = Vec::new();
+        let mut underlays = Vec::new();
+        for (k, b) in &self.objects {
+            let Some(a) = after.objects.get(k) else {
+                return Difference::Structure;
+            };
+            if b.whole == a.whole && b.count == a.count {
+                continue;
+            }
+            if b.count != 1 || a.count != 1 {
+                return Difference::Structure;
+            }
+            let key = ObjectKey {
+                kind: k.0,
+                name: k.1,
+            };
+            if b.shape == a.shape && b.cap != Cap::NoSlot {
+                caps.push(key);
+            } else if b.bare == a.bare && k.0 == Kind::Node {
+                underlays.push(key);
+            } else if b.findings != a.findings && b.shape == a.shape {
+                continue;
+            } else {
+                return Difference::Structure;
+            }
+        }
+        match (caps.is_empty(), underlays.is_empty()) {
+            (_, true) => Difference::Caps(caps),
+            (true, false) => Difference::Underlays(underlays),
+            (false, false) => Difference::Structure,
+        }
+    }
+
+    /// Whether the input `after` can resolve a node differently from this one, which resolved
+    /// it to a plan of footprint `footprint`, under the same settings. It cannot when every
+    /// object that differs differs only in its cap, with the same findings, had a cap before,
+    /// and is not in the footprint.
+    pub fn reaches(&self, after: &Fingerprint, footprint: &Footprint) -> bool {
+        let Difference::Caps(changed) = self.difference(after) else {
+            return true;
+        };
+        changed.iter().any(|key| {
+            let k = (key.kind, key.name);
+            let (Some(b), Some(a)) = (self.objects.get(&k), after.objects.get(&k)) else {
+                return true;
+            };
+            b.cap != Cap::Set || b.findings != a.findings || footprint.objects.contains(key)
+        })
+    }
+}
+
+/// The objects whose caps enter any value of one node's plan (its links, routes, devices,
+/// fabric and published values; component caps expanded to every object whose cap enters the
+/// component), by kind and name digest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    objects: FxHashSet<ObjectKey>,
+}
+
+impl Footprint {
+    /// The footprint of `plan`, resolved by `solver`.
+    pub fn of(solver: &Solver<'_>, plan: &NodePlan) -> Footprint {
+        let topo = solver.topo();
+        let values = plan
+            .links
+            .iter()
+            .map(|l| l.mtu)
+            .chain(plan.routes.iter().map(|r| r.mtu))
+            .chain(plan.devices.iter().map(|d| d.mtu))
+            .chain(std::iter::once(plan.fabric))
+            .chain(plan.published.iter().flatten().map(|p| p.mtu));
+        let mut seen = FxHashSet::default();
+        let mut objects = FxHashSet::default();
+        for v in values {
+            if !seen.insert(v.expl) {
+                continue;
+            }
+            for o in solver.expl.objects(v.expl, topo) {
+                objects.insert(key_of(topo, o));
+            }
+        }
+        Footprint { objects }
+    }
+
+    /// Whether the object of this kind and name is in the footprint.
+    pub fn contains(&self, kind: Kind, name: &str) -> bool {
+        self.objects.contains(&ObjectKey::of(kind, name))
+    }
+
+    /// Objects in the footprint.
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Whether no cap enters the plan.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+}
+
+fn key_of(t: &Topology, o: ObjRef) -> ObjectKey {
+    let (kind, name): (Kind, &str) = match o {
+        ObjRef::Site(s) => (Kind::Site, &t.site(s).name),
+        ObjRef::Pool(p) => (Kind::GatewayPool, &t.pool(p).name),
+        ObjRef::SitePeering(r) => (Kind::SitePeering, &t.site_peering(r).name),
+        ObjRef::Assignment(r) => (Kind::SiteGatewayPoolAssignment, &t.assignment(r).name),
+        ObjRef::PoolPeering(r) => (Kind::GatewayPoolPeering, &t.pool_peering(r).name),
+    };
+    ObjectKey::of(kind, name)
+}
+
+/// The digests of one object.
+fn entry(o: &RawObject) -> Entry {
+    let whole = digest(o);
+    let findings = digest(&o.meta().diags);
+    let cap = match raw_cap(o) {
+        None => Cap::NoSlot,
+        Some(None) => Cap::Absent,
+        Some(Some(_)) => Cap::Set,
+    };
+    // Copies only where a field is to be left out.
+    let shape = if cap == Cap::Set || !o.meta().diags.is_empty() {
+        let mut c = o.clone();
+        c.meta_mut().diags.clear();
+        if let Some(slot) = crate::whatif::apply::cap_slot(&mut c) {
+            *slot = None;
+        }
+        digest(&c)
+    } else {
+        whole
+    };
+    let bare = match o {
+        RawObject::Node(n) if n.underlay.is_some() || n.underlay_max.is_some() => node_bare(n),
+        _ => shape,
+    };
+    Entry {
+        whole,
+        shape,
+        bare,
+        findings,
+        cap,
+        count: 1,
+    }
+}
+
+/// A Node's digest without its underlays and findings, field by field (Nodes are most of a
+/// cluster: no copy). The pattern names every field, so a field added to [`RawNode`] must be
+/// placed here before this compiles.
+fn node_bare(n: &RawNode) -> u128 {
+    let RawNode {
+        meta: Meta {
+            name,
+            loc,
+            diags: _,
+        },
+        labels,
+        underlay: _,
+        underlay_max: _,
+        internal_ips,
+        external_ips,
+        pod_cidrs,
+    } = n;
+    digest(&(
+        Kind::Node,
+        name,
+        loc,
+        labels,
+        internal_ips,
+        external_ips,
+        pod_cidrs,
+    ))
+}
+
+fn digest(v: &impl Hash) -> u128 {
+    let half = |prefix: u8| {
+        let mut h = DefaultHasher::new();
+        prefix.hash(&mut h);
+        v.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
+fn digest64(v: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    2u8.hash(&mut h);
+    v.hash(&mut h);
+    h.finish()
+}

@@ -1,0 +1,286 @@
+//! The node agent's state across turns (`mtu_solver::locality`): a node's plan kept while the
+//! input's fingerprint says a change cannot reach it, and re-resolved otherwise, equals a fresh
+//! full resolve after every event of a random stream (invariant 6 of `mtu.md` §10 for the
+//! agent, resting on invariant 4); regressions persist in the root `proptest-regressions/`.
+
+use mtu_solver::Solver;
+use mtu_solver::locality::{Fingerprint, Footprint, Part};
+use mtu_solver::snapshot::{Item, items};
+use mtu_solver::whatif::{Input, Mutation, apply};
+use proptest::prelude::*;
+use test_utils::testkit::{TopoSpec, arb_spec, proptest_config};
+use topology_core::decode::{RawObject, decode};
+use topology_core::vocab::Kind;
+
+fn objects(spec: &TopoSpec) -> Vec<RawObject> {
+    let mut out = Vec::new();
+    for (i, doc) in spec.documents().iter().enumerate() {
+        let name = format!("doc{i}.yaml");
+        out.extend(decode([(name.as_str(), doc.as_bytes())]).objects);
+    }
+    out
+}
+
+/// What the agent keeps of the last turn that resolved: the input's fingerprint and settings,
+/// the plan's footprint and its values.
+struct Kept {
+    fingerprint: Fingerprint,
+    settings: mtu_solver::Settings,
+    footprint: Footprint,
+    values: Option<Vec<(Item, u32)>>,
+}
+
+/// Resolves `node` on `input`: its values (`None` when the node is gone) and the footprint.
+fn resolve(input: &Input, node: &str) -> (Option<Vec<(Item, u32)>>, Footprint) {
+    let topo = input.topology();
+    let Some(id) = topo.node_id(node) else {
+        return (None, Footprint::default());
+    };
+    let mut solver = Solver::new(&topo, input.settings.clone());
+    let plan = solver.plan(id);
+    let values = items(&topo, &plan)
+        .into_iter()
+        .map(|(k, v, _)| (k, v))
+        .collect();
+    let footprint = Footprint::of(&solver, &plan);
+    (Some(values), footprint)
+}
+
+fn keep(input: &Input, node: &str) -> Kept {
+    let (values, footprint) = resolve(input, node);
+    Kept {
+        fingerprint: Fingerprint::of(&input.objects, &input.diagnostics),
+        settings: input.settings.clone(),
+        footprint,
+        values,
+    }
+}
+
+/// Objects of the kinds that carry a cap, and the relationships among them.
+fn named(objs: &[RawObject], kinds: &[Kind]) -> Vec<(Kind, String)> {
+    objs.iter()
+        .filter(|o| kinds.contains(&o.kind()))
+        .map(|o| (o.kind(), o.name().to_string()))
+        .collect()
+}
+
+const CAPPED: [Kind; 5] = [
+    Kind::Site,
+    Kind::GatewayPool,
+    Kind::SitePeering,
+    Kind::SiteGatewayPoolAssignment,
+    Kind::GatewayPoolPeering,
+];
+const RELATIONS: [Kind; 3] = [
+    Kind::SitePeering,
+    Kind::SiteGatewayPoolAssignment,
+    Kind::GatewayPoolPeering,
+];
+
+/// One random event: mostly cap changes, sometimes a relationship toggled, a member removed,
+/// an underlay changed or an object deleted.
+#[derive(Clone, Debug)]
+struct Ev {
+    what: u8,
+    pick: prop::sample::Index,
+    mtu: u32,
+}
+
+fn arb_ev() -> impl Strategy<Value = Ev> {
+    (0u8..10, any::<prop::sample::Index>(), 576u32..9000).prop_map(|(what, pick, mtu)| Ev {
+        what,
+        pick,
+        mtu,
+    })
+}
+
+/// Applies `ev` to `input` (a mutation that does not fit is no event).
+fn happen(input: &mut Input, ev: &Ev) {
+    let caps = named(&input.objects, &CAPPED);
+    let relations = named(&input.objects, &RELATIONS);
+    let nodes = named(&input.objects, &[Kind::Node]);
+    let pick = |v: &[(Kind, String)]| v.get(ev.pick.index(v.len().max(1))).cloned();
+    let m = match ev.what {
+        0..=4 => pick(&caps).map(|(kind, name)| Mutation::SetCap {
+            kind,
+            name,
+            mtu: ev.mtu,
+        }),
+        5 => pick(&caps).map(|(kind, name)| Mutation::ClearCap { kind, name }),
+        6 => pick(&relations).map(|(kind, name)| Mutation::SetEnabled {
+            kind,
+            name,
+            enabled: ev.mtu % 2 == 0,
+        }),
+        7 => pick(&nodes).map(|(_, node)| Mutation::Underlay {
+            node,
+            mtu: ev.mtu.min(1500),
+        }),
+        8 => {
+            // A relationship deleted.
+            if let Some((kind, name)) = pick(&relations) {
+                input
+                    .objects
+                    .retain(|o| !(o.kind() == kind && o.name() == name));
+            }
+            None
+        }
+        _ => pick(&caps).map(|(kind, name)| Mutation::SetCap { kind, name, mtu: 0 }),
+    };
+    if let Some(m) = m {
+        let _ = apply(input, &m);
+    }
+}
+
+proptest! {
+    #![proptest_config(proptest_config(300, concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/locality.txt")))]
+
+    /// Every node's kept plan equals a fresh resolve after every event; a turn resolves only
+    /// when the fingerprint or the settings say the change reaches the node.
+    #[test]
+    fn kept_plans_equal_full_resolves(spec in arb_spec(), events in prop::collection::vec(arb_ev(), 1..12)) {
+        let base = Input { objects: objects(&spec), diagnostics: Vec::new(), settings: Default::default() };
+        let names: Vec<String> = base.topology().nodes.iter().map(|n| n.name.to_string()).collect();
+        let mut kept: Vec<Kept> = names.iter().map(|n| keep(&base, n)).collect();
+        let mut input = base;
+        for ev in &events {
+            happen(&mut input, ev);
+            let fingerprint = Fingerprint::of(&input.objects, &input.diagnostics);
+            for (name, k) in names.iter().zip(kept.iter_mut()) {
+                let reaches = k.settings != input.settings
+                    || k.fingerprint.reaches(&fingerprint, &k.footprint);
+                if reaches {
+                    *k = keep(&input, name);
+                }
+                let (fresh, _) = resolve(&input, name);
+                prop_assert_eq!(&k.values, &fresh, "{} after {:?} (reaches: {})", name, ev, reaches);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(proptest_config(64, concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/locality.txt")))]
+
+    /// An input fingerprinted in parts (one per object, as a cache keeps them, or in any
+    /// chunks), its findings in any order, is fingerprinted as the whole.
+    #[test]
+    fn parts_fingerprint_as_the_whole(spec in arb_spec(), chunk in 1usize..6, rotate in 0usize..4) {
+        let objs = objects(&spec);
+        let docs = spec.documents();
+        let mut diags = decode(docs.iter().map(|d| ("all.yaml", d.as_bytes()))).diagnostics;
+        let whole = Fingerprint::of(&objs, &diags);
+        if !diags.is_empty() {
+            let r = rotate % diags.len();
+            diags.rotate_left(r);
+        }
+        let (first, rest) = diags.split_at(diags.len() / 2);
+        let mut parts: Vec<Part> = objs.chunks(chunk).map(|c| Part::of(c, &[])).collect();
+        parts.push(Part::of([], rest));
+        parts.insert(0, Part::of([], first));
+        prop_assert_eq!(Fingerprint::of_parts(&parts), whole);
+    }
+}
+
+/// The property is not vacuous: a cap on a peering of two other Sites does not reach a node,
+/// one on its own Site's peering does, and so does a cap set where there was none.
+#[test]
+fn a_cap_elsewhere_does_not_reach_the_node_and_one_on_its_links_does() {
+    let yaml = r#"
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: a}
+spec: {nodeCidrs: ["10.0.0.0/16"]}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: b}
+spec: {nodeCidrs: ["10.1.0.0/16"]}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: c}
+spec: {nodeCidrs: ["10.2.0.0/16"]}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: d}
+spec: {nodeCidrs: ["10.3.0.0/16"]}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: SitePeering
+metadata: {name: ab}
+spec: {sites: [a, b], tunnelMTU: 1400}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: SitePeering
+metadata: {name: cd}
+spec: {sites: [c, d], tunnelMTU: 1400}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: SitePeering
+metadata: {name: bd}
+spec: {sites: [b, d], enabled: false}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {net.unbounded-cloud.io/site: a}}
+status: {addresses: [{type: InternalIP, address: 10.0.0.5}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: nb, labels: {net.unbounded-cloud.io/site: b}}
+status: {addresses: [{type: InternalIP, address: 10.1.0.5}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: nc, labels: {net.unbounded-cloud.io/site: c}}
+status: {addresses: [{type: InternalIP, address: 10.2.0.5}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: nd, labels: {net.unbounded-cloud.io/site: d}}
+status: {addresses: [{type: InternalIP, address: 10.3.0.5}]}
+"#;
+    let base = Input {
+        objects: decode([("c.yaml", yaml.as_bytes())]).objects,
+        diagnostics: Vec::new(),
+        settings: Default::default(),
+    };
+    let k = keep(&base, "n1");
+    assert!(k.footprint.contains(Kind::SitePeering, "ab"));
+    assert!(!k.footprint.contains(Kind::SitePeering, "cd"));
+    let after = |m: Mutation| {
+        let mut i = base.clone();
+        apply(&mut i, &m).expect("applies");
+        Fingerprint::of(&i.objects, &i.diagnostics)
+    };
+    let cap = |name: &str, mtu: u32| Mutation::SetCap {
+        kind: Kind::SitePeering,
+        name: name.into(),
+        mtu,
+    };
+    let reaches = |f: &Fingerprint| k.fingerprint.reaches(f, &k.footprint);
+    assert!(!reaches(&k.fingerprint), "the same input");
+    assert!(!reaches(&after(cap("cd", 1300))), "c–d is not n1's");
+    assert!(
+        !reaches(&after(Mutation::ClearCap {
+            kind: Kind::SitePeering,
+            name: "cd".into()
+        })),
+        "cleared elsewhere"
+    );
+    assert!(reaches(&after(cap("ab", 1300))), "a–b binds n1's link");
+    assert!(
+        reaches(&after(cap("bd", 1300))),
+        "a cap set where there was none is not in any footprint before"
+    );
+    assert!(
+        reaches(&after(Mutation::SetEnabled {
+            kind: Kind::SitePeering,
+            name: "cd".into(),
+            enabled: false
+        })),
+        "a relationship toggled is structure"
+    );
+}
