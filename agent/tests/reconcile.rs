@@ -167,9 +167,16 @@ async fn heavy_watches_stop_only_after_the_dataplane_state_without_them_is_appli
     let assignment = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "SiteGatewayPoolAssignment",
         "metadata": {"name": "as", "resourceVersion": "50"}, "spec": {"sites": ["a"], "gatewayPools": ["p"]}});
     mock.push(ch, support::event("ADDED", assignment.clone()));
+    let first = dp.calls.load(Ordering::SeqCst);
     assert!(
         wait(|| heavy.iter().all(|p| mock.open_watches_on(p, None) == 1)).await,
         "started"
+    );
+    // The input with the assignment and the heavy caches is applied (a change of the input
+    // that cannot reach the plan would apply nothing, and leave nothing behind to remove).
+    assert!(
+        wait(|| dp.calls.load(Ordering::SeqCst) > first).await,
+        "applied with the heavy kinds"
     );
     // The assignment goes away while the dataplane fails: the watches must stay, since the
     // state that depended on them could not be removed yet.

@@ -1,7 +1,8 @@
 //! What a turn of the agent's loop costs and writes, on a kernel that records its writes: a
 //! steady-state turn plans the node once (twice only when underlay detection contradicts the
-//! underlay the turn assumed), an event that cannot touch the node writes nothing to the
-//! kernel, and one that changes the node's route MTUs writes exactly those routes.
+//! underlay the turn assumed), an event that cannot touch the node ends the turn `unreached`
+//! (nothing resolved, nothing written to the kernel) from files and from a live watch of the
+//! mock API server, and one that changes the node's route MTUs writes exactly those routes.
 
 mod support;
 
@@ -122,6 +123,7 @@ impl Applier for Recording {
 /// The agent's loop over the manifests in `dir` (polled every 20 ms) through `applier`.
 struct Agent {
     status: Arc<Status>,
+    edits: std::sync::atomic::AtomicUsize,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -150,6 +152,7 @@ impl Agent {
         });
         Agent {
             status,
+            edits: std::sync::atomic::AtomicUsize::new(0),
             stop: Some(tx),
             task,
         }
@@ -167,26 +170,59 @@ impl Agent {
     }
 }
 
-/// Rewrites the manifests (a new size or modification time) and waits for the turn that
-/// applies them: returns that apply's writes and the `/status` detail of the turn.
-async fn change(
-    dir: &std::path::Path,
-    yaml: &str,
-    applier: &Recording,
-    agent: &Agent,
-) -> (Vec<Op>, Value) {
-    let before = applier.applies().len();
-    // Modification times may be coarse: a comment of another length changes the size too.
-    let marker = "#".repeat(before + 1);
-    std::fs::write(dir.join("cluster.yaml"), format!("{marker}\n{yaml}")).expect("write");
+/// What the turn for one change of the manifests did.
+#[derive(Debug)]
+enum Done {
+    /// It applied these writes; the `/status` detail of the turn.
+    Applied(Vec<Op>, Value),
+    /// The change could not reach the node's plan: it resolved nothing and wrote nothing.
+    Unreached,
+}
+
+/// Turns counted by `/metrics` with this result.
+fn turns(agent: &Agent, result: &str) -> usize {
+    let prefix = format!("unbounded_mtu_reconciles_total{{result=\"{result}\"}} ");
+    agent
+        .status
+        .metrics()
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Rewrites the manifests (a new size, whatever the modification time's resolution: a comment
+/// at the end) and waits for the one turn that follows.
+async fn change(dir: &std::path::Path, yaml: &str, applier: &Recording, agent: &Agent) -> Done {
+    let (applied, unreached) = (applier.applies().len(), turns(agent, "unreached"));
+    let edit = agent
+        .edits
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    // At the end: lines before it keep their numbers, which the plan's explanations cite.
+    std::fs::write(
+        dir.join("cluster.yaml"),
+        format!("{yaml}{}\n", "#".repeat(edit + 1)),
+    )
+    .expect("write");
     assert!(
-        support::until_real(|| applier.applies().len() > before, Duration::from_secs(10)).await,
-        "no turn applied the change; status {:#}",
+        support::until_real(
+            || applier.applies().len() > applied || turns(agent, "unreached") > unreached,
+            Duration::from_secs(10)
+        )
+        .await,
+        "no turn followed the change; status {:#}",
         agent.last()
     );
+    // Nothing else follows a single change.
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let applies = applier.applies();
-    assert_eq!(applies.len(), before + 1, "one turn per change");
-    (applies[before].clone(), agent.last())
+    match (
+        applies.len() - applied,
+        turns(agent, "unreached") - unreached,
+    ) {
+        (1, 0) => Done::Applied(applies[applied].clone(), agent.last()),
+        (0, 1) => Done::Unreached,
+        other => panic!("one turn per change, found (applied, unreached) {other:?}"),
+    }
 }
 
 /// Destination → MTU of every route of the in-memory kernel's table.
@@ -214,15 +250,19 @@ async fn an_unrelated_event_writes_nothing_and_a_related_one_writes_only_the_cha
     assert!(!applier.applies()[0].is_empty(), "the first turn installs");
     let installed = route_mtus(&applier);
 
-    // The d–e peering's cap: on no link or path of n1.
-    let (writes, detail) = change(&dir, &cluster(None, 1280), &applier, &agent).await;
-    assert!(writes.is_empty(), "an unrelated cap wrote {writes:?}");
-    assert_eq!(detail["writes"], 0, "{detail:#}");
+    // The d–e peering's cap: on no link, path or component of n1. The turn ends before any
+    // topology is built, with nothing written.
+    let done = change(&dir, &cluster(None, 1280), &applier, &agent).await;
+    assert!(matches!(done, Done::Unreached), "{done:?}");
     assert_eq!(route_mtus(&applier), installed);
 
     // wb's underlay (1400 − GENEVE 58) binds n1's link to wb, and only that link: the device
     // keeps the largest link MTU (c's 1400), and only the route to wb's pods changes.
-    let (writes, detail) = change(&dir, &cluster(Some(1400), 1280), &applier, &agent).await;
+    let Done::Applied(writes, detail) =
+        change(&dir, &cluster(Some(1400), 1280), &applier, &agent).await
+    else {
+        panic!("a change of n1's link resolved nothing");
+    };
     let after = route_mtus(&applier);
     let changed: Vec<&String> = installed
         .iter()
@@ -262,12 +302,15 @@ async fn a_turn_plans_once_and_again_only_when_detection_contradicts_the_assumed
     );
     assert_eq!(agent.last()["plans"], 2, "{:#}", agent.last());
     // Later turns assume what the last one detected: one plan each.
-    for de_cap in [1300, 1280] {
-        let (_, detail) = change(&dir, &cluster(None, de_cap), &applier, &agent).await;
+    for wb_underlay in [1480, 1490] {
+        let done = change(&dir, &cluster(Some(wb_underlay), 1400), &applier, &agent).await;
+        let Done::Applied(_, detail) = done else {
+            panic!("wb's underlay is on n1's link: {done:?}");
+        };
         assert_eq!(detail["plans"], 1, "{detail:#}");
         assert_eq!(detail["result"], "ok", "{detail:#}");
     }
-    // The detected underlay is the one in force: 1350 − GENEVE 58 under both caps.
+    // The detected underlay is the one in force (below both of wb's): 1350 − GENEVE 58.
     assert_eq!(route_mtus(&applier)["10.9.1.0/24"], Some(1292));
 
     // With a stated underlay nothing is detected and every turn plans once.
@@ -286,4 +329,101 @@ async fn a_turn_plans_once_and_again_only_when_detection_contradicts_the_assumed
     agent2.stop().await;
     let _ = std::fs::remove_dir_all(dir);
     let _ = std::fs::remove_dir_all(dir2);
+}
+
+/// A SitePeering of Sites d and e as the API serves it, at resource version `rv`.
+fn peering_de(rv: &str, sites: [&str; 2], cap: u32) -> Value {
+    serde_json::json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1", "kind": "SitePeering",
+        "metadata": {"name": "de", "resourceVersion": rv},
+        "spec": {"sites": sites, "tunnelMTU": cap}})
+}
+
+/// In API mode, through the watches: a watch event that changes a cap outside the node's plan
+/// ends its turn unreached (no plan, no apply), one that changes a relationship resolves and
+/// applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_api_mode_an_unrelated_watch_event_resolves_nothing() {
+    use support::{Mock, NODE, POD, Reply};
+    use topology_core::vocab::Kind;
+    use unbounded_mtu::k8s::ResourceKind;
+    let mock = Mock::start().await;
+    mock.on(
+        "GET",
+        NODE,
+        vec![Reply::Json(200, support::own_node("100", ""))],
+    );
+    support::hold_startup_watch(&mock);
+    mock.on("PATCH", POD, vec![support::pod_patched("agent-x")]);
+    mock.on("PATCH", NODE, vec![support::node_patched()]);
+    let n2 = support::node(
+        "n2",
+        "u2",
+        "3",
+        serde_json::json!({support::SITE_LABEL: "a"}),
+        "10.0.0.6",
+    );
+    let slice = serde_json::json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1",
+        "kind": "SiteNodeSlice", "metadata": {"name": "a-0"}, "siteName": "a",
+        "nodes": [{"name": "n2", "internalIPs": ["10.0.0.6"], "podCIDRs": ["10.200.2.0/24"]}]});
+    support::serve_collections(
+        &mock,
+        &[
+            support::site("a", "10.0.0.0/16"),
+            support::site("d", "10.3.0.0/16"),
+            support::site("e", "10.4.0.0/16"),
+            support::own_node("100", ""),
+            n2,
+            slice,
+            peering_de("10", ["d", "e"], 1400),
+        ],
+    );
+    let peerings = support::path(ResourceKind::of(Kind::SitePeering));
+    let ch = mock.live_channel();
+    mock.replace_watch(&peerings, vec![Reply::Live(ch)]);
+    let fake = Arc::new(support::FakeApplier::default());
+    let status = Arc::new(Status::default());
+    let (_task, stop) = support::spawn_agent(
+        &mock,
+        support::agent_args(&["--underlay-mtu", "1500"]),
+        status.clone(),
+        Some(fake.clone()),
+    );
+    let calls = || fake.calls.load(std::sync::atomic::Ordering::SeqCst);
+    let counted = |result: &str| {
+        let prefix = format!("unbounded_mtu_reconciles_total{{result=\"{result}\"}} ");
+        status
+            .metrics()
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.trim().parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        support::until_real(|| calls() == 1, Duration::from_secs(10)).await,
+        "first reconcile: {:#?}",
+        mock.requests()
+    );
+
+    mock.push(
+        ch,
+        support::event("MODIFIED", peering_de("11", ["d", "e"], 1300)),
+    );
+    assert!(
+        support::until_real(|| counted("unreached") == 1, Duration::from_secs(10)).await,
+        "{}",
+        status.metrics()
+    );
+    assert_eq!(calls(), 1, "an unreached turn applied");
+
+    // d–e now takes Site a in: a relationship changed, so the turn resolves and applies.
+    mock.push(
+        ch,
+        support::event("MODIFIED", peering_de("12", ["a", "d"], 1300)),
+    );
+    assert!(
+        support::until_real(|| calls() == 2, Duration::from_secs(10)).await,
+        "{}",
+        status.metrics()
+    );
+    assert_eq!(counted("unreached"), 1);
+    let _ = stop.send(());
 }

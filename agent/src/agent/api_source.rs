@@ -8,9 +8,10 @@ use super::adopt::Adopted;
 use super::caches::{Caches, NodeSelection, carries_gateway_taint, needs_heavy, slice_members};
 use super::failure::{ApiError, Failure, PublishError};
 use super::node_watch::WatchEnd;
+use super::prints::Prints;
 use super::publish::publish;
 use super::reconcile::{Linked, Outcome};
-use super::source::{Source, Wake};
+use super::source::{Input, Source, Wake};
 use super::startup::{self, Adoption, StartupWatch, exit_of};
 use super::status::Status;
 use super::taint::{RetryPolicy, remove_gateway_taint};
@@ -20,7 +21,6 @@ use crate::settings::{self, Apply};
 use kube::Client;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-use topology_core::decode::Decoded;
 use topology_core::vocab::Kind;
 
 /// The API source.
@@ -34,9 +34,11 @@ pub struct Api {
     startup: StartupWatch,
     acknowledged: bool,
     taint_pending: bool,
-    /// The heavy watches are no longer needed: stop them after the next successful reconcile,
-    /// which removed the dataplane state that depended on them.
+    /// The heavy watches are no longer needed: stop them once the plan of an input that needs
+    /// none is in the kernel (no dataplane state depends on them then).
     stop_heavy_after_success: bool,
+    /// The digests of the cached objects, kept across turns.
+    prints: Prints,
 }
 
 impl Api {
@@ -72,6 +74,7 @@ impl Api {
             acknowledged: false,
             taint_pending,
             stop_heavy_after_success: false,
+            prints: Prints::default(),
         }))
     }
 
@@ -155,12 +158,17 @@ impl Source for Api {
         while self.changes.try_recv().is_ok() {}
     }
 
-    fn input(&mut self) -> Result<Option<Decoded>, Failure> {
+    fn input(&mut self) -> Result<Option<Input>, Failure> {
         self.follow_assignments();
         if !self.caches.synced() {
             return Ok(None);
         }
-        Ok(Some(self.caches.decoded(&self.adopted)))
+        let snapshot = self.caches.held();
+        let fingerprint = self.prints.fingerprint(&snapshot, &self.adopted);
+        let adopted = self.adopted.clone();
+        Ok(Some(Input::deferred(fingerprint, move || {
+            snapshot.decode(&adopted)
+        })))
     }
 
     /// Node metadata (underlay annotations) of the Sites the plan links into, or of every Node
@@ -198,6 +206,10 @@ impl Source for Api {
                 .map_err(PublishError::Taint)?;
             self.taint_pending = false;
         }
+        Ok(None)
+    }
+
+    fn settled(&mut self) {
         if self.stop_heavy_after_success {
             tracing::info!(
                 "dataplane state without gateways applied; stopping the GatewayPool, GatewayPoolNode and GatewayPoolPeering watches"
@@ -205,6 +217,5 @@ impl Source for Api {
             self.caches.set_heavy(false, &self.status);
             self.stop_heavy_after_success = false;
         }
-        Ok(None)
     }
 }

@@ -9,9 +9,10 @@ use super::reconcile::Linked;
 use super::status::Status;
 use super::taint::GATEWAY_TAINT_KEY;
 use crate::k8s::live::SOURCE;
-use crate::k8s::store::{Change, Objects, ReflectOptions, Store, reflect};
+use crate::k8s::store::{Change, Held, Objects, ReflectOptions, Store, reflect};
 use crate::k8s::{Backoff, ResourceKind};
 use kube::Client;
+use kube::core::DynamicObject;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -206,38 +207,114 @@ impl Caches {
             .map(|c| &c.store)
     }
 
-    /// Decodes a snapshot of every watched cache; the own Node's labels are pinned to the
-    /// adopted assignment (it stays fixed for the life of the process).
-    pub fn decoded(&self, adopted: &Adopted) -> Decoded {
+    /// What every watched cache holds now: one turn's input, consistent across the kinds it
+    /// is read from (later events change the caches, not the snapshot).
+    pub fn held(&self) -> Snapshot {
+        Snapshot {
+            kinds: self
+                .caches
+                .iter()
+                .filter(|c| c.task.is_some())
+                .map(|c| c.store.held())
+                .collect(),
+            nodes: self.nodes.as_ref().map(|(_, c)| c.store.held()),
+        }
+    }
+}
+
+/// What the watched caches held at one moment (the objects shared with the caches).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    kinds: Vec<Held>,
+    nodes: Option<Held>,
+}
+
+impl Snapshot {
+    /// A snapshot of these kinds' objects and this Node metadata.
+    pub fn new(kinds: Vec<Held>, nodes: Option<Held>) -> Snapshot {
+        Snapshot { kinds, nodes }
+    }
+
+    /// The watched kinds' objects, per kind (Node metadata aside).
+    pub fn kinds(&self) -> &[Held] {
+        &self.kinds
+    }
+
+    /// The Node metadata held, when it is watched.
+    pub fn node_metadata(&self) -> Option<&Held> {
+        self.nodes.as_ref()
+    }
+
+    /// Decodes it: every object, then the Node objects the topology sees (the own Node's labels
+    /// pinned to the adopted assignment, which stays fixed for the life of the process).
+    pub fn decode(&self, adopted: &Adopted) -> Decoded {
         let mut d = Decoded::default();
         let (mut slices, mut pools) = (Vec::new(), Vec::new());
-        for c in self.caches.iter().filter(|c| c.task.is_some()) {
+        for h in &self.kinds {
             // Slices and pools also make the peers' Node objects below; every other kind goes
             // to the decoder one object at a time, never held twice.
-            match c.store.kind().kind {
+            match h.kind().kind {
                 Kind::SiteNodeSlice | Kind::GatewayPool => {
-                    let snap = c.store.snapshot();
-                    for obj in snap.values() {
+                    let values = Arc::new(h.values());
+                    for obj in values.values() {
                         d.add_json(SOURCE, obj.clone());
                     }
-                    if c.store.kind().kind == Kind::SiteNodeSlice {
-                        slices.push(snap);
+                    if h.kind().kind == Kind::SiteNodeSlice {
+                        slices.push(values);
                     } else {
-                        pools.push(snap);
+                        pools.push(values);
                     }
                 }
-                _ => c.store.for_each_value(|v| d.add_json(SOURCE, v)),
+                _ => h.for_each_value(|v| d.add_json(SOURCE, v)),
             }
         }
-        let meta = self
-            .nodes
-            .as_ref()
-            .map(|(_, c)| c.store.snapshot())
-            .unwrap_or_default();
-        for n in node_objects(adopted, &meta, &slices, &pools) {
+        for n in self.node_objects_of(adopted, &slices, &pools) {
             d.add_json(SOURCE, n);
         }
         d
+    }
+
+    /// The Node objects the topology sees ([`node_objects`] of what is held).
+    pub fn node_objects(&self, adopted: &Adopted) -> Vec<Value> {
+        let of = |k: Kind| -> Vec<Arc<Objects>> {
+            self.kinds
+                .iter()
+                .filter(|h| h.kind().kind == k)
+                .map(|h| Arc::new(h.values()))
+                .collect()
+        };
+        self.node_objects_of(adopted, &of(Kind::SiteNodeSlice), &of(Kind::GatewayPool))
+    }
+
+    fn node_objects_of(
+        &self,
+        adopted: &Adopted,
+        slices: &[Arc<Objects>],
+        pools: &[Arc<Objects>],
+    ) -> Vec<Value> {
+        let meta = self.nodes.as_ref().map(Held::values).unwrap_or_default();
+        node_objects(adopted, &meta, slices, pools)
+    }
+
+    /// The objects the Node objects are made of (Node metadata, SiteNodeSlices, GatewayPools),
+    /// in the order of their addresses: the same objects while none of them changed. `None`
+    /// when a nameless object is among them (it has no identity to compare).
+    pub fn node_sources(&self) -> Option<Vec<Arc<DynamicObject>>> {
+        let held: Vec<&Held> = self
+            .kinds
+            .iter()
+            .filter(|h| matches!(h.kind().kind, Kind::SiteNodeSlice | Kind::GatewayPool))
+            .chain(self.nodes.iter())
+            .collect();
+        if held.iter().any(|h| !h.nameless().is_empty()) {
+            return None;
+        }
+        let mut out: Vec<Arc<DynamicObject>> = held
+            .iter()
+            .flat_map(|h| h.objects().iter().cloned())
+            .collect();
+        out.sort_unstable_by_key(|o| Arc::as_ptr(o) as usize);
+        Some(out)
     }
 }
 

@@ -10,6 +10,7 @@ pub mod applier;
 pub mod caches;
 pub mod failure;
 pub mod node_watch;
+pub mod prints;
 pub mod probing;
 pub mod publish;
 pub mod reconcile;

@@ -1,4 +1,8 @@
 //! One reconcile turn, the same whatever the source and the applier, in two steps. [`resolve`]
+//! first asks whether the input can change the node's plan at all: against what the last turn
+//! that applied [`Kept`] (the input's fingerprint and the plan's footprint,
+//! `mtu_solver::locality`), a change of caps that none of the node's values considered cannot,
+//! and the turn ends there ([`Turn::Unreached`]: no topology, no plan, no write). Otherwise it
 //! builds the topology once and plans the node once: on the underlay it assumes (stated, or what
 //! the last turn detected), detects the own underlay through the applier from that same plan
 //! when asked to, and plans again only when the detection contradicts the assumption. The plan
@@ -8,9 +12,11 @@
 
 use super::applier::{Applied, Applier};
 use super::failure::{Failure, KernelError, ResolveError};
+use super::source::Input;
 use crate::dataplane::{self, FabricOptions};
 use crate::settings::{self, Underlay};
 use mtu_solver::Solver;
+use mtu_solver::locality::{Fingerprint, Footprint};
 use mtu_solver::report::ResolveOut;
 use mtu_solver::report::{self, Renderer};
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,6 +68,40 @@ pub struct Outcome {
     /// How often the turn planned the node: 1, or 2 when detection found an underlay other
     /// than the one assumed.
     pub plans: usize,
+    /// What the next turn compares its input with.
+    pub kept: Arc<Kept>,
+}
+
+/// What a turn that applied keeps of its input and plan: the next turn's input, resolved under
+/// the same settings (the same probed lowering and assumed underlay), can change the plan only
+/// if [`Fingerprint::reaches`] says so.
+#[derive(Debug)]
+pub struct Kept {
+    fingerprint: Fingerprint,
+    footprint: Footprint,
+    probed: Option<u32>,
+    base_underlay: u32,
+    /// The Sites and peers of the plan: what the source must still watch while it stands.
+    linked: Linked,
+    /// The applied desired state, to check under `debug_assertions` that a turn that ends
+    /// unreached would have planned the same.
+    #[cfg(debug_assertions)]
+    desired: dataplane_linux::DesiredState,
+}
+
+impl Kept {
+    /// The Sites and peers of the plan applied.
+    pub fn linked(&self) -> &Linked {
+        &self.linked
+    }
+}
+
+/// What a turn's resolve found.
+pub enum Turn {
+    /// The input cannot change the plan the last turn applied: nothing to do.
+    Unreached,
+    /// A plan to apply.
+    Resolved(Box<Resolved>),
 }
 
 /// The Sites a plan links the node into (its own included) and its link peers.
@@ -80,6 +120,7 @@ pub struct Resolved {
     underlay: u32,
     gateway_pool_node: Option<String>,
     plans: usize,
+    kept: Kept,
 }
 
 impl Resolved {
@@ -100,19 +141,60 @@ impl Resolved {
     }
 }
 
-/// Resolves `decoded` for the settings' node: the topology built once, the node planned on the
-/// underlay `assumed` (what the last turn detected; ignored when the underlay is stated), the
-/// own underlay detected from that plan when the settings ask for detection, and the node
-/// planned again only when the detected underlay is not the assumed one. `probed` is the
-/// lowest underlay the node's probes found below the plan (`--underlay-from-probe`): it lowers
-/// the node's own underlay, never raises it. The decoded objects are dropped once the topology
-/// is built, so they never share the peak with the plan.
+/// Resolves `input` for the settings' node, unless `last` (what the last applied turn kept,
+/// given only when the turn is for a change of the input) shows by the input's fingerprint
+/// that it cannot change the plan: then nothing is decoded. The topology is built once, the
+/// node planned on the underlay `assumed` (what the last turn detected; ignored when the
+/// underlay is stated), the own underlay detected from that plan when the settings ask for
+/// detection, and the node planned again only when the detected underlay is not the assumed
+/// one. `probed` is the lowest underlay the node's probes found below the plan
+/// (`--underlay-from-probe`): it lowers the node's own underlay, never raises it. The decoded
+/// objects are dropped once the topology is built, so they never share the peak with the plan.
 pub fn resolve(
+    s: &settings::Agent,
+    input: Input,
+    applier: &dyn Applier,
+    probed: Option<u32>,
+    assumed: Option<u32>,
+    last: Option<&Kept>,
+) -> Result<Turn, Failure> {
+    let unreached = last.filter(|k| {
+        k.probed == probed
+            && assumed == Some(k.base_underlay)
+            && !k.fingerprint.reaches(input.fingerprint(), &k.footprint)
+    });
+    let Some(k) = unreached else {
+        let (fingerprint, decoded) = input.decode();
+        let r = resolve_plan(s, decoded, applier, probed, assumed, fingerprint)?;
+        return Ok(Turn::Resolved(Box::new(r)));
+    };
+    // Under `debug_assertions` the plan is resolved anyway: one that differs from the plan
+    // applied is logged as an error, and applied.
+    #[cfg(debug_assertions)]
+    {
+        let (fingerprint, decoded) = input.decode();
+        let r = resolve_plan(s, decoded, applier, probed, assumed, fingerprint)?;
+        if r.planned.desired != k.desired {
+            tracing::error!(
+                "locality: an input judged unable to change the plan changed it; applying the \
+                 new plan"
+            );
+            return Ok(Turn::Resolved(Box::new(r)));
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = (k, input);
+    Ok(Turn::Unreached)
+}
+
+/// The resolve of [`resolve`], for a turn whose input may change the plan.
+fn resolve_plan(
     s: &settings::Agent,
     decoded: Decoded,
     applier: &dyn Applier,
     probed: Option<u32>,
     assumed: Option<u32>,
+    fingerprint: Fingerprint,
 ) -> Result<Resolved, Failure> {
     let gateway_pool_node = gateway_pool_node(&decoded, &s.node);
     let Decoded {
@@ -144,12 +226,22 @@ pub fn resolve(
         )?;
         plans += 1;
     }
+    let kept = Kept {
+        fingerprint,
+        footprint: std::mem::take(&mut planned.footprint),
+        probed,
+        base_underlay,
+        linked: planned.linked.clone(),
+        #[cfg(debug_assertions)]
+        desired: planned.desired.clone(),
+    };
     Ok(Resolved {
         planned,
         base_underlay,
         underlay: lowered(base_underlay, probed),
         gateway_pool_node,
         plans,
+        kept,
     })
 }
 
@@ -161,6 +253,7 @@ pub fn apply(resolved: Resolved, applier: &dyn Applier) -> Result<Outcome, Failu
         underlay,
         gateway_pool_node,
         plans,
+        kept,
     } = resolved;
     let applied = applier
         .apply(&planned.desired)
@@ -185,6 +278,7 @@ pub fn apply(resolved: Resolved, applier: &dyn Applier) -> Result<Outcome, Failu
         base_underlay,
         targets: planned.targets,
         plans,
+        kept: Arc::new(kept),
     })
 }
 
@@ -199,6 +293,7 @@ struct Planned {
     linked: Linked,
     publication: Publication,
     targets: Vec<mtu_solver::probe::Target>,
+    footprint: Footprint,
 }
 
 /// The own underlay after the probes' lowering, if any.
@@ -259,6 +354,7 @@ fn plan(
     };
     let peers = node_plan.links.iter().filter_map(|l| l.peer_addr).collect();
     let linked = linked(topo, &node_plan);
+    let footprint = Footprint::of(&solver, &node_plan);
     let targets = mtu_solver::probe::targets(&mut solver, &node_plan);
     let values = node_plan.value_count();
     let site = topo.site(node_plan.site).name.to_string();
@@ -276,6 +372,7 @@ fn plan(
         linked,
         publication,
         targets,
+        footprint,
     })
 }
 

@@ -10,8 +10,8 @@ use super::api_source;
 use super::applier::{self, Applier};
 use super::failure::{Failure, KernelError, Step};
 use super::probing::{self, LastRun, Lowerings};
-use super::reconcile::{self, Outcome, Resolved};
-use super::source::{Files, Source, Wake};
+use super::reconcile::{self, Kept, Outcome, Turn};
+use super::source::{Files, Input, Source, Wake};
 use super::status::{self, Status};
 use crate::k8s::Backoff;
 use crate::k8s::client;
@@ -24,7 +24,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use topology_core::decode::Decoded;
 
 /// How long a stopping agent waits for its last Events to be posted.
 pub const EVENTS_GRACE: Duration = Duration::from_secs(2);
@@ -150,6 +149,9 @@ struct Loop<'a> {
     /// The own underlay the last turn detected (before probes lowered it): the next turn plans
     /// on it and plans again only if detection now says otherwise.
     underlay: Option<u32>,
+    /// What the last turn that applied kept, while nothing failed since: a turn for a change
+    /// of the input that cannot reach the plan ends without resolving.
+    kept: Option<Arc<Kept>>,
 }
 
 /// The background probes (`--probe-interval`) between reconciles.
@@ -258,6 +260,7 @@ pub async fn run<S: Source>(
         retry_at: None,
         printed: None,
         underlay: None,
+        kept: None,
         // One reconcile with --once: nothing would wait for a probe.
         probes: s
             .probing
@@ -277,10 +280,14 @@ pub async fn run<S: Source>(
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut first = true;
     loop {
+        // Whether this turn is for a change of the input (resyncs, retries and probes redo
+        // every step).
+        let mut changed = false;
         if !first {
             tokio::select! {
                 w = source.next() => match w? {
                     Wake::Changed => {
+                        changed = true;
                         tokio::select! {
                             _ = tokio::time::sleep(s.debounce) => {}
                             _ = stop.wait() => return Ok(Exit::Done),
@@ -301,7 +308,7 @@ pub async fn run<S: Source>(
         }
         first = false;
         let started = Instant::now();
-        let decoded = match source.input() {
+        let input = match source.input() {
             Ok(Some(d)) => d,
             Ok(None) => continue,
             Err(f) => {
@@ -313,9 +320,24 @@ pub async fn run<S: Source>(
             p.in_use = p.lowered();
             p.in_use
         });
+        let last = l.kept.clone().filter(|_| changed);
         let resolved =
-            match resolve_on_thread(s, decoded, l.applier.clone(), probed, l.underlay).await {
-                Ok(r) => r,
+            match resolve_on_thread(s, input, l.applier.clone(), probed, l.underlay, last).await {
+                Ok(Turn::Resolved(r)) => r,
+                Ok(Turn::Unreached) => {
+                    l.status.unreached(started.elapsed());
+                    tracing::debug!("the change cannot reach this node's plan: nothing to do");
+                    // The plan applied stands: the source still checks it watches what that plan
+                    // depends on, and ends what waited for it.
+                    if let Some(k) = &l.kept
+                        && !source.complete_for(k.linked())
+                    {
+                        l.kept = None;
+                        continue;
+                    }
+                    source.settled();
+                    continue;
+                }
                 Err(f) => {
                     l.failed(started, f)?;
                     continue;
@@ -323,11 +345,13 @@ pub async fn run<S: Source>(
             };
         l.underlay = Some(resolved.base_underlay());
         if !source.complete_for(resolved.linked()) {
+            l.kept = None;
             continue;
         }
         match apply_on_thread(resolved, l.applier.clone()).await {
             Ok(outcome) => match source.after_success(&outcome).await {
                 Ok(exit) => {
+                    source.settled();
                     l.succeeded(started, &outcome, source.node_uid());
                     if let Some(exit) = exit {
                         return Ok(finish(exit, &l.applier).await);
@@ -348,6 +372,7 @@ pub async fn run<S: Source>(
 
 impl Loop<'_> {
     fn succeeded(&mut self, started: Instant, o: &Outcome, uid: Option<String>) {
+        self.kept = Some(o.kept.clone());
         let adopted = format!(
             "{}/{}/{}",
             uid.as_deref().unwrap_or("-"),
@@ -460,6 +485,7 @@ impl Loop<'_> {
 
     /// Records a failure and schedules the retry; with `--once` the failure ends the agent.
     fn failed(&mut self, started: Instant, f: Failure) -> Result<(), Failure> {
+        self.kept = None;
         self.status.failed(started.elapsed(), &f);
         if f.step() == Step::Dataplane {
             self.status
@@ -492,14 +518,22 @@ impl Loop<'_> {
 /// A turn's resolve on a blocking thread.
 async fn resolve_on_thread(
     s: &settings::Agent,
-    decoded: Decoded,
+    input: Input,
     applier: Arc<dyn Applier>,
     probed: Option<u32>,
     assumed: Option<u32>,
-) -> Result<Resolved, Failure> {
+    last: Option<Arc<Kept>>,
+) -> Result<Turn, Failure> {
     let s = s.clone();
     tokio::task::spawn_blocking(move || {
-        reconcile::resolve(&s, decoded, applier.as_ref(), probed, assumed)
+        reconcile::resolve(
+            &s,
+            input,
+            applier.as_ref(),
+            probed,
+            assumed,
+            last.as_deref(),
+        )
     })
     .await
     .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?
@@ -508,10 +542,10 @@ async fn resolve_on_thread(
 /// A resolved plan applied on a blocking thread (never interrupted: a write step in progress
 /// finishes).
 async fn apply_on_thread(
-    resolved: Resolved,
+    resolved: Box<reconcile::Resolved>,
     applier: Arc<dyn Applier>,
 ) -> Result<Outcome, Failure> {
-    tokio::task::spawn_blocking(move || reconcile::apply(resolved, applier.as_ref()))
+    tokio::task::spawn_blocking(move || reconcile::apply(*resolved, applier.as_ref()))
         .await
         .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?
 }

@@ -5,10 +5,49 @@
 use super::Exit;
 use super::failure::{Failure, InputError};
 use super::reconcile::{Linked, Outcome};
+use mtu_solver::locality::Fingerprint;
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use topology_core::decode::Decoded;
+
+/// One turn's input: its fingerprint now, its objects decoded when the turn resolves (a turn
+/// whose change cannot reach the plan never decodes them).
+pub struct Input {
+    fingerprint: Fingerprint,
+    decode: Box<dyn FnOnce() -> Decoded + Send>,
+}
+
+impl Input {
+    /// Objects already decoded, fingerprinted here.
+    pub fn decoded(decoded: Decoded) -> Input {
+        Input {
+            fingerprint: Fingerprint::of(&decoded.objects, &decoded.diagnostics),
+            decode: Box::new(move || decoded),
+        }
+    }
+
+    /// Objects of this fingerprint, decoded by `decode` when needed.
+    pub fn deferred(
+        fingerprint: Fingerprint,
+        decode: impl FnOnce() -> Decoded + Send + 'static,
+    ) -> Input {
+        Input {
+            fingerprint,
+            decode: Box::new(decode),
+        }
+    }
+
+    /// Its fingerprint.
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+
+    /// Its fingerprint and its objects, decoded.
+    pub fn decode(self) -> (Fingerprint, Decoded) {
+        (self.fingerprint, (self.decode)())
+    }
+}
 
 /// Why a source woke the loop.
 #[derive(Debug)]
@@ -29,8 +68,8 @@ pub trait Source: Send {
     fn drain(&mut self);
 
     /// The objects to reconcile now; `None` while the input is incomplete (a cache has not
-    /// completed its initial list).
-    fn input(&mut self) -> Result<Option<Decoded>, Failure>;
+    /// completed its initial list). Two inputs of one source are fingerprinted alike.
+    fn input(&mut self) -> Result<Option<Input>, Failure>;
 
     /// Whether the input a plan was resolved from holds everything that plan depends on, so
     /// that it may be applied. The API source checks that it watches the metadata (underlay
@@ -48,6 +87,10 @@ pub trait Source: Send {
         &mut self,
         outcome: &Outcome,
     ) -> impl Future<Output = Result<Option<Exit>, Failure>> + Send;
+
+    /// The plan of the current input is in the kernel: applied by this turn, or by an earlier
+    /// one when this turn's change could not reach it. What waited for that may end.
+    fn settled(&mut self) {}
 }
 
 /// `--manifests`: files or directories, re-read when their names, sizes or modification times
@@ -100,10 +143,10 @@ impl Source for Files {
 
     fn drain(&mut self) {}
 
-    fn input(&mut self) -> Result<Option<Decoded>, Failure> {
+    fn input(&mut self) -> Result<Option<Input>, Failure> {
         self.seen = Some(self.signature());
         mtu_solver::load::load(&self.paths)
-            .map(Some)
+            .map(|d| Some(Input::decoded(d)))
             .map_err(|e| Failure::Input(InputError(Box::new(e))))
     }
 

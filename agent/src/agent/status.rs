@@ -216,6 +216,12 @@ impl Status {
         self.metrics.reconcile_seconds.observe(took.as_secs_f64());
     }
 
+    /// Records a turn for a change of the input that cannot reach the node's plan (counted as
+    /// a reconcile with result `unreached`; the last reconcile and its plan stand).
+    pub fn unreached(&self, took: Duration) {
+        self.count("unreached", took);
+    }
+
     /// Records a successful reconcile and its plan; the agent becomes ready.
     pub fn reconciled(&self, took: Duration, plan: Arc<ResolveOut>) {
         self.reconciled_with(took, plan, None);

@@ -96,23 +96,15 @@ impl Store {
     /// nameless objects under keys of their own that no name can take. Built on each call and
     /// not kept: the reflector's store is the one copy that lives on.
     pub fn snapshot(&self) -> Arc<Objects> {
-        let mut map = Objects::new();
-        for o in self.reader.state() {
-            map.insert(o.name_any(), self.value(&o));
-        }
-        for (i, v) in lock(&self.nameless).listed.iter().enumerate() {
-            map.insert(format!("\u{0}{i}"), v.clone());
-        }
-        Arc::new(map)
+        Arc::new(self.held().values())
     }
 
-    /// Hands every object as JSON to `f`, one at a time (nothing is collected).
-    pub fn for_each_value(&self, mut f: impl FnMut(Value)) {
-        for o in self.reader.state() {
-            f(self.value(&o));
-        }
-        for v in lock(&self.nameless).listed.iter() {
-            f(v.clone());
+    /// What the store holds now, its objects shared with it (nothing is copied).
+    pub fn held(&self) -> Held {
+        Held {
+            kind: self.kind,
+            objects: self.reader.state(),
+            nameless: lock(&self.nameless).listed.clone(),
         }
     }
 
@@ -159,17 +151,77 @@ impl Store {
         }
     }
 
-    /// An object as JSON with `apiVersion` and `kind` filled in (list items of core kinds omit
-    /// them). The reflector already read it as a `DynamicObject`, so no other check is needed.
     fn value(&self, o: &DynamicObject) -> Value {
-        let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
-        if let Value::Object(m) = &mut v {
-            m.entry("apiVersion")
-                .or_insert_with(|| Value::String(self.kind.api_version()));
-            m.entry("kind")
-                .or_insert_with(|| Value::String(self.kind.kind.as_str().to_string()));
+        value_of(self.kind, o)
+    }
+}
+
+/// An object as JSON with `apiVersion` and `kind` filled in (list items of core kinds omit
+/// them). The reflector already read it as a `DynamicObject`, so no other check is needed.
+fn value_of(kind: ResourceKind, o: &DynamicObject) -> Value {
+    let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        m.entry("apiVersion")
+            .or_insert_with(|| Value::String(kind.api_version()));
+        m.entry("kind")
+            .or_insert_with(|| Value::String(kind.kind.as_str().to_string()));
+    }
+    v
+}
+
+/// What a store held at one moment: its objects, shared with the store (the reflector replaces
+/// an object's `Arc` whenever the object changes, and never changes one in place), and the
+/// nameless objects.
+#[derive(Clone, Debug)]
+pub struct Held {
+    kind: ResourceKind,
+    objects: Vec<Arc<DynamicObject>>,
+    nameless: Vec<Value>,
+}
+
+impl Held {
+    /// The kind held.
+    pub fn kind(&self) -> ResourceKind {
+        self.kind
+    }
+
+    /// The named objects, in no particular order.
+    pub fn objects(&self) -> &[Arc<DynamicObject>] {
+        &self.objects
+    }
+
+    /// The objects without a name, whole.
+    pub fn nameless(&self) -> &[Value] {
+        &self.nameless
+    }
+
+    /// One of its objects as JSON (`apiVersion` and `kind` filled in).
+    pub fn value(&self, o: &DynamicObject) -> Value {
+        value_of(self.kind, o)
+    }
+
+    /// Every object as JSON by name; nameless objects under keys of their own that no name can
+    /// take.
+    pub fn values(&self) -> Objects {
+        let mut map = Objects::new();
+        for o in &self.objects {
+            map.insert(o.name_any(), self.value(o));
         }
-        v
+        for (i, v) in self.nameless.iter().enumerate() {
+            map.insert(format!("\u{0}{i}"), v.clone());
+        }
+        map
+    }
+
+    /// Hands every object as JSON to `f`, one at a time (nothing is collected): the named ones,
+    /// then the nameless ones.
+    pub fn for_each_value(&self, mut f: impl FnMut(Value)) {
+        for o in &self.objects {
+            f(self.value(o));
+        }
+        for v in &self.nameless {
+            f(v.clone());
+        }
     }
 }
 
