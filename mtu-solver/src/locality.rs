@@ -34,7 +34,7 @@ use topology_core::vocab::Kind;
 type Key = (Kind, u64);
 
 /// How two inputs differ, for choosing how much to re-resolve. Objects are named by
-/// [`Fingerprint::key`]: a holder of the input finds them with [`Fingerprint::named`].
+/// [`ObjectKey`]: a holder of the input finds them with [`Fingerprint::named`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Difference {
     /// Only caps (or the findings of objects whose shape is unchanged) of these objects; empty:
@@ -166,10 +166,12 @@ impl Fingerprint {
     /// The fingerprint of an input made of these parts, in this order: equal to
     /// [`Fingerprint::of`] the objects of every part, in order, and all their findings.
     pub fn of_parts<'a>(parts: impl IntoIterator<Item = &'a Part>) -> Fingerprint {
+        let parts: Vec<&Part> = parts.into_iter().collect();
         let mut fp = Fingerprint::default();
+        fp.objects
+            .reserve(parts.iter().map(|p| p.objects.len()).sum::<usize>());
         for part in parts {
             fp.findings = fp.findings.plus(part.findings);
-            fp.objects.reserve(part.objects.len());
             for (key, e) in &part.objects {
                 fp.objects
                     .entry(*key)

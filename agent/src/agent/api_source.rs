@@ -83,7 +83,7 @@ impl Api {
         if let Some(a) = self.caches.store(Kind::SiteGatewayPoolAssignment)
             && a.synced()
         {
-            let need = needs_heavy(&self.adopted, &a.snapshot());
+            let need = needs_heavy(&self.adopted, &a.held());
             if need && !self.caches.heavy() {
                 tracing::info!("watching GatewayPools, GatewayPoolNodes, GatewayPoolPeerings");
                 self.caches.set_heavy(true, &self.status);
@@ -179,11 +179,11 @@ impl Source for Api {
         if let Some(slices) = self.caches.store(Kind::SiteNodeSlice) {
             needed
                 .peers
-                .extend(slice_members(&slices.snapshot(), &needed.sites));
+                .extend(slice_members(&slices.held(), &needed.sites));
         }
         needed.peers.remove(&self.settings.node);
         let meta = self.caches.node_metadata();
-        let selection = NodeSelection::for_peers(&needed, meta.as_deref());
+        let selection = NodeSelection::for_peers(&needed, meta.map(|m| m.as_ref()));
         !self.caches.select_nodes(&selection, &self.status)
     }
 

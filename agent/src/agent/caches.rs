@@ -185,9 +185,9 @@ impl Caches {
         true
     }
 
-    /// The Node metadata watched now (`None`: no Node metadata watch yet).
-    pub fn node_metadata(&self) -> Option<Arc<Objects>> {
-        self.nodes.as_ref().map(|(_, c)| c.store.snapshot())
+    /// The cache of the Node metadata watched now (`None`: no Node metadata watch yet).
+    pub fn node_metadata(&self) -> Option<&Arc<Store>> {
+        self.nodes.as_ref().map(|(_, c)| &c.store)
     }
 
     /// Whether every watched cache completed its initial LIST.
@@ -296,10 +296,10 @@ impl Snapshot {
         node_objects(adopted, &meta, slices, pools)
     }
 
-    /// The objects the Node objects are made of (Node metadata, SiteNodeSlices, GatewayPools),
-    /// in the order of their addresses: the same objects while none of them changed. `None`
-    /// when a nameless object is among them (it has no identity to compare).
-    pub fn node_sources(&self) -> Option<Vec<Arc<DynamicObject>>> {
+    /// The objects the Node objects are made of (Node metadata, SiteNodeSlices, GatewayPools)
+    /// with their kinds; `None` when a nameless object is among them (it has no identity to
+    /// keep anything by).
+    pub fn node_sources(&self) -> Option<Vec<(Kind, &Arc<DynamicObject>)>> {
         let held: Vec<&Held> = self
             .kinds
             .iter()
@@ -309,12 +309,11 @@ impl Snapshot {
         if held.iter().any(|h| !h.nameless().is_empty()) {
             return None;
         }
-        let mut out: Vec<Arc<DynamicObject>> = held
-            .iter()
-            .flat_map(|h| h.objects().iter().cloned())
-            .collect();
-        out.sort_unstable_by_key(|o| Arc::as_ptr(o) as usize);
-        Some(out)
+        Some(
+            held.iter()
+                .flat_map(|h| h.objects().iter().map(|o| (h.kind().kind, o)))
+                .collect(),
+        )
     }
 }
 
@@ -334,11 +333,11 @@ impl Drop for Caches {
 
 /// Whether the heavy kinds are needed: the node is a gateway, or an enabled
 /// SiteGatewayPoolAssignment lists its Site.
-pub fn needs_heavy(adopted: &Adopted, assignments: &crate::k8s::store::Objects) -> bool {
+pub fn needs_heavy(adopted: &Adopted, assignments: &Held) -> bool {
     if adopted.assignment.pool.is_some() {
         return true;
     }
-    assignments.values().any(|a| {
+    assignments.fields().any(|a| {
         let enabled = a.pointer("/spec/enabled").and_then(Value::as_bool) != Some(false);
         let site = adopted.assignment.site.as_str();
         let lists_site = a
@@ -395,6 +394,23 @@ pub fn node_objects(
         }
     }
     out
+}
+
+/// What [`node_objects`] reads of one of its sources, with the source's name: a Node's name,
+/// labels and annotations; a SiteNodeSlice's `nodes`; a GatewayPool's `status.nodes`. Two
+/// sources with equal views make the same Node objects.
+pub fn node_source_view(kind: Kind, o: &DynamicObject) -> Value {
+    let m = &o.metadata;
+    match kind {
+        Kind::Node => {
+            serde_json::json!({"name": m.name, "labels": m.labels, "annotations": m.annotations})
+        }
+        Kind::SiteNodeSlice => serde_json::json!({"name": m.name, "nodes": o.data.get("nodes")}),
+        Kind::GatewayPool => {
+            serde_json::json!({"name": m.name, "nodes": o.data.pointer("/status/nodes")})
+        }
+        _ => Value::Null,
+    }
 }
 
 /// A Node from a node's metadata and a SiteNodeSlice or pool status entry.
@@ -468,7 +484,7 @@ impl NodeSelection {
     /// otherwise. A peer that the narrow watch does not return is missing; the wide watch then
     /// shows whether it has a label, so the selection narrows again only once every peer has
     /// one.
-    pub fn for_peers(linked: &Linked, meta: Option<&Objects>) -> NodeSelection {
+    pub fn for_peers(linked: &Linked, meta: Option<&Store>) -> NodeSelection {
         let Some(meta) = meta else {
             return NodeSelection::Sites(linked.sites.clone());
         };
@@ -476,11 +492,13 @@ impl NodeSelection {
             .peers
             .iter()
             .filter(|p| {
-                meta.get(p.as_str())
-                    .and_then(|m| m.pointer("/metadata/labels"))
-                    .and_then(|l| l.get(SITE_LABEL_KEY))
-                    .and_then(Value::as_str)
-                    .is_none_or(|s| !linked.sites.contains(s))
+                meta.get(p).is_none_or(|m| {
+                    m.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(SITE_LABEL_KEY))
+                        .is_none_or(|s| !linked.sites.contains(s))
+                })
             })
             .cloned()
             .collect();
@@ -493,9 +511,9 @@ impl NodeSelection {
 }
 
 /// The nodes the SiteNodeSlices of `sites` list (by `siteName`).
-pub fn slice_members(slices: &Objects, sites: &BTreeSet<String>) -> BTreeSet<String> {
+pub fn slice_members(slices: &Held, sites: &BTreeSet<String>) -> BTreeSet<String> {
     slices
-        .values()
+        .fields()
         .filter(|s| {
             s.get("siteName")
                 .and_then(Value::as_str)

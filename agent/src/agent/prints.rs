@@ -5,72 +5,147 @@
 //! reused while the cache holds that same object: the reflector replaces an object's `Arc`
 //! whenever the object changes and never changes one in place, so the same `Arc` is the same
 //! content. The Node objects, made from Node metadata, SiteNodeSlices and pool statuses, are
-//! fingerprinted again whenever one of those changed. Nameless objects are decoded every turn.
+//! fingerprinted again when what they read of those changed (a pool's cap, say, does not make
+//! them again). Nameless objects are decoded every turn.
 
 use super::adopt::Adopted;
-use super::caches::Snapshot;
+use super::caches::{Snapshot, node_source_view};
 use crate::k8s::live::SOURCE;
 use crate::k8s::store::Held;
 use kube::core::DynamicObject;
 use mtu_solver::locality::{Fingerprint, Part};
 use rustc_hash::FxHashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use topology_core::decode::Decoded;
+use topology_core::vocab::Kind;
+
+/// Values kept per cached object, by the object's address (the object is held with its value,
+/// so that the address is not reused while the value is kept).
+#[derive(Debug)]
+struct ByObject<V> {
+    map: FxHashMap<usize, (Arc<DynamicObject>, V, u64)>,
+    /// The turn in progress: an entry not seen in it is dropped at its end.
+    turn: u64,
+}
+
+impl<V> Default for ByObject<V> {
+    fn default() -> Self {
+        ByObject {
+            map: FxHashMap::default(),
+            turn: 0,
+        }
+    }
+}
+
+impl<V> ByObject<V> {
+    fn begin(&mut self) {
+        self.turn = self.turn.wrapping_add(1);
+    }
+
+    /// The value kept for `o`, made by `make` when the cache held another object last turn.
+    fn get(&mut self, o: &Arc<DynamicObject>, make: impl FnOnce() -> V) -> &V {
+        let turn = self.turn;
+        let e = self
+            .map
+            .entry(Arc::as_ptr(o) as usize)
+            .or_insert_with(|| (o.clone(), make(), turn));
+        e.2 = turn;
+        &e.1
+    }
+
+    /// Drops what the turn did not see.
+    fn end(&mut self) {
+        let turn = self.turn;
+        self.map.retain(|_, e| e.2 == turn);
+    }
+
+    fn clear(&mut self) {
+        self.map.clear();
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+}
 
 /// The kept digests.
 #[derive(Debug, Default)]
 pub struct Prints {
-    /// Per cached object, by its address: the object (held so that the address is not reused)
-    /// and its digests.
-    objects: FxHashMap<usize, (Arc<DynamicObject>, Part)>,
-    /// The objects the Node objects were made of (`None`: not comparable, see
-    /// [`Snapshot::node_sources`]) and the Node objects' digests.
-    nodes: Option<(Option<Vec<Arc<DynamicObject>>>, Part)>,
+    /// Per cached object: its digests.
+    objects: ByObject<Part>,
+    /// Per source of the Node objects: the digest of what the Node objects read of it.
+    sources: ByObject<u128>,
+    /// The sorted digests of the sources the Node objects were made of (`None`: not
+    /// comparable, see [`Snapshot::node_sources`]) and the Node objects' digests.
+    nodes: Option<(Option<Vec<u128>>, Part)>,
 }
 
 impl Prints {
     /// The fingerprint of `snapshot` (as decoded for `adopted`); keeps the digests of its
     /// objects, and only those, for the next call.
     pub fn fingerprint(&mut self, snapshot: &Snapshot, adopted: &Adopted) -> Fingerprint {
-        let mut objects = FxHashMap::default();
         let mut nameless = Vec::new();
+        self.objects.begin();
         for h in snapshot.kinds() {
-            objects.reserve(h.objects().len());
             for o in h.objects() {
-                let at = Arc::as_ptr(o) as usize;
-                let kept = self.objects.remove(&at);
-                let part = kept.map_or_else(|| part_of(h, o), |(_, p)| p);
-                objects.insert(at, (o.clone(), part));
+                self.objects.get(o, || part_of(h, o));
             }
             if !h.nameless().is_empty() {
                 nameless.push(decoded_part(h.nameless().iter().cloned()));
             }
         }
-        self.objects = objects;
+        self.objects.end();
         self.update_nodes(snapshot, adopted);
         Fingerprint::of_parts(
             self.objects
+                .map
                 .values()
-                .map(|(_, p)| p)
+                .map(|(_, p, _)| p)
                 .chain(&nameless)
                 .chain(self.nodes.iter().map(|(_, p)| p)),
         )
     }
 
-    /// Makes the Node objects' digests again when what they are made of changed.
+    /// Makes the Node objects' digests again when what they read of their sources changed
+    /// (a source's view digested again only when the cache holds another object).
     fn update_nodes(&mut self, snapshot: &Snapshot, adopted: &Adopted) {
-        let sources = snapshot.node_sources();
-        let same = match (&self.nodes, &sources) {
-            (Some((Some(before), _)), Some(now)) => {
-                before.len() == now.len() && before.iter().zip(now).all(|(a, b)| Arc::ptr_eq(a, b))
-            }
-            _ => false,
+        let Some(sources) = snapshot.node_sources() else {
+            self.sources.clear();
+            self.nodes = Some((None, decoded_part(snapshot.node_objects(adopted))));
+            return;
         };
-        if !same {
-            let part = decoded_part(snapshot.node_objects(adopted));
-            self.nodes = Some((sources, part));
+        self.sources.begin();
+        let mut key = Vec::with_capacity(sources.len());
+        for (kind, o) in sources {
+            key.push(*self.sources.get(o, || view_digest(kind, o)));
         }
+        self.sources.end();
+        key.sort_unstable();
+        if self
+            .nodes
+            .as_ref()
+            .is_some_and(|(k, _)| k.as_ref() == Some(&key))
+        {
+            return;
+        }
+        self.nodes = Some((Some(key), decoded_part(snapshot.node_objects(adopted))));
     }
+}
+
+/// A digest of what the Node objects read of a source, its kind included (two SipHash digests
+/// with distinct prefixes, as `locality` digests objects).
+fn view_digest(kind: Kind, o: &DynamicObject) -> u128 {
+    let bytes = serde_json::to_vec(&node_source_view(kind, o)).unwrap_or_default();
+    let half = |prefix: u8| {
+        let mut h = DefaultHasher::new();
+        prefix.hash(&mut h);
+        kind.hash(&mut h);
+        bytes.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
 }
 
 /// The digests of one cached object, decoded alone.
@@ -167,6 +242,8 @@ mod tests {
         assert_eq!(kept, Fingerprint::of(&d.objects, &d.diagnostics));
         let held: usize = snap.kinds().iter().map(|h| h.objects().len()).sum();
         assert_eq!(prints.objects.len(), held);
+        let sources = snap.node_sources().map_or(0, |s| s.len());
+        assert_eq!(prints.sources.len(), sources);
         kept
     }
 

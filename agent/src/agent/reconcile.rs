@@ -377,7 +377,7 @@ fn plan(
 }
 
 /// The Sites `plan`'s node has links into (its own included) and its link peers.
-fn linked(topo: &Topology, plan: &mtu_solver::NodePlan) -> Linked {
+pub fn linked(topo: &Topology, plan: &mtu_solver::NodePlan) -> Linked {
     let mut out = Linked::default();
     out.sites.insert(topo.site_name_of(plan.node).to_string());
     for l in &plan.links {

@@ -99,6 +99,12 @@ impl Store {
         Arc::new(self.held().values())
     }
 
+    /// The object of this name, if the store holds one.
+    pub fn get(&self, name: &str) -> Option<Arc<DynamicObject>> {
+        self.reader
+            .get(&ObjectRef::new_with(name, self.kind.api_resource()))
+    }
+
     /// What the store holds now, its objects shared with it (nothing is copied).
     pub fn held(&self) -> Held {
         Held {
@@ -211,6 +217,15 @@ impl Held {
             map.insert(format!("\u{0}{i}"), v.clone());
         }
         map
+    }
+
+    /// Every object's fields but `apiVersion`, `kind` and `metadata`, read in place (nameless
+    /// objects whole): the named ones, then the nameless ones.
+    pub fn fields(&self) -> impl Iterator<Item = &Value> {
+        self.objects
+            .iter()
+            .map(|o| &o.data)
+            .chain(self.nameless.iter())
     }
 
     /// Hands every object as JSON to `f`, one at a time (nothing is collected): the named ones,
