@@ -1,8 +1,10 @@
 //! Shared helpers for the criterion benchmarks and the `perf-budget` report: a counting global
-//! allocator, the fixtures (the seeded standard and double clusters, 1,000-member peerings),
+//! allocator, the fixtures (the seeded standard and double clusters, 1,000-member peerings, a
+//! cluster as the agent's API source holds it),
 //! the what-if case of the budgets, index-entry counting, and the dataplane comparison.
 
 pub mod alloc;
+pub mod api_cluster;
 pub mod dataplane;
 pub mod memory;
 

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use test_utils::testkit::scale::{ScaleSpec, mesh_peering, pool_peering};
 use topology_core::decode::{Decoded, RawObject};
 use topology_core::ids::NodeId;
+use topology_core::model::Topology;
 
 /// One line of the table.
 struct Row {
@@ -218,7 +219,8 @@ fn opts() -> Opts {
                      --no-dataplane  skip the 10,000-route dataplane comparison\n  \
                      --quick         2 samples per figure instead of 3\n  \
                      --only LIST     comma-separated sections: decode, one, all, views, whatif,\n                  \
-                     incremental, peerings, graph, hyperscale, memory, dataplane (for profiling)"
+                     incremental, turn, peerings, graph, hyperscale, memory, dataplane (for\n                  \
+                     profiling)"
                 );
                 std::process::exit(0);
             }
@@ -247,9 +249,13 @@ fn main() {
     // Before the sections that allocate and free gigabytes (resolving every node of the double
     // cluster, its JSON): the heap they leave behind, which no user's process has, made the
     // hyperscale one-node resolve measure twice as long.
-    if o.wants("hyperscale") || o.wants("memory") {
+    if o.wants("hyperscale") || o.wants("memory") || o.wants("turn") {
         eprintln!("generating the hyperscale cluster (65,000 nodes) ...");
         let hyper = Fixture::hyperscale();
+        if o.wants("turn") {
+            agent_turn(&mut t, &std, o.samples);
+            agent_turn(&mut t, &hyper, o.samples);
+        }
         if o.wants("hyperscale") {
             hyperscale(&mut t, &std, &hyper, o.samples);
         }
@@ -898,6 +904,160 @@ fn incremental_event(t: &mut Table, f: &Fixture) {
             inc.last_work,
             ms(load),
             a.human()
+        ),
+    );
+}
+
+/// The turn's budget for an event that cannot reach the node, against a full build and plan.
+const UNREACHED_TURN: f64 = 1.0;
+/// The turn's target for an event that changes the node's route MTUs (issue 40).
+const REACHED_TURN: f64 = 10.0;
+
+/// The node agent's turn in API mode (`benches::api_cluster`: the cluster's objects in
+/// reflector stores, workers in SiteNodeSlices, gateways in pool statuses), the typical worker's
+/// agent having applied a plan: a cap change of an object outside the plan's footprint (the
+/// turn fingerprints the caches from the digests it kept, compares, and checks its watches) and one inside it (it
+/// also decodes the snapshot, builds, plans and takes the footprint), each against a full
+/// build and plan (decode the snapshot, build, plan), samples interleaved. Applying the watch
+/// event to the store is the reflector's work, not the turn's, and is not counted.
+fn agent_turn(t: &mut Table, f: &Fixture, samples: usize) {
+    use benches::api_cluster::ApiCluster;
+    use mtu_solver::locality::Footprint;
+    use unbounded_mtu::agent::caches::Snapshot;
+    use unbounded_mtu::agent::prints::Prints;
+    let worker = f.topo().node(f.typical_worker()).name.to_string();
+    let values = yaml_documents_as_json(&f.text);
+    let figure = |what: &str| format!("agent turn (API mode), {what}, {}", f.name);
+    // The Sites the worker's plan links into (its own and its peers'), and its peers: the agent
+    // watches the metadata of those Sites' Nodes.
+    let linked = unbounded_mtu::agent::reconcile::linked(
+        f.topo(),
+        &benches::resolve_one(f.topo(), f.typical_worker()),
+    );
+    let Some(cluster) = ApiCluster::of(&values, &worker, &linked.sites) else {
+        t.skip(
+            &figure("an event that cannot reach the node"),
+            "≤ 1 %",
+            "the cluster does not read as API objects".into(),
+        );
+        return;
+    };
+    let adopted = cluster.adopted.clone();
+    let full = |snap: &Snapshot| {
+        let d = snap.decode(&adopted);
+        let topo = Topology::build(d.objects.iter(), d.diagnostics.iter().cloned());
+        let mut solver = Solver::new(&topo, Settings::default());
+        let plan = topo.node_id(&worker).map(|id| solver.plan(id));
+        let footprint = plan
+            .as_ref()
+            .map(|p| Footprint::of(&solver, p))
+            .unwrap_or_default();
+        (plan.map_or(0, |p| p.value_count()), footprint)
+    };
+    let mut prints = Prints::default();
+    let mut kept = prints.fingerprint(&cluster.snapshot(), &adopted);
+    let (values_api, footprint) = full(&cluster.snapshot());
+    let values_files = benches::resolve_one(f.topo(), f.typical_worker()).value_count();
+    // A capped object outside the footprint, and one inside it.
+    let capped = |inside: bool| {
+        values.iter().find(|v| {
+            let kind = v
+                .get("kind")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            let name = v
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            let in_fp = topology_core::vocab::Kind::parse_ci(kind)
+                .is_some_and(|k| footprint.contains(k, name));
+            v.pointer("/spec/tunnelMTU")
+                .is_some_and(serde_json::Value::is_u64)
+                && in_fp == inside
+        })
+    };
+    let (Some(outside), Some(inside)) = (capped(false).cloned(), capped(true).cloned()) else {
+        t.skip(
+            &figure("an event that cannot reach the node"),
+            "≤ 1 %",
+            "no capped object outside and inside the footprint".into(),
+        );
+        return;
+    };
+    let label = |v: &serde_json::Value| {
+        format!(
+            "{}/{}",
+            v["kind"].as_str().unwrap_or("?"),
+            v["metadata"]["name"].as_str().unwrap_or("?")
+        )
+    };
+    let toggle = |v: &serde_json::Value, i: usize| {
+        let cap = v["spec"]["tunnelMTU"].as_u64().unwrap_or(1400);
+        let kind = topology_core::vocab::Kind::parse_ci(v["kind"].as_str().unwrap_or_default());
+        let name = v["metadata"]["name"].as_str().unwrap_or_default();
+        kind.is_some_and(|k| {
+            cluster.modify(k, name, |o| {
+                o["spec"]["tunnelMTU"] = serde_json::json!(if i % 2 == 0 { cap - 20 } else { cap });
+            })
+        })
+    };
+    let (mut unreached, mut reached, mut base) = (Vec::new(), Vec::new(), Vec::new());
+    let mut wrong = 0;
+    for i in 0..samples.max(5) {
+        assert!(toggle(&outside, i), "{}", label(&outside));
+        let (r, s) = timed(|| {
+            let fp = prints.fingerprint(&cluster.snapshot(), &adopted);
+            let r = kept.reaches(&fp, &footprint);
+            kept = fp;
+            std::hint::black_box(cluster.watch_checks(&linked));
+            r
+        });
+        wrong += usize::from(r);
+        unreached.push(s);
+        assert!(toggle(&inside, i), "{}", label(&inside));
+        let (r, s) = timed(|| {
+            let snap = cluster.snapshot();
+            let fp = prints.fingerprint(&snap, &adopted);
+            let r = kept.reaches(&fp, &footprint);
+            kept = fp;
+            (r, std::hint::black_box(full(&snap)))
+        });
+        wrong += usize::from(!r.0);
+        reached.push(s);
+        let (_, s) = timed(|| std::hint::black_box(full(&cluster.snapshot())));
+        base.push(s);
+    }
+    let (mu, mr, mb) = (medians(&unreached), medians(&reached), medians(&base));
+    let pct = |m: benches::Sample| m.cpu.as_secs_f64() / mb.cpu.as_secs_f64().max(1e-12) * 100.0;
+    let (pu, pr) = (pct(mu), pct(mr));
+    let checked = if wrong > 0 {
+        format!("; WRONG: {wrong} turns judged the other way")
+    } else {
+        String::new()
+    };
+    let plan_note = format!(
+        "full build and plan (decode the snapshot, build, plan) {}; the worker's plan {values_api} values in API mode, {values_files} from files; footprint {} objects",
+        both(mb),
+        footprint.len()
+    );
+    t.budget(
+        &figure("an event that cannot reach the node / a full build and plan"),
+        format!("{pu:.2} %"),
+        "≤ 1 %",
+        pu <= UNREACHED_TURN && wrong == 0,
+        format!(
+            "{}'s cap: fingerprint from the kept digests, compare, and the watch checks (assignments, slice members, Node selection) {}; {plan_note}{checked}",
+            label(&outside),
+            both(mu)
+        ),
+    );
+    t.info(
+        &figure("an event that changes the node's routes / a full build and plan"),
+        format!("{pr:.1} %"),
+        format!(
+            "{}'s cap: fingerprint, compare, decode, build, plan, footprint {}; target ≤ {REACHED_TURN} % needs an incremental re-resolve of the reached values, which the agent does not do",
+            label(&inside),
+            both(mr)
         ),
     );
 }

@@ -1,0 +1,210 @@
+//! A generated cluster as the node agent's API source holds it: a reflector store per kind,
+//! the metadata of the Nodes of the Sites the agent selects, every worker listed in a SiteNodeSlice of its Site and every gateway in
+//! its pool's status (what the API source makes the peers' Node objects from), and the agent's
+//! own Node adopted. Events are applied to the stores as a watch applies them.
+
+use kube::core::DynamicObject;
+use kube::runtime::watcher::Event;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use test_utils::testkit::scale::GATEWAY_SELECTOR_KEY;
+use topology_core::vocab::{API_GROUP, API_VERSION, Kind, SITE_LABEL_KEY};
+use unbounded_mtu::agent::adopt::{Adopted, Assignment};
+use unbounded_mtu::agent::caches::{NodeSelection, Snapshot, needs_heavy, slice_members};
+use unbounded_mtu::agent::reconcile::Linked;
+use unbounded_mtu::k8s::ResourceKind;
+use unbounded_mtu::k8s::store::Store;
+
+/// The stores of one cluster and the adopted own Node.
+pub struct ApiCluster {
+    stores: Vec<Store>,
+    nodes: Store,
+    /// The own Node's adoption.
+    pub adopted: Adopted,
+}
+
+/// The kinds the API source decodes (Node metadata aside).
+const KINDS: [Kind; 7] = [
+    Kind::Site,
+    Kind::SiteNodeSlice,
+    Kind::SitePeering,
+    Kind::SiteGatewayPoolAssignment,
+    Kind::GatewayPool,
+    Kind::GatewayPoolNode,
+    Kind::GatewayPoolPeering,
+];
+
+impl ApiCluster {
+    /// The cluster of these objects (as the files give them) for the agent of Node `own`,
+    /// holding the metadata of the Nodes labelled with one of `sites` (the agent's selection by
+    /// Site label for the Sites its plan links into); `None` when `own` is not one of its Nodes
+    /// or an object does not read as a `DynamicObject`.
+    pub fn of(objects: &[Value], own: &str, sites: &BTreeSet<String>) -> Option<ApiCluster> {
+        let mut by_kind: BTreeMap<Kind, Vec<Value>> = BTreeMap::new();
+        let (mut meta, mut slices, mut statuses) = (Vec::new(), BTreeMap::new(), BTreeMap::new());
+        let mut adopted = None;
+        for (i, o) in objects.iter().enumerate() {
+            let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
+            if kind != "Node" {
+                if let Some(k) = KINDS.into_iter().find(|k| k.as_str() == kind) {
+                    let mut o = o.clone();
+                    o["metadata"]["resourceVersion"] = json!(i.to_string());
+                    by_kind.entry(k).or_default().push(o);
+                }
+                continue;
+            }
+            let name = text(o, "/metadata/name");
+            let site = o
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(SITE_LABEL_KEY))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let pool = o
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(GATEWAY_SELECTOR_KEY))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if name == own {
+                adopted = Some(adopt(o, &name, &site, pool.clone()));
+            }
+            if sites.contains(&site) {
+                meta.push(json!({"apiVersion": "v1", "kind": "Node", "metadata": {
+                "name": name, "resourceVersion": i.to_string(),
+                "labels": o.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
+                "annotations": o.pointer("/metadata/annotations").cloned().unwrap_or(json!({}))}}));
+            }
+            let entry = entry(o, &name, &site);
+            match pool {
+                Some(p) => statuses.entry(p).or_insert_with(Vec::new).push(entry),
+                None => slices.entry(site).or_insert_with(Vec::new).push(entry),
+            }
+        }
+        let net = format!("{API_GROUP}/{API_VERSION}");
+        for (site, nodes) in slices {
+            by_kind.entry(Kind::SiteNodeSlice).or_default().push(json!({
+                "apiVersion": net, "kind": "SiteNodeSlice",
+                "metadata": {"name": format!("{site}-0"), "resourceVersion": "1"},
+                "siteName": site, "nodes": nodes}));
+        }
+        for p in by_kind.entry(Kind::GatewayPool).or_default() {
+            let name = text(p, "/metadata/name");
+            if let Some(nodes) = statuses.remove(&name) {
+                p["status"] = json!({"nodes": nodes});
+            }
+        }
+        let stores = KINDS
+            .into_iter()
+            .map(|k| listed(k, by_kind.remove(&k).unwrap_or_default()))
+            .collect::<Option<Vec<Store>>>()?;
+        Some(ApiCluster {
+            stores,
+            nodes: listed(Kind::Node, meta)?,
+            adopted: adopted?,
+        })
+    }
+
+    /// What the stores hold now, as a turn reads them.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(
+            self.stores.iter().map(Store::held).collect(),
+            Some(self.nodes.held()),
+        )
+    }
+
+    /// What the API source checks on every turn besides the fingerprint, for a plan linking
+    /// `linked`: whether an assignment lists the own Site (the heavy watches), and the Node
+    /// metadata selection for the linked Sites' slice members and peers.
+    pub fn watch_checks(&self, linked: &Linked) -> (bool, NodeSelection) {
+        let held = |k: Kind| {
+            self.stores
+                .iter()
+                .find(|s| s.kind().kind == k)
+                .map(Store::held)
+        };
+        let heavy =
+            held(Kind::SiteGatewayPoolAssignment).is_some_and(|a| needs_heavy(&self.adopted, &a));
+        let mut needed = linked.clone();
+        if let Some(slices) = held(Kind::SiteNodeSlice) {
+            needed.peers.extend(slice_members(&slices, &needed.sites));
+        }
+        (heavy, NodeSelection::for_peers(&needed, Some(&self.nodes)))
+    }
+
+    /// Applies a watch's MODIFIED event of the object of this kind and name as `change`
+    /// leaves it (its resource version advanced); false when no such object is held.
+    pub fn modify(&self, kind: Kind, name: &str, change: impl FnOnce(&mut Value)) -> bool {
+        let Some(store) = self.stores.iter().find(|s| s.kind().kind == kind) else {
+            return false;
+        };
+        let held = store.held();
+        let Some(mut v) = held
+            .objects()
+            .iter()
+            .find(|o| o.metadata.name.as_deref() == Some(name))
+            .map(|o| held.value(o))
+        else {
+            return false;
+        };
+        change(&mut v);
+        let rv = v
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("0")
+            .to_string();
+        v["metadata"]["resourceVersion"] = json!(format!("{rv}.1"));
+        match serde_json::from_value::<DynamicObject>(v) {
+            Ok(o) => store.apply(&Event::Apply(o)),
+            Err(_) => false,
+        }
+    }
+}
+
+fn listed(kind: Kind, objects: Vec<Value>) -> Option<Store> {
+    let s = Store::new(ResourceKind::of(kind));
+    s.apply(&Event::Init);
+    for o in objects {
+        s.apply(&Event::InitApply(serde_json::from_value(o).ok()?));
+    }
+    s.apply(&Event::InitDone);
+    Some(s)
+}
+
+fn adopt(node: &Value, name: &str, site: &str, pool: Option<String>) -> Adopted {
+    Adopted {
+        assignment: Assignment {
+            node_uid: format!("uid-{name}"),
+            site: site.to_string(),
+            pool: pool.clone(),
+        },
+        node_name: name.to_string(),
+        resource_version: "1".into(),
+        site_label: Some(site.to_string()),
+        pool_label: pool,
+        node: node.clone(),
+        sites: Vec::new(),
+    }
+}
+
+/// A Node's SiteNodeSlice or pool status entry.
+fn entry(node: &Value, name: &str, site: &str) -> Value {
+    let addresses = |ty: &str| -> Vec<Value> {
+        node.pointer("/status/addresses")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|a| a.get("type").and_then(Value::as_str) == Some(ty))
+            .filter_map(|a| a.get("address").cloned())
+            .collect()
+    };
+    json!({"name": name, "siteName": site,
+        "internalIPs": addresses("InternalIP"), "externalIPs": addresses("ExternalIP"),
+        "podCIDRs": node.pointer("/spec/podCIDRs").cloned().unwrap_or(json!([]))})
+}
+
+fn text(v: &Value, pointer: &str) -> String {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
