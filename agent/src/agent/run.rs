@@ -325,17 +325,7 @@ pub async fn run<S: Source>(
             match resolve_on_thread(s, input, l.applier.clone(), probed, l.underlay, last).await {
                 Ok(Turn::Resolved(r)) => r,
                 Ok(Turn::Unreached) => {
-                    l.status.unreached(started.elapsed());
-                    tracing::debug!("the change cannot reach this node's plan: nothing to do");
-                    // The plan applied stands: the source still checks it watches what that plan
-                    // depends on, and ends what waited for it.
-                    if let Some(k) = &l.kept
-                        && !source.complete_for(k.linked())
-                    {
-                        l.kept = None;
-                        continue;
-                    }
-                    source.settled();
+                    l.unreached(started, source);
                     continue;
                 }
                 Err(f) => {
@@ -371,6 +361,20 @@ pub async fn run<S: Source>(
 }
 
 impl Loop<'_> {
+    /// Ends a turn whose change cannot reach the plan applied: that plan stands, so the source
+    /// still checks it watches what the plan depends on, and ends what waited for it.
+    fn unreached<S: Source>(&mut self, started: Instant, source: &mut S) {
+        self.status.unreached(started.elapsed());
+        tracing::debug!("the change cannot reach this node's plan: nothing to do");
+        if let Some(k) = &self.kept
+            && !source.complete_for(k.linked())
+        {
+            self.kept = None;
+            return;
+        }
+        source.settled();
+    }
+
     fn succeeded(&mut self, started: Instant, o: &Outcome, uid: Option<String>) {
         self.kept = Some(o.kept.clone());
         let adopted = format!(
