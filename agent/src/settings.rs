@@ -200,6 +200,21 @@ pub struct Agent {
     pub resync: Duration,
     /// Background probes of the node's links (`None`: off).
     pub probing: Option<Probing>,
+    /// What the API source watches. No flag sets it: [`WatchScope::Everything`] is the
+    /// pre-scoping agent that the API-load benchmark compares against.
+    pub watches: WatchScope,
+}
+
+/// What the API source watches (`agent.md`, "Watch only what is needed").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WatchScope {
+    /// The heavy kinds only while the node's role or its Site's assignments need them, and
+    /// the metadata of the Nodes of the Sites its plan links into.
+    #[default]
+    Needed,
+    /// Every kind and every Node's metadata, all the time, as agents did before watches were
+    /// scoped.
+    Everything,
 }
 
 /// A setting the flags cannot make.
@@ -312,6 +327,7 @@ impl Agent {
                     .saturating_mul(3)
                     .saturating_add(a.probe.probe_deadline),
             }),
+            watches: WatchScope::Needed,
         })
     }
 }

@@ -40,57 +40,20 @@ impl ApiCluster {
     /// Site label for the Sites its plan links into); `None` when `own` is not one of its Nodes
     /// or an object does not read as a `DynamicObject`.
     pub fn of(objects: &[Value], own: &str, sites: &BTreeSet<String>) -> Option<ApiCluster> {
-        let mut by_kind: BTreeMap<Kind, Vec<Value>> = BTreeMap::new();
-        let (mut meta, mut slices, mut statuses) = (Vec::new(), BTreeMap::new(), BTreeMap::new());
+        let (mut by_kind, nodes) = split(objects);
+        let mut meta = Vec::new();
         let mut adopted = None;
-        for (i, o) in objects.iter().enumerate() {
-            let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
-            if kind != "Node" {
-                if let Some(k) = KINDS.into_iter().find(|k| k.as_str() == kind) {
-                    let mut o = o.clone();
-                    o["metadata"]["resourceVersion"] = json!(i.to_string());
-                    by_kind.entry(k).or_default().push(o);
-                }
-                continue;
-            }
+        for (i, o) in nodes.iter().enumerate() {
             let name = text(o, "/metadata/name");
-            let site = o
-                .pointer("/metadata/labels")
-                .and_then(|l| l.get(SITE_LABEL_KEY))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let pool = o
-                .pointer("/metadata/labels")
-                .and_then(|l| l.get(GATEWAY_SELECTOR_KEY))
-                .and_then(Value::as_str)
-                .map(str::to_string);
+            let site = label(o, SITE_LABEL_KEY).unwrap_or_default();
             if name == own {
-                adopted = Some(adopt(o, &name, &site, pool.clone()));
+                adopted = Some(adopt(o, &name, &site, label(o, GATEWAY_SELECTOR_KEY)));
             }
             if sites.contains(&site) {
                 meta.push(json!({"apiVersion": "v1", "kind": "Node", "metadata": {
                 "name": name, "resourceVersion": i.to_string(),
                 "labels": o.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
                 "annotations": o.pointer("/metadata/annotations").cloned().unwrap_or(json!({}))}}));
-            }
-            let entry = entry(o, &name, &site);
-            match pool {
-                Some(p) => statuses.entry(p).or_insert_with(Vec::new).push(entry),
-                None => slices.entry(site).or_insert_with(Vec::new).push(entry),
-            }
-        }
-        let net = format!("{API_GROUP}/{API_VERSION}");
-        for (site, nodes) in slices {
-            by_kind.entry(Kind::SiteNodeSlice).or_default().push(json!({
-                "apiVersion": net, "kind": "SiteNodeSlice",
-                "metadata": {"name": format!("{site}-0"), "resourceVersion": "1"},
-                "siteName": site, "nodes": nodes}));
-        }
-        for p in by_kind.entry(Kind::GatewayPool).or_default() {
-            let name = text(p, "/metadata/name");
-            if let Some(nodes) = statuses.remove(&name) {
-                p["status"] = json!({"nodes": nodes});
             }
         }
         let stores = KINDS
@@ -158,6 +121,61 @@ impl ApiCluster {
             Err(_) => false,
         }
     }
+}
+
+/// The objects an API server holds for a cluster given as files: every object of the kinds
+/// the API source decodes, each worker in its Site's SiteNodeSlice and each gateway in its
+/// pool's status (the controller's work), and every Node as given.
+pub fn served(objects: &[Value]) -> Vec<Value> {
+    let (by_kind, nodes) = split(objects);
+    by_kind.into_values().flatten().chain(nodes).collect()
+}
+
+/// The objects of the decoded kinds, with the SiteNodeSlices and pool statuses made from the
+/// Nodes (resource versions by position), and the Nodes.
+fn split(objects: &[Value]) -> (BTreeMap<Kind, Vec<Value>>, Vec<Value>) {
+    let mut by_kind: BTreeMap<Kind, Vec<Value>> = BTreeMap::new();
+    let (mut nodes, mut slices, mut statuses) = (Vec::new(), BTreeMap::new(), BTreeMap::new());
+    for (i, o) in objects.iter().enumerate() {
+        let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
+        if kind != "Node" {
+            if let Some(k) = KINDS.into_iter().find(|k| k.as_str() == kind) {
+                let mut o = o.clone();
+                o["metadata"]["resourceVersion"] = json!(i.to_string());
+                by_kind.entry(k).or_default().push(o);
+            }
+            continue;
+        }
+        let name = text(o, "/metadata/name");
+        let site = label(o, SITE_LABEL_KEY).unwrap_or_default();
+        let entry = entry(o, &name, &site);
+        match label(o, GATEWAY_SELECTOR_KEY) {
+            Some(p) => statuses.entry(p).or_insert_with(Vec::new).push(entry),
+            None => slices.entry(site).or_insert_with(Vec::new).push(entry),
+        }
+        nodes.push(o.clone());
+    }
+    let net = format!("{API_GROUP}/{API_VERSION}");
+    for (site, nodes) in slices {
+        by_kind.entry(Kind::SiteNodeSlice).or_default().push(json!({
+            "apiVersion": net, "kind": "SiteNodeSlice",
+            "metadata": {"name": format!("{site}-0"), "resourceVersion": "1"},
+            "siteName": site, "nodes": nodes}));
+    }
+    for p in by_kind.entry(Kind::GatewayPool).or_default() {
+        let name = text(p, "/metadata/name");
+        if let Some(nodes) = statuses.remove(&name) {
+            p["status"] = json!({"nodes": nodes});
+        }
+    }
+    (by_kind, nodes)
+}
+
+fn label(o: &Value, key: &str) -> Option<String> {
+    o.pointer("/metadata/labels")
+        .and_then(|l| l.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 fn listed(kind: Kind, objects: Vec<Value>) -> Option<Store> {

@@ -1,10 +1,11 @@
 //! Shared helpers for the criterion benchmarks and the `perf-budget` report: a counting global
 //! allocator, the fixtures (the seeded standard and double clusters, 1,000-member peerings, a
-//! cluster as the agent's API source holds it),
+//! cluster as the agent's API source holds it, the API load one agent puts on a fake API server),
 //! the what-if case of the budgets, index-entry counting, and the dataplane comparison.
 
 pub mod alloc;
 pub mod api_cluster;
+pub mod api_load;
 pub mod dataplane;
 pub mod memory;
 

@@ -17,7 +17,7 @@ use super::status::Status;
 use super::taint::{RetryPolicy, remove_gateway_taint};
 use crate::k8s::Backoff;
 use crate::k8s::store::Change;
-use crate::settings::{self, Apply};
+use crate::settings::{self, Apply, WatchScope};
 use kube::Client;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -60,7 +60,13 @@ impl Api {
         // heavy kinds start with a gateway; a worker starts them once an enabled assignment
         // lists its Site (known from the light caches).
         let (tx, changes) = mpsc::unbounded_channel::<Change>();
-        let caches = Caches::start(&client, &tx, &status, adopted.assignment.pool.is_some());
+        let everything = settings.watches == WatchScope::Everything;
+        let caches = Caches::start(
+            &client,
+            &tx,
+            &status,
+            everything || adopted.assignment.pool.is_some(),
+        );
         let taint_pending =
             adopted.assignment.pool.is_none() && carries_gateway_taint(&adopted.node);
         Ok(Ok(Api {
@@ -80,6 +86,9 @@ impl Api {
 
     /// Starts or schedules the end of the heavy watches as the assignments say.
     fn follow_assignments(&mut self) {
+        if self.settings.watches == WatchScope::Everything {
+            return;
+        }
         if let Some(a) = self.caches.store(Kind::SiteGatewayPoolAssignment)
             && a.synced()
         {
@@ -183,7 +192,12 @@ impl Source for Api {
         }
         needed.peers.remove(&self.settings.node);
         let meta = self.caches.node_metadata();
-        let selection = NodeSelection::for_peers(&needed, meta.map(|m| m.as_ref()));
+        let selection = match self.settings.watches {
+            WatchScope::Needed => NodeSelection::for_peers(&needed, meta.map(|m| m.as_ref())),
+            WatchScope::Everything => NodeSelection::All {
+                unlabelled: Vec::new(),
+            },
+        };
         !self.caches.select_nodes(&selection, &self.status)
     }
 

@@ -219,8 +219,8 @@ fn opts() -> Opts {
                      --no-dataplane  skip the 10,000-route dataplane comparison\n  \
                      --quick         2 samples per figure instead of 3\n  \
                      --only LIST     comma-separated sections: decode, one, all, views, whatif,\n                  \
-                     incremental, turn, peerings, graph, hyperscale, memory, dataplane (for\n                  \
-                     profiling)"
+                     incremental, turn, api-load, peerings, graph, hyperscale, memory,\n                  \
+                     dataplane (for profiling)"
                 );
                 std::process::exit(0);
             }
@@ -245,6 +245,9 @@ fn main() {
     }
     if o.wants("one") {
         one_node(&mut t, &std);
+    }
+    if o.wants("api-load") {
+        api_load(&mut t, &std);
     }
     // Before the sections that allocate and free gigabytes (resolving every node of the double
     // cluster, its JSON): the heap they leave behind, which no user's process has, made the
@@ -1155,6 +1158,129 @@ fn peering_size(
 /// The agent's peak resident memory, one worker, `--manifests --dry-run --once` as the
 /// DaemonSet runs it (its allocator settings): the standard cluster as information, the
 /// hyperscale one judged.
+/// The seed's headline: node agent API calls cut by 73.8 % by scoping worker watches, so the
+/// scoped worker's share of the unscoped agent's load is at most 26.2 %.
+const SCOPED_SHARE: f64 = 26.2;
+
+/// The API load of one agent (`benches::api_load`): the typical worker, its Site listed by no
+/// assignment, watching what it needs and watching everything as agents did before watches
+/// were scoped, and a worker whose Site an assignment lists; start-up and a window of churn
+/// each, against the fake API server serving the cluster.
+fn api_load(t: &mut Table, f: &Fixture) {
+    use benches::api_load::{Churn, listed_worker, measure, unassigned};
+    use unbounded_mtu::settings::WatchScope;
+    let values = yaml_documents_as_json(&f.text);
+    let worker = f.topo().node(f.typical_worker());
+    let (own, site) = (
+        worker.name.to_string(),
+        f.topo().site(worker.site).name.to_string(),
+    );
+    let objects = unassigned(&benches::api_cluster::served(&values), &site);
+    let figure = |what: &str| format!("API load of a worker agent, {what}, {}", f.name);
+    let budget = format!("≤ {SCOPED_SHARE} %");
+    let Some((listed, listed_site)) = listed_worker(&objects, &site) else {
+        return t.skip(
+            &figure("scoped / everything"),
+            &budget,
+            "no worker of a listed Site".into(),
+        );
+    };
+    let churn = Churn::typical(f.topo().nodes.len());
+    let run = |node: &str, scope| measure(&objects, node, scope, churn);
+    let (scoped, everything, assigned) = match (
+        run(&own, WatchScope::Needed),
+        run(&own, WatchScope::Everything),
+        run(&listed, WatchScope::Needed),
+    ) {
+        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+        (a, b, c) => {
+            let why = [a.err(), b.err(), c.err()]
+                .into_iter()
+                .flatten()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+            return t.skip(&figure("scoped / everything"), &budget, why);
+        }
+    };
+    let share = |a: u64, b: u64| a as f64 / (b as f64).max(1.0) * 100.0;
+    let line = |s: &benches::api_load::Served| {
+        let (st, ch) = (s.startup, s.churn);
+        format!(
+            "start-up {} requests ({} LIST pages, {} watches, {} GETs, {} PATCHes), {} events, {} KiB, ready after {} ms; churn {} requests, {} events, {} KiB",
+            st.requests,
+            st.lists,
+            st.watches,
+            st.gets,
+            st.patches,
+            st.events,
+            st.bytes / 1024,
+            s.ready_after.as_millis(),
+            ch.requests,
+            ch.events,
+            ch.bytes / 1024
+        )
+    };
+    let (sc, ev) = (scoped.total(), everything.total());
+    let (requests, events, bytes) = (
+        share(sc.requests, ev.requests),
+        share(sc.events, ev.events),
+        share(sc.bytes, ev.bytes),
+    );
+    let window = format!(
+        "start-up and {} rounds of churn ({} changes: every GatewayPoolNode's heartbeat and {} Node status updates a round, a SitePeering cap every {} rounds)",
+        churn.rounds, everything.changes, churn.node_updates, churn.peering_every
+    );
+    t.budget(
+        &figure("requests, scoped / everything"),
+        format!("{requests:.1} % ({} / {})", sc.requests, ev.requests),
+        &budget,
+        requests <= SCOPED_SHARE,
+        format!(
+            "{window}; seed: 73.8 % fewer, {:.1} % fewer here",
+            100.0 - requests
+        ),
+    );
+    t.budget(
+        &figure("watch events, scoped / everything"),
+        format!("{events:.1} % ({} / {})", sc.events, ev.events),
+        &budget,
+        events <= SCOPED_SHARE,
+        format!(
+            "bytes {bytes:.1} % ({} / {} KiB)",
+            sc.bytes / 1024,
+            ev.bytes / 1024
+        ),
+    );
+    t.info(
+        &figure(&format!("scoped ({own}, Site {site} in no assignment)")),
+        format!("{} requests", sc.requests),
+        line(&scoped),
+    );
+    t.info(
+        &figure("watching everything (before scoping)"),
+        format!("{} requests", ev.requests),
+        line(&everything),
+    );
+    let asg = assigned.total();
+    t.info(
+        &figure(&format!(
+            "assigned ({listed}, Site {listed_site} in an assignment)"
+        )),
+        format!(
+            "{} requests, {:.1} % of everything",
+            asg.requests,
+            share(asg.requests, ev.requests)
+        ),
+        format!(
+            "events {:.1} %, bytes {:.1} %; {}",
+            share(asg.events, ev.events),
+            share(asg.bytes, ev.bytes),
+            line(&assigned)
+        ),
+    );
+}
+
 fn memory(t: &mut Table, std: &Fixture, hyper: &Fixture) {
     const FIG: &str = "agent peak resident memory, hyperscale-65000, one worker";
     const BUDGET: &str = "≤ 64 MiB";
