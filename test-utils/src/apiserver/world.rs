@@ -66,7 +66,7 @@ impl Request<'_> {
     fn param(&self, key: &str) -> Option<String> {
         self.query.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
-            (k == key).then(|| percent_decode(v))
+            (k == key).then(|| super::percent_decode(v))
         })
     }
 
@@ -443,23 +443,4 @@ impl Watcher {
         line.push(b'\n');
         Some(Bytes::from(line))
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && i + 2 < b.len()
-            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(if b[i] == b'+' { b' ' } else { b[i] });
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
