@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use test_utils::testkit::scale::GATEWAY_SELECTOR_KEY;
 use topology_core::vocab::{API_GROUP, API_VERSION, Kind, SITE_LABEL_KEY};
 use unbounded_mtu::agent::adopt::{Adopted, Assignment};
-use unbounded_mtu::agent::caches::{NodeSelection, Snapshot, needs_heavy, slice_members};
+use unbounded_mtu::agent::caches::{NodeSelection, Snapshot};
+use unbounded_mtu::agent::needs::Needs;
 use unbounded_mtu::agent::reconcile::Linked;
 use unbounded_mtu::k8s::ResourceKind;
 use unbounded_mtu::k8s::store::Store;
@@ -75,23 +76,17 @@ impl ApiCluster {
         )
     }
 
-    /// What the API source checks on every turn besides the fingerprint, for a plan linking
-    /// `linked`: whether an assignment lists the own Site (the heavy watches), and the Node
-    /// metadata selection for the linked Sites' slice members and peers.
-    pub fn watch_checks(&self, linked: &Linked) -> (bool, NodeSelection) {
-        let held = |k: Kind| {
-            self.stores
-                .iter()
-                .find(|s| s.kind().kind == k)
-                .map(Store::held)
-        };
+    /// What the API source checks on every turn besides its input, with the API source's own
+    /// [`Needs`], for a plan linking `linked`: whether an assignment lists the own Site (the
+    /// heavy watches), and the Node metadata selection for the linked Sites' slice members and
+    /// peers.
+    pub fn watch_checks(&self, needs: &mut Needs, linked: &Linked) -> (bool, NodeSelection) {
+        let store = |k: Kind| self.stores.iter().find(|s| s.kind().kind == k);
         let heavy =
-            held(Kind::SiteGatewayPoolAssignment).is_some_and(|a| needs_heavy(&self.adopted, &a));
-        let mut needed = linked.clone();
-        if let Some(slices) = held(Kind::SiteNodeSlice) {
-            needed.peers.extend(slice_members(&slices, &needed.sites));
-        }
-        (heavy, NodeSelection::for_peers(&needed, Some(&self.nodes)))
+            store(Kind::SiteGatewayPoolAssignment).is_some_and(|a| needs.heavy(&self.adopted, a));
+        let own = self.adopted.node_name.clone();
+        let selection = needs.nodes(linked, &own, store(Kind::SiteNodeSlice), Some(&self.nodes));
+        (heavy, selection)
     }
 
     /// Applies a watch's MODIFIED event of the object of this kind and name as `change`
@@ -148,10 +143,15 @@ fn split(objects: &[Value]) -> (BTreeMap<Kind, Vec<Value>>, Vec<Value>) {
         }
         let name = text(o, "/metadata/name");
         let site = label(o, SITE_LABEL_KEY).unwrap_or_default();
-        let entry = entry(o, &name, &site);
         match label(o, GATEWAY_SELECTOR_KEY) {
-            Some(p) => statuses.entry(p).or_insert_with(Vec::new).push(entry),
-            None => slices.entry(site).or_insert_with(Vec::new).push(entry),
+            Some(p) => statuses
+                .entry(p)
+                .or_insert_with(Vec::new)
+                .push(pool_entry(o, &name, &site)),
+            None => slices
+                .entry(site)
+                .or_insert_with(Vec::new)
+                .push(slice_entry(o, &name)),
         }
         nodes.push(o.clone());
     }
@@ -204,19 +204,27 @@ fn adopt(node: &Value, name: &str, site: &str, pool: Option<String>) -> Adopted 
     }
 }
 
-/// A Node's SiteNodeSlice or pool status entry.
-fn entry(node: &Value, name: &str, site: &str) -> Value {
-    let addresses = |ty: &str| -> Vec<Value> {
-        node.pointer("/status/addresses")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|a| a.get("type").and_then(Value::as_str) == Some(ty))
-            .filter_map(|a| a.get("address").cloned())
-            .collect()
-    };
+/// A Node's addresses of one type.
+fn addresses(node: &Value, ty: &str) -> Vec<Value> {
+    node.pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|a| a.get("type").and_then(Value::as_str) == Some(ty))
+        .filter_map(|a| a.get("address").cloned())
+        .collect()
+}
+
+/// A worker's SiteNodeSlice entry, with the fields upstream's `NodeInfo` has.
+fn slice_entry(node: &Value, name: &str) -> Value {
+    json!({"name": name, "internalIPs": addresses(node, "InternalIP"),
+        "podCIDRs": node.pointer("/spec/podCIDRs").cloned().unwrap_or(json!([]))})
+}
+
+/// A gateway's pool status entry, with the fields upstream's `GatewayNodeInfo` has.
+fn pool_entry(node: &Value, name: &str, site: &str) -> Value {
     json!({"name": name, "siteName": site,
-        "internalIPs": addresses("InternalIP"), "externalIPs": addresses("ExternalIP"),
+        "internalIPs": addresses(node, "InternalIP"), "externalIPs": addresses(node, "ExternalIP"),
         "podCIDRs": node.pointer("/spec/podCIDRs").cloned().unwrap_or(json!([]))})
 }
 

@@ -93,7 +93,7 @@ impl std::fmt::Display for LoadError {
 
 /// An applier whose kernel holds every plan at once (nothing written): the agent then
 /// publishes as on a real node.
-struct Holding;
+pub struct Holding;
 
 impl Applier for Holding {
     fn detect_underlay(
@@ -201,7 +201,8 @@ async fn run(
     Ok(served)
 }
 
-fn agent_settings(own: &str) -> Result<settings::Agent, LoadError> {
+/// The settings of the agent of Node `own` as the DaemonSet runs it, its underlay stated (1500).
+pub fn agent_settings(own: &str) -> Result<settings::Agent, LoadError> {
     use clap::Parser;
     let argv = [
         "unbounded-mtu",

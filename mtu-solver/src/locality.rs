@@ -30,6 +30,10 @@ use topology_core::diag::Diagnostic;
 use topology_core::model::{ObjRef, Topology};
 use topology_core::vocab::Kind;
 
+mod tracker;
+
+pub use tracker::Tracker;
+
 /// An object's key: its kind and a digest of its name.
 type Key = (Kind, u64);
 
@@ -117,7 +121,15 @@ impl Findings {
     fn plus(self, o: Findings) -> Findings {
         Findings {
             sum: self.sum.wrapping_add(o.sum),
-            count: self.count.saturating_add(o.count),
+            count: self.count.wrapping_add(o.count),
+        }
+    }
+
+    /// The multiset without `o`, which it holds.
+    fn minus(self, o: Findings) -> Findings {
+        Findings {
+            sum: self.sum.wrapping_sub(o.sum),
+            count: self.count.wrapping_sub(o.count),
         }
     }
 }
@@ -208,40 +220,22 @@ impl Fingerprint {
 
     /// How `after` differs from this input (settings aside: they are compared by the caller).
     pub fn difference(&self, after: &Fingerprint) -> Difference {
+        self.delta(after).difference()
+    }
+
+    /// How `after` differs from this input, object by object: what [`Fingerprint::difference`]
+    /// and [`Fingerprint::reaches`] read.
+    pub fn delta(&self, after: &Fingerprint) -> Delta {
         if self.findings != after.findings || self.objects.len() != after.objects.len() {
-            return Difference::Structure;
+            return Delta::structure();
         }
-        let mut caps = Vec::new();
-        let mut underlays = Vec::new();
+        let mut d = Delta::default();
         for (k, b) in &self.objects {
-            let Some(a) = after.objects.get(k) else {
-                return Difference::Structure;
-            };
-            if b.whole == a.whole && b.count == a.count {
-                continue;
-            }
-            if b.count != 1 || a.count != 1 {
-                return Difference::Structure;
-            }
-            let key = ObjectKey {
-                kind: k.0,
-                name: k.1,
-            };
-            if b.shape == a.shape && b.cap != Cap::NoSlot {
-                caps.push(key);
-            } else if b.bare == a.bare && k.0 == Kind::Node {
-                underlays.push(key);
-            } else if b.findings != a.findings && b.shape == a.shape {
-                continue;
-            } else {
-                return Difference::Structure;
+            if d.add(*k, Some(b), after.objects.get(k)).is_err() {
+                return Delta::structure();
             }
         }
-        match (caps.is_empty(), underlays.is_empty()) {
-            (_, true) => Difference::Caps(caps),
-            (true, false) => Difference::Underlays(underlays),
-            (false, false) => Difference::Structure,
-        }
+        d
     }
 
     /// Whether the input `after` can resolve a node differently from this one, which resolved
@@ -249,16 +243,127 @@ impl Fingerprint {
     /// object that differs differs only in its cap, with the same findings, had a cap before,
     /// and is not in the footprint.
     pub fn reaches(&self, after: &Fingerprint, footprint: &Footprint) -> bool {
-        let Difference::Caps(changed) = self.difference(after) else {
+        self.delta(after).reaches(footprint)
+    }
+}
+
+/// How an input differs from an earlier one, object by object, as far as a plan of the
+/// earlier one is concerned: the objects whose caps alone changed, those of Nodes whose
+/// underlays alone changed, or a change of anything else. Made by [`Fingerprint::delta`] from
+/// two whole fingerprints, or by a [`Tracker`] from the objects that changed since its mark.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Delta {
+    caps: Vec<CapChange>,
+    underlays: Vec<ObjectKey>,
+    structure: bool,
+}
+
+/// An object whose cap alone changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CapChange {
+    key: ObjectKey,
+    /// It had a cap before.
+    had_cap: bool,
+    /// Its findings did not change.
+    same_findings: bool,
+}
+
+impl Delta {
+    /// A change of structure: links or paths may change.
+    pub fn structure() -> Delta {
+        Delta {
+            structure: true,
+            ..Delta::default()
+        }
+    }
+
+    /// Whether nothing differs.
+    pub fn is_empty(&self) -> bool {
+        !self.structure && self.caps.is_empty() && self.underlays.is_empty()
+    }
+
+    /// The same change as a [`Difference`].
+    pub fn difference(&self) -> Difference {
+        if self.structure {
+            return Difference::Structure;
+        }
+        match (self.caps.is_empty(), self.underlays.is_empty()) {
+            (_, true) => Difference::Caps(self.caps.iter().map(|c| c.key).collect()),
+            (true, false) => Difference::Underlays(self.underlays.clone()),
+            (false, false) => Difference::Structure,
+        }
+    }
+
+    /// Whether the change can resolve a node differently from the plan of footprint
+    /// `footprint` that the earlier input resolved it to, under the same settings: it cannot
+    /// when every object that differs differs only in its cap, had a cap before, kept its
+    /// findings, and is not in the footprint.
+    pub fn reaches(&self, footprint: &Footprint) -> bool {
+        let Difference::Caps(_) = self.difference() else {
             return true;
         };
-        changed.iter().any(|key| {
-            let k = (key.kind, key.name);
-            let (Some(b), Some(a)) = (self.objects.get(&k), after.objects.get(&k)) else {
-                return true;
-            };
-            b.cap != Cap::Set || b.findings != a.findings || footprint.objects.contains(key)
-        })
+        self.caps
+            .iter()
+            .any(|c| !(c.had_cap && c.same_findings) || footprint.objects.contains(&c.key))
+    }
+
+    /// Whether only caps changed, each object keeping its findings: the topology of the
+    /// earlier input can take such a change in place ([`Delta::take_caps`]).
+    pub fn caps_alone(&self) -> bool {
+        !self.structure && self.underlays.is_empty() && self.caps.iter().all(|c| c.same_findings)
+    }
+
+    /// Takes a change of caps alone ([`Delta::caps_alone`]) into `topo`, the topology of the
+    /// earlier input, reading the caps from `objects`, the later input's: `topo` then resolves
+    /// as one built from `objects` does. False, with nothing changed, for any other change.
+    pub fn take_caps<'a>(
+        &self,
+        topo: &mut Topology,
+        objects: impl IntoIterator<Item = &'a RawObject>,
+    ) -> bool {
+        if !self.caps_alone() {
+            return false;
+        }
+        let keys: FxHashSet<ObjectKey> = self.caps.iter().map(|c| c.key).collect();
+        let caps: Vec<_> = objects
+            .into_iter()
+            .filter(|o| keys.contains(&ObjectKey::of(o.kind(), o.name())))
+            .filter_map(|o| Some((topo.obj_ref(o.kind(), o.name())?, raw_cap(o)?.as_ref())))
+            .collect();
+        topo.set_caps(caps);
+        true
+    }
+
+    /// Adds the object of key `k`, its digests `before` and `after` (`None`: absent); `Err`
+    /// when the change is structural (the delta is then left as it was).
+    fn add(&mut self, k: Key, before: Option<&Entry>, after: Option<&Entry>) -> Result<(), ()> {
+        let (b, a) = match (before, after) {
+            (None, None) => return Ok(()),
+            (Some(b), Some(a)) => (b, a),
+            _ => return Err(()),
+        };
+        if b.whole == a.whole && b.count == a.count {
+            return Ok(());
+        }
+        if b.count != 1 || a.count != 1 {
+            return Err(());
+        }
+        let key = ObjectKey {
+            kind: k.0,
+            name: k.1,
+        };
+        if b.shape == a.shape && b.cap != Cap::NoSlot {
+            self.caps.push(CapChange {
+                key,
+                had_cap: b.cap == Cap::Set,
+                same_findings: b.findings == a.findings,
+            });
+        } else if b.bare == a.bare && k.0 == Kind::Node {
+            self.underlays.push(key);
+        } else if !(b.findings != a.findings && b.shape == a.shape) {
+            return Err(());
+        }
+        Ok(())
     }
 }
 

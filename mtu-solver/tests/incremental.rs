@@ -198,7 +198,7 @@ proptest! {
         apply(&mut after, &m).unwrap();
         let tb: Topology = base.topology();
         let ta: Topology = after.topology();
-        let Some(o) = mtu_solver::whatif::obj_ref(&tb, kind, &name) else { return Ok(()) };
+        let Some(o) = tb.obj_ref(kind, &name) else { return Ok(()) };
         let mut sb = Solver::new(&tb, base.settings.clone());
         let mut sa = Solver::new(&ta, after.settings.clone());
         for i in 0..tb.nodes.len() {

@@ -4,7 +4,7 @@
 //! agent, resting on invariant 4); regressions persist in the root `proptest-regressions/`.
 
 use mtu_solver::Solver;
-use mtu_solver::locality::{Fingerprint, Footprint, Part};
+use mtu_solver::locality::{Delta, Difference, Fingerprint, Footprint, Part, Tracker};
 use mtu_solver::snapshot::{Item, items};
 use mtu_solver::whatif::{Input, Mutation, apply};
 use proptest::prelude::*;
@@ -180,6 +180,229 @@ proptest! {
         parts.insert(0, Part::of([], first));
         prop_assert_eq!(Fingerprint::of_parts(&parts), whole);
     }
+}
+
+/// A difference with its object keys as a set (a delta lists them in no particular order).
+fn unordered(
+    d: Difference,
+) -> (
+    u8,
+    std::collections::HashSet<mtu_solver::locality::ObjectKey>,
+) {
+    match d {
+        Difference::Caps(k) => (0, k.into_iter().collect()),
+        Difference::Underlays(k) => (1, k.into_iter().collect()),
+        Difference::Structure => (2, Default::default()),
+    }
+}
+
+/// The parts a cache keeps: one per object, by kind and name. Each part also carries the
+/// object's own findings as findings of no object, so that parts come and go with findings.
+fn parts_of(objs: &[RawObject]) -> std::collections::HashMap<(Kind, String), Part> {
+    objs.iter()
+        .map(|o| {
+            (
+                (o.kind(), o.name().to_string()),
+                Part::of([o], &o.meta().diags),
+            )
+        })
+        .collect()
+}
+
+/// The whole fingerprint of what [`parts_of`] splits.
+fn whole_of(objs: &[RawObject]) -> Fingerprint {
+    let diags: Vec<_> = objs.iter().flat_map(|o| o.meta().diags.clone()).collect();
+    Fingerprint::of(objs, &diags)
+}
+
+proptest! {
+    #![proptest_config(proptest_config(128, concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/locality.txt")))]
+
+    /// A tracker fed only the parts that changed holds the fingerprint of the whole input, and
+    /// its delta since the mark answers as the whole fingerprints compared: the same
+    /// difference, and the same verdict for every node's footprint at the mark.
+    #[test]
+    fn a_tracker_answers_as_whole_fingerprints(
+        spec in arb_spec(),
+        events in prop::collection::vec((arb_ev(), any::<bool>()), 1..12),
+    ) {
+        let mut input = Input { objects: objects(&spec), diagnostics: Vec::new(), settings: Default::default() };
+        let names: Vec<String> = input.topology().nodes.iter().map(|n| n.name.to_string()).collect();
+        let mut parts = parts_of(&input.objects);
+        let mut tracker = Tracker::default();
+        tracker.reset(parts.values());
+        prop_assert_eq!(tracker.delta(), Delta::structure(), "nothing marked yet");
+        tracker.mark();
+        let mut marked = keep_all(&input, &names);
+        for (ev, mark) in &events {
+            happen(&mut input, ev);
+            let now = parts_of(&input.objects);
+            let mut refused = false;
+            for (key, old) in &parts {
+                if now.get(key) != Some(old) {
+                    refused |= tracker.replace(Some(old), None).is_err();
+                }
+            }
+            for (key, new) in &now {
+                if parts.get(key) != Some(new) {
+                    refused |= tracker.replace(None, Some(new)).is_err();
+                }
+            }
+            parts = now;
+            let whole = whole_of(&input.objects);
+            if refused {
+                tracker.reset(parts.values());
+                prop_assert_eq!(tracker.delta(), Delta::structure());
+            } else {
+                prop_assert_eq!(unordered(tracker.delta().difference()),
+                    unordered(marked.0.difference(&whole)), "after {:?}", ev);
+                for (name, fp) in names.iter().zip(&marked.1) {
+                    prop_assert_eq!(tracker.delta().reaches(fp), marked.0.reaches(&whole, fp),
+                        "{} after {:?}", name, ev);
+                }
+            }
+            prop_assert_eq!(tracker.fingerprint(), &whole);
+            if *mark || refused {
+                tracker.mark();
+                marked = keep_all(&input, &names);
+            }
+        }
+    }
+}
+
+/// The whole fingerprint of `input` and the footprint of each of `names`' plans on it.
+fn keep_all(input: &Input, names: &[String]) -> (Fingerprint, Vec<Footprint>) {
+    (
+        whole_of(&input.objects),
+        names.iter().map(|n| resolve(input, n).1).collect(),
+    )
+}
+
+/// Every node's plan on `topo`, rendered with every explanation term (values, binding terms and
+/// their sources).
+fn rendered(topo: &topology_core::model::Topology) -> serde_json::Value {
+    let mut solver = Solver::new(topo, Default::default());
+    let plans: Vec<_> = (0..topo.nodes.len())
+        .map(|i| solver.plan(topology_core::ids::NodeId::from_idx(i)))
+        .collect();
+    let mut r = mtu_solver::report::Renderer::new(&solver, true);
+    let doc = mtu_solver::report::resolve_out(topo, &mut r, &plans, &topo.diagnostics);
+    serde_json::to_value(doc).unwrap_or_default()
+}
+
+proptest! {
+    #![proptest_config(proptest_config(96, concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/locality.txt")))]
+
+    /// A topology kept across events that takes each change of caps alone in place
+    /// (`Delta::take_caps`, as the node agent does) and is built again on any other change
+    /// resolves every node as a topology built from the objects: the same values, binding terms
+    /// and sources.
+    #[test]
+    fn caps_taken_in_place_resolve_as_a_build(
+        spec in arb_spec(),
+        events in prop::collection::vec(arb_ev(), 1..10),
+    ) {
+        let mut input = Input { objects: objects(&spec), diagnostics: Vec::new(), settings: Default::default() };
+        let mut kept = input.topology();
+        let mut marked = Fingerprint::of(&input.objects, &input.diagnostics);
+        for ev in &events {
+            happen(&mut input, ev);
+            let now = Fingerprint::of(&input.objects, &input.diagnostics);
+            let delta = marked.delta(&now);
+            if !delta.take_caps(&mut kept, &input.objects) {
+                kept = input.topology();
+            }
+            marked = now;
+            prop_assert_eq!(rendered(&kept), rendered(&input.topology()), "after {:?}", ev);
+        }
+    }
+}
+
+/// Caps of Sites and SitePeerings (component caps) and of other kinds, set, lowered and cleared,
+/// are taken in place and change values; a relationship toggled is not a change of caps.
+#[test]
+fn cap_events_take_caps_in_place() {
+    let yaml = r#"
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: a}
+spec: {nodeCidrs: ["10.0.0.0/16"], tunnelMTU: 1350}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: Site
+metadata: {name: b}
+spec: {nodeCidrs: ["10.1.0.0/16"]}
+---
+apiVersion: net.unbounded-cloud.io/v1alpha1
+kind: SitePeering
+metadata: {name: ab}
+spec: {sites: [a, b], tunnelMTU: 1400}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {net.unbounded-cloud.io/site: a}}
+status: {addresses: [{type: InternalIP, address: 10.0.0.5}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: nb, labels: {net.unbounded-cloud.io/site: b}}
+status: {addresses: [{type: InternalIP, address: 10.1.0.5}]}
+"#;
+    let base = Input {
+        objects: decode([("c.yaml", yaml.as_bytes())]).objects,
+        diagnostics: Vec::new(),
+        settings: Default::default(),
+    };
+    let fp = |i: &Input| Fingerprint::of(&i.objects, &i.diagnostics);
+    for m in [
+        Mutation::SetCap {
+            kind: Kind::SitePeering,
+            name: "ab".into(),
+            mtu: 1300,
+        },
+        Mutation::SetCap {
+            kind: Kind::Site,
+            name: "a".into(),
+            mtu: 1280,
+        },
+        Mutation::ClearCap {
+            kind: Kind::Site,
+            name: "a".into(),
+        },
+        Mutation::SetCap {
+            kind: Kind::Site,
+            name: "b".into(),
+            mtu: 1300,
+        },
+    ] {
+        let mut after = base.clone();
+        apply(&mut after, &m).expect("applies");
+        let delta = fp(&base).delta(&fp(&after));
+        let mut kept = base.topology();
+        assert!(delta.take_caps(&mut kept, &after.objects), "{m:?}");
+        assert_eq!(rendered(&kept), rendered(&after.topology()), "{m:?}");
+        assert_ne!(
+            rendered(&kept),
+            rendered(&base.topology()),
+            "{m:?} changes a value"
+        );
+    }
+    let mut toggled = base.clone();
+    apply(
+        &mut toggled,
+        &Mutation::SetEnabled {
+            kind: Kind::SitePeering,
+            name: "ab".into(),
+            enabled: false,
+        },
+    )
+    .expect("applies");
+    let mut kept = base.topology();
+    assert!(
+        !fp(&base)
+            .delta(&fp(&toggled))
+            .take_caps(&mut kept, &toggled.objects)
+    );
 }
 
 /// The property is not vacuous: a cap on a peering of two other Sites does not reach a node,

@@ -5,13 +5,15 @@
 use super::Exit;
 use super::ack::acknowledge;
 use super::adopt::Adopted;
-use super::caches::{Caches, NodeSelection, carries_gateway_taint, needs_heavy, slice_members};
+use super::caches::{Caches, NodeSelection, carries_gateway_taint};
 use super::failure::{ApiError, Failure, PublishError};
+use super::input::Input;
+use super::intake::Intake;
+use super::needs::Needs;
 use super::node_watch::WatchEnd;
-use super::prints::Prints;
 use super::publish::publish;
 use super::reconcile::{Linked, Outcome};
-use super::source::{Input, Source, Wake};
+use super::source::{Settled, Source, Wake};
 use super::startup::{self, Adoption, StartupWatch, exit_of};
 use super::status::Status;
 use super::taint::{RetryPolicy, remove_gateway_taint};
@@ -37,8 +39,10 @@ pub struct Api {
     /// The heavy watches are no longer needed: stop them once the plan of an input that needs
     /// none is in the kernel (no dataplane state depends on them then).
     stop_heavy_after_success: bool,
-    /// The digests of the cached objects, kept across turns.
-    prints: Prints,
+    /// The cached objects decoded and digested, kept across turns.
+    intake: Intake,
+    /// What it must watch, as last worked out.
+    needs: Needs,
 }
 
 impl Api {
@@ -80,7 +84,8 @@ impl Api {
             acknowledged: false,
             taint_pending,
             stop_heavy_after_success: false,
-            prints: Prints::default(),
+            intake: Intake::default(),
+            needs: Needs::default(),
         }))
     }
 
@@ -92,7 +97,7 @@ impl Api {
         if let Some(a) = self.caches.store(Kind::SiteGatewayPoolAssignment)
             && a.synced()
         {
-            let need = needs_heavy(&self.adopted, &a.held());
+            let need = self.needs.heavy(&self.adopted, a);
             if need && !self.caches.heavy() {
                 tracing::info!("watching GatewayPools, GatewayPoolNodes, GatewayPoolPeerings");
                 self.caches.set_heavy(true, &self.status);
@@ -173,27 +178,20 @@ impl Source for Api {
             return Ok(None);
         }
         let snapshot = self.caches.held();
-        let fingerprint = self.prints.fingerprint(&snapshot, &self.adopted);
-        let adopted = self.adopted.clone();
-        Ok(Some(Input::deferred(fingerprint, move || {
-            snapshot.decode(&adopted)
-        })))
+        Ok(Some(self.intake.input(&snapshot, &self.adopted)))
     }
 
     /// Node metadata (underlay annotations) of the Sites the plan links into, or of every Node
     /// while a peer has no Site label: when that selection changes, the new cache is waited
     /// for before anything is applied.
     fn complete_for(&mut self, linked: &Linked) -> bool {
-        let mut needed = linked.clone();
-        if let Some(slices) = self.caches.store(Kind::SiteNodeSlice) {
-            needed
-                .peers
-                .extend(slice_members(&slices.held(), &needed.sites));
-        }
-        needed.peers.remove(&self.settings.node);
-        let meta = self.caches.node_metadata();
         let selection = match self.settings.watches {
-            WatchScope::Needed => NodeSelection::for_peers(&needed, meta.map(|m| m.as_ref())),
+            WatchScope::Needed => self.needs.nodes(
+                linked,
+                &self.settings.node,
+                self.caches.store(Kind::SiteNodeSlice).map(|s| s.as_ref()),
+                self.caches.node_metadata().map(|m| m.as_ref()),
+            ),
             WatchScope::Everything => NodeSelection::All {
                 unlabelled: Vec::new(),
             },
@@ -223,7 +221,10 @@ impl Source for Api {
         Ok(None)
     }
 
-    fn settled(&mut self) {
+    fn settled(&mut self, how: Settled) {
+        if how == Settled::Applied {
+            self.intake.mark();
+        }
         if self.stop_heavy_after_success {
             tracing::info!(
                 "dataplane state without gateways applied; stopping the GatewayPool, GatewayPoolNode and GatewayPoolPeering watches"

@@ -9,7 +9,7 @@ use super::reconcile::Linked;
 use super::status::Status;
 use super::taint::GATEWAY_TAINT_KEY;
 use crate::k8s::live::SOURCE;
-use crate::k8s::store::{Change, Held, Objects, ReflectOptions, Store, reflect};
+use crate::k8s::store::{Change, Held, Objects, ReflectOptions, Store, Version, reflect};
 use crate::k8s::{Backoff, ResourceKind};
 use kube::Client;
 use kube::core::DynamicObject;
@@ -294,6 +294,17 @@ impl Snapshot {
     ) -> Vec<Value> {
         let meta = self.nodes.as_ref().map(Held::values).unwrap_or_default();
         node_objects(adopted, &meta, slices, pools)
+    }
+
+    /// The versions of the caches the Node objects are made of (SiteNodeSlices, GatewayPools,
+    /// Node metadata): the same versions, the same Node objects.
+    pub fn node_versions(&self) -> Vec<Version> {
+        self.kinds
+            .iter()
+            .filter(|h| matches!(h.kind().kind, Kind::SiteNodeSlice | Kind::GatewayPool))
+            .chain(self.nodes.iter())
+            .map(Held::version)
+            .collect()
     }
 
     /// The objects the Node objects are made of (Node metadata, SiteNodeSlices, GatewayPools)

@@ -1,8 +1,8 @@
 //! One reconcile turn, the same whatever the source and the applier, in two steps. [`resolve`]
 //! first asks whether the input can change the node's plan at all: against what the last turn
-//! that applied [`Kept`] (the input's fingerprint and the plan's footprint,
-//! `mtu_solver::locality`), a change of caps that none of the node's values considered cannot,
-//! and the turn ends there ([`Turn::Unreached`]: no topology, no plan, no write). Otherwise it
+//! that applied [`Kept`] (the plan's footprint, `mtu_solver::locality`), the input's delta (a
+//! change of caps that none of the node's values considered cannot) ends the turn there
+//! ([`Turn::Unreached`]: no topology, no plan, no write). Otherwise it
 //! builds the topology once and plans the node once: on the underlay it assumes (stated, or what
 //! the last turn detected), detects the own underlay through the applier from that same plan
 //! when asked to, and plans again only when the detection contradicts the assumption. The plan
@@ -12,17 +12,19 @@
 
 use super::applier::{Applied, Applier};
 use super::failure::{Failure, KernelError, ResolveError};
-use super::source::Input;
+use super::input::{Input, Objects};
 use crate::dataplane::{self, FabricOptions};
 use crate::settings::{self, Underlay};
 use mtu_solver::Solver;
-use mtu_solver::locality::{Fingerprint, Footprint};
+#[cfg(debug_assertions)]
+use mtu_solver::locality::Delta;
+use mtu_solver::locality::Footprint;
 use mtu_solver::report::ResolveOut;
 use mtu_solver::report::{self, Renderer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
-use topology_core::decode::{Decoded, RawObject};
+use topology_core::decode::RawObject;
 use topology_core::diag::sort_diagnostics;
 use topology_core::model::Topology;
 
@@ -68,16 +70,19 @@ pub struct Outcome {
     /// How often the turn planned the node: 1, or 2 when detection found an underlay other
     /// than the one assumed.
     pub plans: usize,
-    /// What the next turn compares its input with.
-    pub kept: Arc<Kept>,
+    /// Debug builds only (always false otherwise): the turn used what the last one kept, which
+    /// planned otherwise than a full resolve; the full resolve's plan was applied. A bug.
+    pub corrected: bool,
 }
 
-/// What a turn that applied keeps of its input and plan: the next turn's input, resolved under
-/// the same settings (the same probed lowering and assumed underlay), can change the plan only
-/// if [`Fingerprint::reaches`] says so.
+/// What a turn that applied keeps of its input and plan for the next turn, which resolves
+/// under the same settings (the same probed lowering and assumed underlay): the plan can change
+/// only if the input's delta reaches its footprint ([`mtu_solver::locality::Delta::reaches`]),
+/// and a delta of caps alone is taken into the kept topology in place.
 #[derive(Debug)]
 pub struct Kept {
-    fingerprint: Fingerprint,
+    /// The topology the plan was resolved on.
+    topology: Topology,
     footprint: Footprint,
     probed: Option<u32>,
     base_underlay: u32,
@@ -98,8 +103,9 @@ impl Kept {
 
 /// What a turn's resolve found.
 pub enum Turn {
-    /// The input cannot change the plan the last turn applied: nothing to do.
-    Unreached,
+    /// The input cannot change the plan the last turn applied: nothing to do; what that turn
+    /// kept stands.
+    Unreached(Box<Kept>),
     /// A plan to apply.
     Resolved(Box<Resolved>),
 }
@@ -116,6 +122,9 @@ pub struct Linked {
 /// A turn's plan, resolved and not yet applied.
 pub struct Resolved {
     planned: Planned,
+    /// The plan of a full resolve, applied because the kept state planned otherwise (debug
+    /// builds check every turn that used kept state: a bug, reported in [`Outcome::corrected`]).
+    corrected: bool,
     base_underlay: u32,
     underlay: u32,
     gateway_pool_node: Option<String>,
@@ -142,68 +151,108 @@ impl Resolved {
 }
 
 /// Resolves `input` for the settings' node, unless `last` (what the last applied turn kept,
-/// given only when the turn is for a change of the input) shows by the input's fingerprint
-/// that it cannot change the plan: then nothing is decoded. The topology is built once, the
-/// node planned on the underlay `assumed` (what the last turn detected; ignored when the
-/// underlay is stated), the own underlay detected from that plan when the settings ask for
-/// detection, and the node planned again only when the detected underlay is not the assumed
-/// one. `probed` is the lowest underlay the node's probes found below the plan
-/// (`--underlay-from-probe`): it lowers the node's own underlay, never raises it. The decoded
-/// objects are dropped once the topology is built, so they never share the peak with the plan.
+/// given only when the turn is for a change of the input) shows by the input's delta that it
+/// cannot change the plan: then no object is asked for. A delta of caps alone is taken into
+/// the kept topology in place; any other change builds the topology from the input's objects.
+/// The node is planned once on that topology, on the underlay `assumed` (what the last turn
+/// detected; ignored when the underlay is stated), the own underlay detected from that plan
+/// when the settings ask for detection, and the node planned again only when the detected
+/// underlay is not the assumed one. `probed` is the lowest underlay the node's probes found
+/// below the plan (`--underlay-from-probe`): it lowers the node's own underlay, never raises
+/// it. The input's objects are dropped once the topology is built (and a kept topology that
+/// cannot be used before that): those the source does not keep never share the peak with the
+/// plan.
 pub fn resolve(
     s: &settings::Agent,
     input: Input,
     applier: &dyn Applier,
     probed: Option<u32>,
     assumed: Option<u32>,
-    last: Option<&Kept>,
+    last: Option<Kept>,
 ) -> Result<Turn, Failure> {
-    let unreached = last.filter(|k| {
-        k.probed == probed
-            && assumed == Some(k.base_underlay)
-            && !k.fingerprint.reaches(input.fingerprint(), &k.footprint)
-    });
-    let Some(k) = unreached else {
-        let (fingerprint, decoded) = input.decode();
-        let r = resolve_plan(s, decoded, applier, probed, assumed, fingerprint)?;
-        return Ok(Turn::Resolved(Box::new(r)));
+    let last = last.filter(|k| k.probed == probed && assumed == Some(k.base_underlay));
+    let Some(mut kept) = last else {
+        let (topo, gpn) = built(input.objects(), &s.node);
+        return Ok(Turn::Resolved(Box::new(resolve_on(
+            s, topo, gpn, applier, probed, assumed,
+        )?)));
     };
-    // Under `debug_assertions` the plan is resolved anyway: one that differs from the plan
-    // applied is logged as an error, and applied.
-    #[cfg(debug_assertions)]
-    {
-        let (fingerprint, decoded) = input.decode();
-        let r = resolve_plan(s, decoded, applier, probed, assumed, fingerprint)?;
-        if r.planned.desired != k.desired {
+    if !input.delta().reaches(&kept.footprint) {
+        #[cfg(debug_assertions)]
+        if let Some(r) = differs_from_full(s, input, applier, probed, assumed, &kept.desired)? {
             tracing::error!(
                 "locality: an input judged unable to change the plan changed it; applying the \
                  new plan"
             );
             return Ok(Turn::Resolved(Box::new(r)));
         }
+        return Ok(Turn::Unreached(Box::new(kept)));
     }
-    #[cfg(not(debug_assertions))]
-    let _ = (k, input);
-    Ok(Turn::Unreached)
+    if !input.delta().caps_alone() {
+        drop(kept);
+        let (topo, gpn) = built(input.objects(), &s.node);
+        return Ok(Turn::Resolved(Box::new(resolve_on(
+            s, topo, gpn, applier, probed, assumed,
+        )?)));
+    }
+    let delta = input.delta().clone();
+    let objects = input.objects();
+    delta.take_caps(&mut kept.topology, objects.iter());
+    let gpn = gateway_pool_node(&objects, &s.node);
+    let r = resolve_on(s, kept.topology, gpn, applier, probed, assumed)?;
+    #[cfg(debug_assertions)]
+    if let Some(full) = differs_from_full(
+        s,
+        Input::new(Delta::structure(), move || objects),
+        applier,
+        probed,
+        assumed,
+        &r.kept.desired,
+    )? {
+        tracing::error!(
+            "caps taken into the kept topology planned otherwise than a full build; applying \
+             the full build's plan"
+        );
+        return Ok(Turn::Resolved(Box::new(full)));
+    }
+    Ok(Turn::Resolved(Box::new(r)))
 }
 
-/// The resolve of [`resolve`], for a turn whose input may change the plan.
-fn resolve_plan(
+/// The topology of an input's objects (which are dropped once it is built), and the
+/// GatewayPoolNode that names `node`.
+fn built(objects: Objects, node: &str) -> (Topology, Option<String>) {
+    let gpn = gateway_pool_node(&objects, node);
+    let topo = Topology::build(objects.iter(), objects.diagnostics().cloned());
+    (topo, gpn)
+}
+
+/// Under `debug_assertions`: the turn resolved again from the input's objects alone; its plan,
+/// marked corrected, when it differs from `desired`.
+#[cfg(debug_assertions)]
+fn differs_from_full(
     s: &settings::Agent,
-    decoded: Decoded,
+    input: Input,
     applier: &dyn Applier,
     probed: Option<u32>,
     assumed: Option<u32>,
-    fingerprint: Fingerprint,
+    desired: &dataplane_linux::DesiredState,
+) -> Result<Option<Resolved>, Failure> {
+    let (topo, gpn) = built(input.objects(), &s.node);
+    let mut r = resolve_on(s, topo, gpn, applier, probed, assumed)?;
+    r.corrected = true;
+    Ok((r.planned.desired != *desired).then_some(r))
+}
+
+/// The turn's plan on `topo`: planned on the assumed underlay, detected, and planned again
+/// when detection says otherwise.
+fn resolve_on(
+    s: &settings::Agent,
+    topo: Topology,
+    gateway_pool_node: Option<String>,
+    applier: &dyn Applier,
+    probed: Option<u32>,
+    assumed: Option<u32>,
 ) -> Result<Resolved, Failure> {
-    let gateway_pool_node = gateway_pool_node(&decoded, &s.node);
-    let Decoded {
-        objects,
-        diagnostics,
-        ..
-    } = decoded;
-    let topo = Topology::build(objects.iter(), diagnostics);
-    drop(objects);
     let assumed = match s.underlay {
         Underlay::Fixed(u) => u,
         Underlay::Detect => assumed.unwrap_or(s.solver.default_underlay),
@@ -227,16 +276,17 @@ fn resolve_plan(
         plans += 1;
     }
     let kept = Kept {
-        fingerprint,
         footprint: std::mem::take(&mut planned.footprint),
         probed,
         base_underlay,
         linked: planned.linked.clone(),
         #[cfg(debug_assertions)]
         desired: planned.desired.clone(),
+        topology: topo,
     };
     Ok(Resolved {
         planned,
+        corrected: false,
         base_underlay,
         underlay: lowered(base_underlay, probed),
         gateway_pool_node,
@@ -245,10 +295,11 @@ fn resolve_plan(
     })
 }
 
-/// Applies a resolved plan through `applier`.
-pub fn apply(resolved: Resolved, applier: &dyn Applier) -> Result<Outcome, Failure> {
+/// Applies a resolved plan through `applier`; what the turn keeps for the next one with it.
+pub fn apply(resolved: Resolved, applier: &dyn Applier) -> Result<(Outcome, Kept), Failure> {
     let Resolved {
         planned,
+        corrected,
         base_underlay,
         underlay,
         gateway_pool_node,
@@ -263,7 +314,7 @@ pub fn apply(resolved: Resolved, applier: &dyn Applier) -> Result<Outcome, Failu
     } else {
         Vec::new()
     };
-    Ok(Outcome {
+    let outcome = Outcome {
         document: planned.document,
         values: planned.values,
         site: planned.site,
@@ -278,8 +329,9 @@ pub fn apply(resolved: Resolved, applier: &dyn Applier) -> Result<Outcome, Failu
         base_underlay,
         targets: planned.targets,
         plans,
-        kept: Arc::new(kept),
-    })
+        corrected,
+    };
+    Ok((outcome, kept))
 }
 
 /// A resolved plan and what derives from it.
@@ -388,8 +440,8 @@ pub fn linked(topo: &Topology, plan: &mtu_solver::NodePlan) -> Linked {
 }
 
 /// The GatewayPoolNode of `node`, when one names it.
-fn gateway_pool_node(decoded: &Decoded, node: &str) -> Option<String> {
-    decoded.objects.iter().find_map(|o| match o {
+fn gateway_pool_node(objects: &Objects, node: &str) -> Option<String> {
+    objects.iter().find_map(|o| match o {
         RawObject::GatewayPoolNode(g) if g.node_name == node => Some(g.meta.name.clone()),
         _ => None,
     })

@@ -9,9 +9,10 @@ use super::Exit;
 use super::api_source;
 use super::applier::{self, Applier};
 use super::failure::{Failure, KernelError, Step};
+use super::input::Input;
 use super::probing::{self, LastRun, Lowerings};
 use super::reconcile::{self, Kept, Outcome, Turn};
-use super::source::{Files, Input, Source, Wake};
+use super::source::{Files, Settled, Source, Wake};
 use super::status::{self, Status};
 use crate::k8s::Backoff;
 use crate::k8s::client;
@@ -150,8 +151,9 @@ struct Loop<'a> {
     /// on it and plans again only if detection now says otherwise.
     underlay: Option<u32>,
     /// What the last turn that applied kept, while nothing failed since: a turn for a change
-    /// of the input that cannot reach the plan ends without resolving.
-    kept: Option<Arc<Kept>>,
+    /// of the input that cannot reach the plan ends without resolving, and one of caps alone
+    /// takes them into its topology.
+    kept: Option<Kept>,
 }
 
 /// The background probes (`--probe-interval`) between reconciles.
@@ -320,11 +322,13 @@ pub async fn run<S: Source>(
             p.in_use = p.lowered();
             p.in_use
         });
-        let last = l.kept.clone().filter(|_| changed);
+        // The turn takes what the last one kept (resyncs, retries and probes start afresh).
+        let last = l.kept.take().filter(|_| changed);
         let resolved =
             match resolve_on_thread(s, input, l.applier.clone(), probed, l.underlay, last).await {
                 Ok(Turn::Resolved(r)) => r,
-                Ok(Turn::Unreached) => {
+                Ok(Turn::Unreached(kept)) => {
+                    l.kept = Some(*kept);
                     l.unreached(started, source);
                     continue;
                 }
@@ -335,13 +339,13 @@ pub async fn run<S: Source>(
             };
         l.underlay = Some(resolved.base_underlay());
         if !source.complete_for(resolved.linked()) {
-            l.kept = None;
             continue;
         }
         match apply_on_thread(resolved, l.applier.clone()).await {
-            Ok(outcome) => match source.after_success(&outcome).await {
+            Ok((outcome, kept)) => match source.after_success(&outcome).await {
                 Ok(exit) => {
-                    source.settled();
+                    source.settled(Settled::Applied);
+                    l.kept = Some(kept);
                     l.succeeded(started, &outcome, source.node_uid());
                     if let Some(exit) = exit {
                         return Ok(finish(exit, &l.applier).await);
@@ -372,11 +376,10 @@ impl Loop<'_> {
             self.kept = None;
             return;
         }
-        source.settled();
+        source.settled(Settled::Unreached);
     }
 
     fn succeeded(&mut self, started: Instant, o: &Outcome, uid: Option<String>) {
-        self.kept = Some(o.kept.clone());
         let adopted = format!(
             "{}/{}/{}",
             uid.as_deref().unwrap_or("-"),
@@ -526,29 +529,22 @@ async fn resolve_on_thread(
     applier: Arc<dyn Applier>,
     probed: Option<u32>,
     assumed: Option<u32>,
-    last: Option<Arc<Kept>>,
+    last: Option<Kept>,
 ) -> Result<Turn, Failure> {
     let s = s.clone();
     tokio::task::spawn_blocking(move || {
-        reconcile::resolve(
-            &s,
-            input,
-            applier.as_ref(),
-            probed,
-            assumed,
-            last.as_deref(),
-        )
+        reconcile::resolve(&s, input, applier.as_ref(), probed, assumed, last)
     })
     .await
     .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?
 }
 
 /// A resolved plan applied on a blocking thread (never interrupted: a write step in progress
-/// finishes).
+/// finishes); what the turn keeps with it.
 async fn apply_on_thread(
     resolved: Box<reconcile::Resolved>,
     applier: Arc<dyn Applier>,
-) -> Result<Outcome, Failure> {
+) -> Result<(Outcome, Kept), Failure> {
     tokio::task::spawn_blocking(move || reconcile::apply(*resolved, applier.as_ref()))
         .await
         .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?

@@ -4,49 +4,22 @@
 
 use super::Exit;
 use super::failure::{Failure, InputError};
+use super::input::{Input, Objects, Piece};
 use super::reconcile::{Linked, Outcome};
-use mtu_solver::locality::Fingerprint;
+use mtu_solver::locality::{Fingerprint, Tracker};
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use topology_core::decode::Decoded;
 
-/// One turn's input: its fingerprint now, its objects decoded when the turn resolves (a turn
-/// whose change cannot reach the plan never decodes them).
-pub struct Input {
-    fingerprint: Fingerprint,
-    decode: Box<dyn FnOnce() -> Decoded + Send>,
-}
-
-impl Input {
-    /// Objects already decoded, fingerprinted here.
-    pub fn decoded(decoded: Decoded) -> Input {
-        Input {
-            fingerprint: Fingerprint::of(&decoded.objects, &decoded.diagnostics),
-            decode: Box::new(move || decoded),
-        }
-    }
-
-    /// Objects of this fingerprint, decoded by `decode` when needed.
-    pub fn deferred(
-        fingerprint: Fingerprint,
-        decode: impl FnOnce() -> Decoded + Send + 'static,
-    ) -> Input {
-        Input {
-            fingerprint,
-            decode: Box::new(decode),
-        }
-    }
-
-    /// Its fingerprint.
-    pub fn fingerprint(&self) -> &Fingerprint {
-        &self.fingerprint
-    }
-
-    /// Its fingerprint and its objects, decoded.
-    pub fn decode(self) -> (Fingerprint, Decoded) {
-        (self.fingerprint, (self.decode)())
-    }
+/// How the plan of a turn's input came to be in the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// The turn resolved and applied it.
+    Applied,
+    /// An earlier turn applied it, and this turn's change could not reach it: the next input's
+    /// delta still counts from that turn's input, whose topology the reconcile keeps.
+    Unreached,
 }
 
 /// Why a source woke the loop.
@@ -67,8 +40,9 @@ pub trait Source: Send {
     /// Drops the changes queued while the loop debounced.
     fn drain(&mut self);
 
-    /// The objects to reconcile now; `None` while the input is incomplete (a cache has not
-    /// completed its initial list). Two inputs of one source are fingerprinted alike.
+    /// The objects to reconcile now, with how they differ from the input of the last turn
+    /// that applied a plan ([`Settled::Applied`]); `None` while the input is incomplete (a
+    /// cache has not completed its initial list).
     fn input(&mut self) -> Result<Option<Input>, Failure>;
 
     /// Whether the input a plan was resolved from holds everything that plan depends on, so
@@ -88,9 +62,9 @@ pub trait Source: Send {
         outcome: &Outcome,
     ) -> impl Future<Output = Result<Option<Exit>, Failure>> + Send;
 
-    /// The plan of the current input is in the kernel: applied by this turn, or by an earlier
-    /// one when this turn's change could not reach it. What waited for that may end.
-    fn settled(&mut self) {}
+    /// The plan of the last input is in the kernel, as `how` says. What waited for that may
+    /// end; when this turn applied it, the next input's delta is counted from this one.
+    fn settled(&mut self, how: Settled);
 }
 
 /// `--manifests`: files or directories, re-read when their names, sizes or modification times
@@ -99,6 +73,9 @@ pub struct Files {
     paths: Vec<String>,
     poll: Duration,
     seen: Option<Signature>,
+    /// The fingerprint of what was read last, and what changed since the last turn that
+    /// applied a plan.
+    tracker: Tracker,
 }
 
 type Signature = Vec<(PathBuf, Option<SystemTime>, u64)>;
@@ -110,6 +87,7 @@ impl Files {
             paths,
             poll,
             seen: None,
+            tracker: Tracker::default(),
         }
     }
 
@@ -145,9 +123,15 @@ impl Source for Files {
 
     fn input(&mut self) -> Result<Option<Input>, Failure> {
         self.seen = Some(self.signature());
-        mtu_solver::load::load(&self.paths)
-            .map(|d| Some(Input::decoded(d)))
-            .map_err(|e| Failure::Input(InputError(Box::new(e))))
+        let decoded = mtu_solver::load::load(&self.paths)
+            .map_err(|e| Failure::Input(InputError(Box::new(e))))?;
+        self.tracker
+            .set(Fingerprint::of(&decoded.objects, &decoded.diagnostics));
+        // The objects are not kept: the next change re-reads every file.
+        let piece = Arc::new(Piece::of(decoded));
+        Ok(Some(Input::new(self.tracker.delta(), move || {
+            Objects::new(vec![Arc::from([piece])])
+        })))
     }
 
     fn complete_for(&mut self, _: &Linked) -> bool {
@@ -160,5 +144,11 @@ impl Source for Files {
 
     async fn after_success(&mut self, _: &Outcome) -> Result<Option<Exit>, Failure> {
         Ok(None)
+    }
+
+    fn settled(&mut self, how: Settled) {
+        if how == Settled::Applied {
+            self.tracker.mark();
+        }
     }
 }

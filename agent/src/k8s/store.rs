@@ -17,7 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher as watch_stream};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -34,9 +34,23 @@ pub fn watch_timeout() -> u32 {
     fastrand::u32(600..1200)
 }
 
+/// What a store held at one moment, for answers kept while it holds the same: the store (each
+/// gets its own number) and how often its contents had changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Version {
+    store: u64,
+    changes: u64,
+}
+
+/// The number of the next store made.
+static STORES: AtomicU64 = AtomicU64::new(0);
+
 /// The cache of one kind: a kube-runtime reflector store, plus the objects it cannot hold.
 pub struct Store {
     kind: ResourceKind,
+    /// Its number and how often its contents changed ([`Version`]).
+    id: u64,
+    changes: AtomicU64,
     reader: reflector::Store<DynamicObject>,
     writer: Mutex<Writer<DynamicObject>>,
     /// Objects without `metadata.name` (the reflector keys objects by name): kept whole so that
@@ -75,6 +89,8 @@ impl Store {
         let writer = Writer::new(kind.api_resource());
         Store {
             kind,
+            id: STORES.fetch_add(1, Ordering::Relaxed),
+            changes: AtomicU64::new(0),
             reader: writer.as_reader(),
             writer: Mutex::new(writer),
             nameless: Mutex::default(),
@@ -105,18 +121,36 @@ impl Store {
             .get(&ObjectRef::new_with(name, self.kind.api_resource()))
     }
 
+    /// Its version now. Read before the contents it stands for: a change in between makes a
+    /// later version, never an earlier one.
+    pub fn version(&self) -> Version {
+        Version {
+            store: self.id,
+            changes: self.changes.load(Ordering::Acquire),
+        }
+    }
+
     /// What the store holds now, its objects shared with it (nothing is copied).
     pub fn held(&self) -> Held {
         Held {
             kind: self.kind,
+            version: self.version(),
             objects: self.reader.state(),
             nameless: lock(&self.nameless).listed.clone(),
         }
     }
 
     /// Applies one watcher event; returns whether the contents changed (a completed LIST always
-    /// counts as a change).
+    /// counts as a change), which also moves the store's [`Version`] on.
     pub fn apply(&self, ev: &Event<DynamicObject>) -> bool {
+        let changed = self.apply_event(ev);
+        if changed {
+            self.changes.fetch_add(1, Ordering::AcqRel);
+        }
+        changed
+    }
+
+    fn apply_event(&self, ev: &Event<DynamicObject>) -> bool {
         match ev {
             Event::Init => {
                 lock(&self.nameless).buffer.clear();
@@ -181,6 +215,7 @@ fn value_of(kind: ResourceKind, o: &DynamicObject) -> Value {
 #[derive(Clone, Debug)]
 pub struct Held {
     kind: ResourceKind,
+    version: Version,
     objects: Vec<Arc<DynamicObject>>,
     nameless: Vec<Value>,
 }
@@ -189,6 +224,11 @@ impl Held {
     /// The kind held.
     pub fn kind(&self) -> ResourceKind {
         self.kind
+    }
+
+    /// The store's version when it was read: the same version, the same contents.
+    pub fn version(&self) -> Version {
+        self.version
     }
 
     /// The named objects, in no particular order.

@@ -58,7 +58,7 @@ fn one_solver_object(t: &Topology, kind: Kind, name: &str) -> Option<ObjRef> {
     ) {
         return None;
     }
-    let o = obj_ref(t, kind, name)?;
+    let o = t.obj_ref(kind, name)?;
     t.cap_of(o).is_none_or(|c| c.invalid.is_none()).then_some(o)
 }
 
@@ -144,28 +144,4 @@ fn names(objects: &[RawObject], keys: &[ObjectKey]) -> Vec<(Kind, String)> {
         }
     }
     out
-}
-
-/// The reference of a kind and name in a topology.
-pub fn obj_ref(t: &Topology, kind: Kind, name: &str) -> Option<ObjRef> {
-    match kind {
-        Kind::Site => t.site_id(name).map(ObjRef::Site),
-        Kind::GatewayPool => t.pool_id(name).map(ObjRef::Pool),
-        Kind::SitePeering => t
-            .site_peerings
-            .iter()
-            .position(|r| &*r.name == name)
-            .map(|i| ObjRef::SitePeering(topology_core::ids::PeeringId::from_idx(i))),
-        Kind::SiteGatewayPoolAssignment => t
-            .assignments
-            .iter()
-            .position(|r| &*r.name == name)
-            .map(|i| ObjRef::Assignment(topology_core::ids::AssignmentId::from_idx(i))),
-        Kind::GatewayPoolPeering => t
-            .pool_peerings
-            .iter()
-            .position(|r| &*r.name == name)
-            .map(|i| ObjRef::PoolPeering(topology_core::ids::PoolPeeringId::from_idx(i))),
-        _ => None,
-    }
 }

@@ -1,6 +1,6 @@
 //! Every value that differs between two inputs ([`diff`]), and the changes a what-if reports.
 
-use super::classify::{Difference, classify, obj_ref, shared_caps};
+use super::classify::{Difference, classify, shared_caps};
 use super::engine::per_value_shared;
 use super::input::Input;
 use super::reach::{change_reach, class_key};
@@ -118,10 +118,7 @@ pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
     let mut sa = Solver::new(&ta, after.settings.clone());
     match difference {
         Difference::Caps(objs) => {
-            let objs: Vec<ObjRef> = objs
-                .iter()
-                .filter_map(|(k, n)| obj_ref(&tb, *k, n))
-                .collect();
+            let objs: Vec<ObjRef> = objs.iter().filter_map(|(k, n)| tb.obj_ref(*k, n)).collect();
             let (changes, work) = per_value(&mut sb, &mut sa, &objs, full);
             WhatIf {
                 changes,

@@ -16,7 +16,6 @@ mod reach;
 mod text;
 
 pub use apply::apply;
-pub use classify::obj_ref;
 pub use diff::{Change, WhatIf, compare, diff};
 pub use digest::{Digest, DigestBuilder, Group, ItemKind, KindDigest};
 pub use engine::{what_if, what_if_on};
