@@ -116,6 +116,68 @@ impl Applier for Holding {
     }
 }
 
+/// The agent of Node `node` run as the DaemonSet runs it (the release binary, its allocator's
+/// settings, `--dry-run --once`) in API mode against the fake API server holding `objects` (as
+/// [`crate::api_cluster::served`] gives them): its peak resident memory (`VmHWM`, as
+/// [`crate::memory::agent_peak`] reads it for files), from start to its first reconciled plan.
+pub fn agent_peak(objects: &[Value], node: &str) -> Result<crate::memory::Peak, String> {
+    let bin = crate::memory::agent_binary()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    let declared = collections();
+    let declared: Vec<(&str, &str, &str)> = declared
+        .iter()
+        .map(|(p, v, k)| (p.as_str(), v.as_str(), k.as_str()))
+        .collect();
+    let server = runtime
+        .block_on(ApiServer::start(&declared, objects.iter().cloned()))
+        .map_err(|e| format!("fake API server: {e}"))?;
+    let config =
+        std::env::temp_dir().join(format!("perf-budget-{}.kubeconfig", std::process::id()));
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: \"{}\"}}}}]\n\
+         users: [{{name: fake, user: {{}}}}]\n\
+         contexts: [{{name: fake, context: {{cluster: fake, user: fake}}}}]\ncurrent-context: fake\n",
+        server.url()
+    );
+    std::fs::write(&config, kubeconfig).map_err(|e| format!("write {}: {e}", config.display()))?;
+    let started = Instant::now();
+    let child = std::process::Command::new(&bin)
+        .args(["agent", "--node-name", node, "--kubeconfig"])
+        .arg(&config)
+        .args([
+            "--dry-run",
+            "--once",
+            "--status-address",
+            "off",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .envs(crate::memory::DAEMONSET_ENV)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("run {}: {e}", bin.display()));
+    // The server answers on the runtime's thread while this one watches the agent.
+    let window = Duration::from_secs(300);
+    let peak = child
+        .and_then(|c| crate::memory::watch(c, started, Some(window)))
+        .and_then(|p| {
+            if p.took < window {
+                Ok(p)
+            } else {
+                Err(format!("no plan reconciled within {window:?}"))
+            }
+        });
+    let _ = std::fs::remove_file(&config);
+    drop(server);
+    peak
+}
+
 /// The collections the agent reads, declared so that an empty one answers with an empty list.
 fn collections() -> Vec<(String, String, String)> {
     unbounded_mtu::k8s::ResourceKind::ALL

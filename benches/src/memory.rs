@@ -178,7 +178,7 @@ fn children_cpu() -> Duration {
 
 /// Polls the child's `VmHWM` every millisecond until it exits, or until `window` has passed
 /// (then it is killed, and its peak is that of the window).
-fn watch(
+pub(crate) fn watch(
     mut child: std::process::Child,
     started: Instant,
     window: Option<Duration>,

@@ -1190,9 +1190,6 @@ fn peering_size(
     );
 }
 
-/// The agent's peak resident memory, one worker, `--manifests --dry-run --once` as the
-/// DaemonSet runs it (its allocator settings): the standard cluster as information, the
-/// hyperscale one judged.
 /// The seed's headline: node agent API calls cut by 73.8 % by scoping worker watches, so the
 /// scoped worker's share of the unscoped agent's load is at most 26.2 %.
 const SCOPED_SHARE: f64 = 26.2;
@@ -1316,19 +1313,28 @@ fn api_load(t: &mut Table, f: &Fixture) {
     );
 }
 
+/// The agent's peak resident memory, one worker, `--dry-run --once` as the DaemonSet runs it
+/// (its allocator settings): from `--manifests` (the standard cluster as information, the
+/// hyperscale one judged), and in API mode against the fake API server holding the same
+/// cluster, judged against files mode.
 fn memory(t: &mut Table, std: &Fixture, hyper: &Fixture) {
     const FIG: &str = "agent peak resident memory, hyperscale-65000, one worker";
     const BUDGET: &str = "≤ 64 MiB";
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    match benches::memory::agent_peak(&std.text, "node-000-02") {
+    let files_std = benches::memory::agent_peak(&std.text, "node-000-02");
+    match &files_std {
         Ok(p) => t.info(
             "agent peak resident memory, standard-5000, one worker",
             format!("{:.1} MiB", mib(p.bytes)),
             format!("--manifests --dry-run --once, {} wall", ms(p.took)),
         ),
-        Err(reason) => t.skip("agent peak resident memory, standard-5000", "-", reason),
+        Err(reason) => t.skip(
+            "agent peak resident memory, standard-5000",
+            "-",
+            reason.clone(),
+        ),
     }
-    match benches::memory::agent_peak(&hyper.text, "node-0000-02") {
+    let files_hyper = benches::memory::agent_peak(&hyper.text, "node-0000-02");
+    match &files_hyper {
         Ok(p) => t.budget(
             FIG,
             format!("{:.1} MiB", mib(p.bytes)),
@@ -1343,7 +1349,52 @@ fn memory(t: &mut Table, std: &Fixture, hyper: &Fixture) {
                 ms(p.took)
             ),
         ),
-        Err(reason) => t.skip(FIG, BUDGET, reason),
+        Err(reason) => t.skip(FIG, BUDGET, reason.clone()),
+    }
+    api_memory(t, std, "node-000-02", files_std);
+    api_memory(t, hyper, "node-0000-02", files_hyper);
+}
+
+/// The agent's peak in API mode against the fake API server over its peak from files.
+const API_OVER_FILES: f64 = 1.5;
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// The agent of `node` in API mode (`benches::api_load::agent_peak`: the fake API server holding
+/// `f`'s cluster as a cluster holds it) against the same agent from files (`files`).
+fn api_memory(
+    t: &mut Table,
+    f: &Fixture,
+    node: &str,
+    files: Result<benches::memory::Peak, String>,
+) {
+    let figure = format!(
+        "agent peak resident memory, API mode / files, {}, one worker",
+        f.name
+    );
+    let budget = format!("≤ {API_OVER_FILES} ×");
+    let objects = benches::api_cluster::served(&yaml_documents_as_json(&f.text));
+    let api = benches::api_load::agent_peak(&objects, node);
+    match (api, files) {
+        (Ok(a), Ok(b)) => {
+            let ratio = a.bytes as f64 / (b.bytes.max(1) as f64);
+            t.budget(
+                &figure,
+                format!("{ratio:.2} ×"),
+                &budget,
+                ratio <= API_OVER_FILES,
+                format!(
+                    "API mode {:.1} MiB ({} wall: LISTs, adoption, one reconcile) vs --manifests {:.1} MiB; {} objects served",
+                    mib(a.bytes),
+                    ms(a.took),
+                    mib(b.bytes),
+                    objects.len()
+                ),
+            );
+        }
+        (Err(reason), _) | (_, Err(reason)) => t.skip(&figure, &budget, reason),
     }
 }
 
