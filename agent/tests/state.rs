@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use std::net::IpAddr;
 use std::sync::Arc;
 use test_utils::testkit::{TopoSpec, arb_spec, proptest_config};
-use topology_core::decode::{Decoded, RawObject, decode};
+use topology_core::decode::{Decoded, RawObject, RawUnderlay, decode};
 use topology_core::vocab::Kind;
 use unbounded_mtu::agent::applier::{Applied, Applier};
 use unbounded_mtu::agent::input::{Input as TurnInput, Objects, Piece};
@@ -122,8 +122,8 @@ fn arb_ev() -> impl Strategy<Value = Ev> {
     })
 }
 
-/// Applies `ev` to `input`: mostly caps, sometimes a relationship toggled, an underlay or an
-/// invalid cap (a mutation that does not fit is no event).
+/// Applies `ev` to `input`: mostly caps, sometimes a relationship toggled, a Node's underlay
+/// annotation or an invalid cap (a mutation that does not fit is no event).
 fn happen(input: &mut Input, ev: &Ev) {
     const CAPPED: [Kind; 5] = [
         Kind::Site,
@@ -154,10 +154,21 @@ fn happen(input: &mut Input, ev: &Ev) {
             name,
             enabled: ev.mtu % 2 == 0,
         }),
-        7 => pick(&nodes).map(|(_, node)| Mutation::Underlay {
-            node,
-            mtu: ev.mtu.min(1500),
-        }),
+        7 => {
+            // A Node's underlay annotation edited.
+            let name = pick(&nodes).map(|(_, n)| n).unwrap_or_default();
+            for o in &mut input.objects {
+                if let RawObject::Node(n) = o
+                    && *n.meta.name == *name
+                {
+                    n.underlay = Some(RawUnderlay {
+                        mtu: ev.mtu.min(1500),
+                        invalid: None,
+                    });
+                }
+            }
+            None
+        }
         _ => pick(&caps).map(|(kind, name)| Mutation::SetCap { kind, name, mtu: 0 }),
     };
     if let Some(m) = m {

@@ -100,38 +100,53 @@ struct Entry {
     count: u32,
 }
 
-/// The findings that belong to no object, as a multiset: their order does not move a value.
+/// Digested things whose order does not matter, as a multiset: the findings that belong to no
+/// object (their order moves no value), and Nodes held together ([`Nodes::Together`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Findings {
+struct Multiset {
     /// The wrapping sum of their digests.
     sum: u128,
     count: usize,
 }
 
-impl Findings {
-    fn of(diagnostics: &[Diagnostic]) -> Findings {
-        diagnostics.iter().fold(Findings::default(), |f, d| {
-            f.plus(Findings {
-                sum: digest(d),
+impl Multiset {
+    fn of<T: Hash>(items: impl IntoIterator<Item = T>) -> Multiset {
+        items.into_iter().fold(Multiset::default(), |f, d| {
+            f.plus(Multiset {
+                sum: digest(&d),
                 count: 1,
             })
         })
     }
 
-    fn plus(self, o: Findings) -> Findings {
-        Findings {
+    fn plus(self, o: Multiset) -> Multiset {
+        Multiset {
             sum: self.sum.wrapping_add(o.sum),
             count: self.count.wrapping_add(o.count),
         }
     }
 
     /// The multiset without `o`, which it holds.
-    fn minus(self, o: Findings) -> Findings {
-        Findings {
+    fn minus(self, o: Multiset) -> Multiset {
+        Multiset {
             sum: self.sum.wrapping_sub(o.sum),
             count: self.count.wrapping_sub(o.count),
         }
     }
+}
+
+/// How a fingerprint holds Node objects (most of a cluster's objects).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Nodes {
+    /// One entry per Node (about 100 bytes each): a change of a Node's underlays alone is told
+    /// apart as such ([`Difference::Underlays`]), which what-if uses to re-resolve only the
+    /// nodes around it.
+    #[default]
+    Each,
+    /// Every Node in one multiset digest: any change of a Node is a change of structure. For a
+    /// holder that resolves again on any Node change anyway (the node agent: an underlay
+    /// reaches its plan like a structural change).
+    Together,
 }
 
 /// The digests of a part of an input (some of its objects and findings), which a holder of the
@@ -140,7 +155,8 @@ impl Findings {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Part {
     objects: Vec<(Key, Entry)>,
-    findings: Findings,
+    findings: Multiset,
+    nodes: Multiset,
 }
 
 impl Part {
@@ -149,12 +165,27 @@ impl Part {
         objects: impl IntoIterator<Item = &'a RawObject>,
         diagnostics: &[Diagnostic],
     ) -> Part {
+        Part::with(objects, diagnostics, Nodes::Each)
+    }
+
+    /// The same, holding Node objects as `nodes` says.
+    pub fn with<'a>(
+        objects: impl IntoIterator<Item = &'a RawObject>,
+        diagnostics: &[Diagnostic],
+        nodes: Nodes,
+    ) -> Part {
+        let (mut each, mut together) = (Vec::new(), Vec::new());
+        for o in objects {
+            if nodes == Nodes::Together && o.kind() == Kind::Node {
+                together.push(o);
+            } else {
+                each.push(((o.kind(), digest64(&o.name())), entry(o)));
+            }
+        }
         Part {
-            objects: objects
-                .into_iter()
-                .map(|o| ((o.kind(), digest64(&o.name())), entry(o)))
-                .collect(),
-            findings: Findings::of(diagnostics),
+            objects: each,
+            findings: Multiset::of(diagnostics),
+            nodes: Multiset::of(together),
         }
     }
 }
@@ -163,7 +194,9 @@ impl Part {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fingerprint {
     objects: FxHashMap<Key, Entry>,
-    findings: Findings,
+    findings: Multiset,
+    /// The Nodes held together.
+    nodes: Multiset,
 }
 
 impl Fingerprint {
@@ -175,6 +208,15 @@ impl Fingerprint {
         Fingerprint::of_parts([&Part::of(objects, diagnostics)])
     }
 
+    /// The same, holding Node objects as `nodes` says.
+    pub fn with<'a>(
+        objects: impl IntoIterator<Item = &'a RawObject>,
+        diagnostics: &[Diagnostic],
+        nodes: Nodes,
+    ) -> Fingerprint {
+        Fingerprint::of_parts([&Part::with(objects, diagnostics, nodes)])
+    }
+
     /// The fingerprint of an input made of these parts, in this order: equal to
     /// [`Fingerprint::of`] the objects of every part, in order, and all their findings.
     pub fn of_parts<'a>(parts: impl IntoIterator<Item = &'a Part>) -> Fingerprint {
@@ -184,6 +226,7 @@ impl Fingerprint {
             .reserve(parts.iter().map(|p| p.objects.len()).sum::<usize>());
         for part in parts {
             fp.findings = fp.findings.plus(part.findings);
+            fp.nodes = fp.nodes.plus(part.nodes);
             for (key, e) in &part.objects {
                 fp.objects
                     .entry(*key)
@@ -201,14 +244,14 @@ impl Fingerprint {
         fp
     }
 
-    /// Objects fingerprinted (duplicates once).
+    /// Objects fingerprinted (duplicates once, Nodes held together each).
     pub fn len(&self) -> usize {
-        self.objects.len()
+        self.objects.len().saturating_add(self.nodes.count)
     }
 
     /// Whether no object was fingerprinted.
     pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
+        self.len() == 0
     }
 
     /// The object of `objects` that `key` names (the first of duplicates).
@@ -226,7 +269,10 @@ impl Fingerprint {
     /// How `after` differs from this input, object by object: what [`Fingerprint::difference`]
     /// and [`Fingerprint::reaches`] read.
     pub fn delta(&self, after: &Fingerprint) -> Delta {
-        if self.findings != after.findings || self.objects.len() != after.objects.len() {
+        if self.findings != after.findings
+            || self.nodes != after.nodes
+            || self.objects.len() != after.objects.len()
+        {
             return Delta::structure();
         }
         let mut d = Delta::default();

@@ -4,7 +4,7 @@
 //! agent, resting on invariant 4); regressions persist in the root `proptest-regressions/`.
 
 use mtu_solver::Solver;
-use mtu_solver::locality::{Delta, Difference, Fingerprint, Footprint, Part, Tracker};
+use mtu_solver::locality::{Delta, Difference, Fingerprint, Footprint, Nodes, Part, Tracker};
 use mtu_solver::snapshot::{Item, items};
 use mtu_solver::whatif::{Input, Mutation, apply};
 use proptest::prelude::*;
@@ -78,7 +78,7 @@ const RELATIONS: [Kind; 3] = [
 ];
 
 /// One random event: mostly cap changes, sometimes a relationship toggled, a member removed,
-/// an underlay changed or an object deleted.
+/// an underlay changed (as the agent's setting, or a Node's annotation) or an object deleted.
 #[derive(Clone, Debug)]
 struct Ev {
     what: u8,
@@ -87,7 +87,7 @@ struct Ev {
 }
 
 fn arb_ev() -> impl Strategy<Value = Ev> {
-    (0u8..10, any::<prop::sample::Index>(), 576u32..9000).prop_map(|(what, pick, mtu)| Ev {
+    (0u8..11, any::<prop::sample::Index>(), 576u32..9000).prop_map(|(what, pick, mtu)| Ev {
         what,
         pick,
         mtu,
@@ -116,6 +116,22 @@ fn happen(input: &mut Input, ev: &Ev) {
             node,
             mtu: ev.mtu.min(1500),
         }),
+        10 => {
+            // A Node's underlay annotation edited.
+            let n = nodes.len();
+            if let Some(RawObject::Node(node)) = input
+                .objects
+                .iter_mut()
+                .filter(|o| o.kind() == Kind::Node)
+                .nth(ev.pick.index(n.max(1)))
+            {
+                node.underlay = Some(topology_core::decode::RawUnderlay {
+                    mtu: ev.mtu.min(1500),
+                    invalid: None,
+                });
+            }
+            None
+        }
         8 => {
             // A relationship deleted.
             if let Some((kind, name)) = pick(&relations) {
@@ -165,17 +181,23 @@ proptest! {
     /// An input fingerprinted in parts (one per object, as a cache keeps them, or in any
     /// chunks), its findings in any order, is fingerprinted as the whole.
     #[test]
-    fn parts_fingerprint_as_the_whole(spec in arb_spec(), chunk in 1usize..6, rotate in 0usize..4) {
+    fn parts_fingerprint_as_the_whole(
+        spec in arb_spec(),
+        chunk in 1usize..6,
+        rotate in 0usize..4,
+        together in any::<bool>(),
+    ) {
+        let nodes = if together { Nodes::Together } else { Nodes::Each };
         let objs = objects(&spec);
         let docs = spec.documents();
         let mut diags = decode(docs.iter().map(|d| ("all.yaml", d.as_bytes()))).diagnostics;
-        let whole = Fingerprint::of(&objs, &diags);
+        let whole = Fingerprint::with(&objs, &diags, nodes);
         if !diags.is_empty() {
             let r = rotate % diags.len();
             diags.rotate_left(r);
         }
         let (first, rest) = diags.split_at(diags.len() / 2);
-        let mut parts: Vec<Part> = objs.chunks(chunk).map(|c| Part::of(c, &[])).collect();
+        let mut parts: Vec<Part> = objs.chunks(chunk).map(|c| Part::with(c, &[], nodes)).collect();
         parts.push(Part::of([], rest));
         parts.insert(0, Part::of([], first));
         prop_assert_eq!(Fingerprint::of_parts(&parts), whole);
@@ -196,23 +218,22 @@ fn unordered(
     }
 }
 
-/// The parts a cache keeps: one per object, by kind and name. Each part also carries the
-/// object's own findings as findings of no object, so that parts come and go with findings.
-fn parts_of(objs: &[RawObject]) -> std::collections::HashMap<(Kind, String), Part> {
+/// The parts a cache keeps: one per object, by kind and name, Nodes held as `nodes` says. Each
+/// part also carries the object's own findings as findings of no object, so that parts come and
+/// go with findings.
+fn parts_of(objs: &[RawObject], nodes: Nodes) -> std::collections::HashMap<(Kind, String), Part> {
     objs.iter()
         .map(|o| {
-            (
-                (o.kind(), o.name().to_string()),
-                Part::of([o], &o.meta().diags),
-            )
+            let part = Part::with([o], &o.meta().diags, nodes);
+            ((o.kind(), o.name().to_string()), part)
         })
         .collect()
 }
 
 /// The whole fingerprint of what [`parts_of`] splits.
-fn whole_of(objs: &[RawObject]) -> Fingerprint {
+fn whole_of(objs: &[RawObject], nodes: Nodes) -> Fingerprint {
     let diags: Vec<_> = objs.iter().flat_map(|o| o.meta().diags.clone()).collect();
-    Fingerprint::of(objs, &diags)
+    Fingerprint::with(objs, &diags, nodes)
 }
 
 proptest! {
@@ -225,18 +246,20 @@ proptest! {
     fn a_tracker_answers_as_whole_fingerprints(
         spec in arb_spec(),
         events in prop::collection::vec((arb_ev(), any::<bool>()), 1..12),
+        together in any::<bool>(),
     ) {
+        let nodes = if together { Nodes::Together } else { Nodes::Each };
         let mut input = Input { objects: objects(&spec), diagnostics: Vec::new(), settings: Default::default() };
         let names: Vec<String> = input.topology().nodes.iter().map(|n| n.name.to_string()).collect();
-        let mut parts = parts_of(&input.objects);
+        let mut parts = parts_of(&input.objects, nodes);
         let mut tracker = Tracker::default();
         tracker.reset(parts.values());
         prop_assert_eq!(tracker.delta(), Delta::structure(), "nothing marked yet");
         tracker.mark();
-        let mut marked = keep_all(&input, &names);
+        let mut marked = keep_all(&input, &names, nodes);
         for (ev, mark) in &events {
             happen(&mut input, ev);
-            let now = parts_of(&input.objects);
+            let now = parts_of(&input.objects, nodes);
             let mut refused = false;
             for (key, old) in &parts {
                 if now.get(key) != Some(old) {
@@ -249,7 +272,7 @@ proptest! {
                 }
             }
             parts = now;
-            let whole = whole_of(&input.objects);
+            let whole = whole_of(&input.objects, nodes);
             if refused {
                 tracker.reset(parts.values());
                 prop_assert_eq!(tracker.delta(), Delta::structure());
@@ -264,16 +287,16 @@ proptest! {
             prop_assert_eq!(tracker.fingerprint(), &whole);
             if *mark || refused {
                 tracker.mark();
-                marked = keep_all(&input, &names);
+                marked = keep_all(&input, &names, nodes);
             }
         }
     }
 }
 
 /// The whole fingerprint of `input` and the footprint of each of `names`' plans on it.
-fn keep_all(input: &Input, names: &[String]) -> (Fingerprint, Vec<Footprint>) {
+fn keep_all(input: &Input, names: &[String], nodes: Nodes) -> (Fingerprint, Vec<Footprint>) {
     (
-        whole_of(&input.objects),
+        whole_of(&input.objects, nodes),
         names.iter().map(|n| resolve(input, n).1).collect(),
     )
 }

@@ -17,7 +17,7 @@ use super::input::{Input, Objects, Piece, Pieces};
 use crate::k8s::live::SOURCE;
 use crate::k8s::store::{Held, Version};
 use kube::core::DynamicObject;
-use mtu_solver::locality::{Fingerprint, Part, Tracker};
+use mtu_solver::locality::{Fingerprint, Nodes, Part, Tracker};
 use rustc_hash::FxHashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -89,7 +89,8 @@ impl<V> ByObject<V> {
     }
 }
 
-/// What is kept of some objects: decoded, and their digests.
+/// What is kept of some objects: decoded, and their digests (Nodes held together: the reconcile
+/// resolves again on any Node change, so their digests need not be kept one by one).
 #[derive(Debug)]
 struct Kept {
     part: Part,
@@ -104,7 +105,7 @@ impl Kept {
             d.add_json(SOURCE, v);
         }
         Kept {
-            part: Part::of(&d.objects, &d.diagnostics),
+            part: Part::with(&d.objects, &d.diagnostics, Nodes::Together),
             piece: Arc::new(Piece::of(d)),
         }
     }
@@ -138,7 +139,7 @@ impl OfKind {
 /// sorted digests of what they read of those caches' objects (`None`: not comparable, see
 /// [`Snapshot::node_sources`]), and the objects.
 #[derive(Debug)]
-struct Nodes {
+struct NodesKept {
     versions: Vec<Version>,
     key: Option<Vec<u128>>,
     kept: Kept,
@@ -151,7 +152,7 @@ pub struct Intake {
     kinds: Vec<OfKind>,
     /// Per source of the Node objects: the digest of what the Node objects read of it.
     sources: ByObject<u128>,
-    nodes: Option<Nodes>,
+    nodes: Option<NodesKept>,
     tracker: Tracker,
     /// A replacement found two parts sharing a key: the tracker starts again from every part.
     shared: bool,
@@ -294,7 +295,7 @@ impl Intake {
             return;
         }
         let kept = Kept::decode(snapshot.node_objects(adopted));
-        let old = self.nodes.replace(Nodes {
+        let old = self.nodes.replace(NodesKept {
             versions,
             key,
             kept,
@@ -401,11 +402,14 @@ mod tests {
         let input = intake.input(&snap, &a);
         let difference = input.delta().difference();
         let d = snap.decode(&a);
-        let whole = Fingerprint::of(&d.objects, &d.diagnostics);
+        let whole = Fingerprint::with(&d.objects, &d.diagnostics, Nodes::Together);
         assert_eq!(intake.fingerprint(), &whole);
         let objects = input.objects();
         let diagnostics: Vec<_> = objects.diagnostics().cloned().collect();
-        assert_eq!(Fingerprint::of(objects.iter(), &diagnostics), whole);
+        assert_eq!(
+            Fingerprint::with(objects.iter(), &diagnostics, Nodes::Together),
+            whole
+        );
         assert_eq!(objects.iter().count(), d.objects.len());
         let held: usize = snap.kinds().iter().map(|h| h.objects().len()).sum();
         let kept: usize = intake.kinds.iter().map(|k| k.objects.len()).sum();
@@ -457,10 +461,7 @@ mod tests {
         c.nodes.apply(&Event::Apply(obj(meta("w2", "1300"))));
         let (lowered, d) = check(&mut intake, &c);
         assert_ne!(lowered, capped);
-        assert_eq!(
-            d,
-            Difference::Underlays(vec![ObjectKey::of(Kind::Node, "w2")])
-        );
+        assert_eq!(d, Difference::Structure, "the Nodes are held together");
 
         // The slice leaves w2 out: its Node goes.
         c.store(Kind::SiteNodeSlice).apply(&Event::Apply(obj(

@@ -6,7 +6,7 @@ use super::Exit;
 use super::failure::{Failure, InputError};
 use super::input::{Input, Objects, Piece};
 use super::reconcile::{Linked, Outcome};
-use mtu_solver::locality::{Fingerprint, Tracker};
+use mtu_solver::locality::{Fingerprint, Nodes, Tracker};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,8 +73,8 @@ pub struct Files {
     paths: Vec<String>,
     poll: Duration,
     seen: Option<Signature>,
-    /// The fingerprint of what was read last, and what changed since the last turn that
-    /// applied a plan.
+    /// The fingerprint of what was read last (its Nodes held together: the reconcile resolves
+    /// again on any Node change), and what changed since the last turn that applied a plan.
     tracker: Tracker,
 }
 
@@ -125,8 +125,11 @@ impl Source for Files {
         self.seen = Some(self.signature());
         let decoded = mtu_solver::load::load(&self.paths)
             .map_err(|e| Failure::Input(InputError(Box::new(e))))?;
-        self.tracker
-            .set(Fingerprint::of(&decoded.objects, &decoded.diagnostics));
+        self.tracker.set(Fingerprint::with(
+            &decoded.objects,
+            &decoded.diagnostics,
+            Nodes::Together,
+        ));
         // The objects are not kept: the next change re-reads every file.
         let piece = Arc::new(Piece::of(decoded));
         Ok(Some(Input::new(self.tracker.delta(), move || {

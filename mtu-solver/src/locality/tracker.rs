@@ -2,7 +2,7 @@
 //! of an input that changes a few objects at a time (the node agent's caches) asks on every
 //! event, in time proportional to the objects that changed, not to the input.
 
-use super::{Delta, Entry, Findings, Fingerprint, Key, Part};
+use super::{Delta, Entry, Fingerprint, Key, Multiset, Part};
 use rustc_hash::FxHashMap;
 
 /// An input's [`Fingerprint`], kept by replacing the [`Part`]s of the objects that change, and
@@ -24,8 +24,8 @@ enum Since {
     #[default]
     Unknown,
     /// The keys changed since the mark, each with its digests at the mark, and the findings
-    /// at the mark.
-    Keys(FxHashMap<Key, Option<Entry>>, Findings),
+    /// and the Nodes held together at the mark.
+    Keys(FxHashMap<Key, Option<Entry>>, (Multiset, Multiset)),
 }
 
 /// A replacement that would make two parts share a key.
@@ -90,21 +90,23 @@ impl Tracker {
         }
         self.current.objects.extend(new.objects);
         self.current.findings = self.current.findings.minus(old.findings).plus(new.findings);
+        self.current.nodes = self.current.nodes.minus(old.nodes).plus(new.nodes);
         Ok(())
     }
 
     /// Marks the input as it stands: the input a plan was resolved from.
     pub fn mark(&mut self) {
-        self.since = Since::Keys(FxHashMap::default(), self.current.findings);
+        let c = &self.current;
+        self.since = Since::Keys(FxHashMap::default(), (c.findings, c.nodes));
     }
 
     /// How the input differs from the one at the mark (a change of structure when nothing is
     /// marked), from the objects that changed since.
     pub fn delta(&self) -> Delta {
-        let Since::Keys(changed, findings) = &self.since else {
+        let Since::Keys(changed, at_mark) = &self.since else {
             return Delta::structure();
         };
-        if *findings != self.current.findings {
+        if *at_mark != (self.current.findings, self.current.nodes) {
             return Delta::structure();
         }
         let mut d = Delta::default();
