@@ -145,23 +145,8 @@ pub fn agent_peak(objects: &[Value], node: &str) -> Result<crate::memory::Peak, 
     );
     std::fs::write(&config, kubeconfig).map_err(|e| format!("write {}: {e}", config.display()))?;
     let started = Instant::now();
-    let child = std::process::Command::new(&bin)
-        .args(["agent", "--node-name", node, "--kubeconfig"])
-        .arg(&config)
-        .args([
-            "--dry-run",
-            "--once",
-            "--status-address",
-            "off",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .envs(crate::memory::DAEMONSET_ENV)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("run {}: {e}", bin.display()));
+    let child =
+        crate::memory::spawn_agent(&bin, node, &["--kubeconfig".as_ref(), config.as_os_str()]);
     // The server answers on the runtime's thread while this one watches the agent.
     let window = Duration::from_secs(300);
     let peak = child

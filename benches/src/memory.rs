@@ -61,9 +61,20 @@ fn run_and_watch(
     node: &str,
 ) -> Result<Peak, String> {
     let started = Instant::now();
-    let child = Command::new(bin)
-        .args(["agent", "--node-name", node, "--manifests"])
-        .arg(file)
+    let child = spawn_agent(bin, node, &["--manifests".as_ref(), file.as_os_str()])?;
+    watch(child, started, None)
+}
+
+/// The agent of `node` started as the DaemonSet runs it (its allocator's settings), reading its
+/// input as `source` says, with `--dry-run --once` and no output.
+pub(crate) fn spawn_agent(
+    bin: &std::path::Path,
+    node: &str,
+    source: &[&std::ffi::OsStr],
+) -> Result<std::process::Child, String> {
+    Command::new(bin)
+        .args(["agent", "--node-name", node])
+        .args(source)
         .args([
             "--dry-run",
             "--once",
@@ -77,8 +88,7 @@ fn run_and_watch(
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("run {}: {e}", bin.display()))?;
-    watch(child, started, None)
+        .map_err(|e| format!("run {}: {e}", bin.display()))
 }
 
 /// What one run of an offline command measured.

@@ -575,24 +575,11 @@ pub fn carries_gateway_taint(node: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::adopt::Assignment;
     use serde_json::json;
 
     #[test]
     fn node_objects_merge_metadata_with_slice_and_pool_status_entries() {
-        let adopted = Adopted {
-            assignment: Assignment {
-                node_uid: "u1".into(),
-                site: "a".into(),
-                pool: None,
-            },
-            node_name: "n1".into(),
-            resource_version: "1".into(),
-            site_label: None,
-            pool_label: None,
-            node: json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
-            sites: Vec::new(),
-        };
+        let adopted = crate::agent::testing::adopted("a");
         let meta = |name: &str, ann: &str| {
             json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": {
                 "name": name, "labels": {SITE_LABEL_KEY: "a"},

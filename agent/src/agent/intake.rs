@@ -325,27 +325,12 @@ fn view_digest(kind: Kind, o: &DynamicObject) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::adopt::Assignment;
-    use crate::k8s::ResourceKind;
+    use crate::agent::testing::{listed, obj};
     use crate::k8s::store::Store;
     use kube::runtime::watcher::Event;
     use mtu_solver::locality::{Difference, ObjectKey};
     use serde_json::{Value, json};
     use topology_core::vocab::{Kind, SITE_LABEL_KEY};
-
-    fn obj(v: Value) -> DynamicObject {
-        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn listed(kind: Kind, objects: Vec<Value>) -> Store {
-        let s = Store::new(ResourceKind::of(kind));
-        s.apply(&Event::Init);
-        for o in objects {
-            s.apply(&Event::InitApply(obj(o)));
-        }
-        s.apply(&Event::InitDone);
-        s
-    }
 
     fn peering(cap: u32) -> Value {
         json!({"metadata": {"name": "ab"}, "spec": {"sites": ["a", "b"], "tunnelMTU": cap}})
@@ -357,19 +342,7 @@ mod tests {
     }
 
     fn adopted() -> Adopted {
-        Adopted {
-            assignment: Assignment {
-                node_uid: "u1".into(),
-                site: "a".into(),
-                pool: None,
-            },
-            node_name: "n1".into(),
-            resource_version: "1".into(),
-            site_label: None,
-            pool_label: None,
-            node: json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
-            sites: Vec::new(),
-        }
+        crate::agent::testing::adopted("a")
     }
 
     struct Cluster {

@@ -21,6 +21,8 @@ pub mod source;
 pub mod startup;
 pub mod status;
 pub mod taint;
+#[cfg(test)]
+mod testing;
 
 use crate::cli::{AgentArgs, LogFormat};
 use crate::common::{ExitError, usage};

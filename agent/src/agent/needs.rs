@@ -77,42 +77,10 @@ impl Needs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::adopt::Assignment;
-    use crate::k8s::ResourceKind;
-    use kube::core::DynamicObject;
+    use crate::agent::testing::{adopted, listed, obj};
     use kube::runtime::watcher::Event;
     use serde_json::{Value, json};
     use topology_core::vocab::{Kind, SITE_LABEL_KEY};
-
-    fn obj(v: Value) -> DynamicObject {
-        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn listed(kind: Kind, objects: Vec<Value>) -> Store {
-        let s = Store::new(ResourceKind::of(kind));
-        s.apply(&Event::Init);
-        for o in objects {
-            s.apply(&Event::InitApply(obj(o)));
-        }
-        s.apply(&Event::InitDone);
-        s
-    }
-
-    fn adopted(site: &str) -> Adopted {
-        Adopted {
-            assignment: Assignment {
-                node_uid: "u1".into(),
-                site: site.into(),
-                pool: None,
-            },
-            node_name: "n1".into(),
-            resource_version: "1".into(),
-            site_label: None,
-            pool_label: None,
-            node: json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
-            sites: Vec::new(),
-        }
-    }
 
     fn assignment(sites: &[&str]) -> Value {
         json!({"metadata": {"name": "x"}, "spec": {"sites": sites, "gatewayPools": ["p"]}})
