@@ -60,7 +60,7 @@ fn the_container_adds_only_net_admin_drops_all_and_runs_read_only_under_runtime_
     for k in ["hostPID", "hostIPC"] {
         assert_ne!(pod[k], true, "{k}");
     }
-    let text: String = ["daemonset.yaml", "rbac.yaml", "settings.yaml"]
+    let text: String = ["daemonset.yaml", "rbac.yaml", "settings.env"]
         .iter()
         .map(|f| std::fs::read_to_string(support::deploy_dir().join(f)).expect("read"))
         .collect();

@@ -952,6 +952,35 @@ pub fn deploy_objects() -> Vec<Value> {
             out.push(o);
         }
     }
+    out.extend(generated_config_maps(&dir, &k, namespace.as_deref()));
+    out
+}
+
+/// The ConfigMaps a kustomization's `configMapGenerator` makes from `envs` files (`KEY=VALUE`
+/// lines, `#` comments), named as written: kustomize adds a hash of the contents to the name
+/// and to every reference, which `kubectl kustomize` shows in CI.
+fn generated_config_maps(dir: &std::path::Path, k: &Value, namespace: Option<&str>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for g in k["configMapGenerator"].as_array().into_iter().flatten() {
+        let mut data = serde_json::Map::new();
+        for file in g["envs"].as_array().into_iter().flatten() {
+            let text = std::fs::read_to_string(dir.join(file.as_str().expect("an env file")))
+                .expect("read the env file");
+            for line in text.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let (key, value) = line.split_once('=').expect("KEY=VALUE");
+                data.insert(key.to_string(), json!(value));
+            }
+        }
+        let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": g["name"]}, "data": data});
+        if let Some(ns) = namespace {
+            o["metadata"]["namespace"] = json!(ns);
+        }
+        out.push(o);
+    }
     out
 }
 
