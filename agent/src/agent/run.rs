@@ -254,30 +254,7 @@ pub async fn run<S: Source>(
     status: &Status,
     mut stop: Stop,
 ) -> Result<Exit, Failure> {
-    let mut l = Loop {
-        s,
-        status,
-        applier,
-        backoff: Backoff::watch(),
-        retry_at: None,
-        printed: None,
-        underlay: None,
-        kept: None,
-        // One reconcile with --once: nothing would wait for a probe.
-        probes: s
-            .probing
-            .clone()
-            .filter(|_| !s.once)
-            .map(|settings| Probes {
-                settings,
-                targets: Vec::new(),
-                base: 0,
-                lowerings: Lowerings::default(),
-                in_use: None,
-                running: None,
-                due: None,
-            }),
-    };
+    let mut l = Loop::new(s, status, applier);
     let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + s.resync, s.resync);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut first = true;
@@ -364,7 +341,35 @@ pub async fn run<S: Source>(
     }
 }
 
-impl Loop<'_> {
+impl<'a> Loop<'a> {
+    /// The loop's state before its first turn.
+    fn new(s: &'a settings::Agent, status: &'a Status, applier: Arc<dyn Applier>) -> Loop<'a> {
+        Loop {
+            s,
+            status,
+            applier,
+            backoff: Backoff::watch(),
+            retry_at: None,
+            printed: None,
+            underlay: None,
+            kept: None,
+            // One reconcile with --once: nothing would wait for a probe.
+            probes: s
+                .probing
+                .clone()
+                .filter(|_| !s.once)
+                .map(|settings| Probes {
+                    settings,
+                    targets: Vec::new(),
+                    base: 0,
+                    lowerings: Lowerings::default(),
+                    in_use: None,
+                    running: None,
+                    due: None,
+                }),
+        }
+    }
+
     /// Ends a turn whose change cannot reach the plan applied: that plan stands, so the source
     /// still checks it watches what the plan depends on, and ends what waited for it.
     fn unreached<S: Source>(&mut self, started: Instant, source: &mut S) {
