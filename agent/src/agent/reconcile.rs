@@ -2,10 +2,11 @@
 //! first asks whether the input can change the node's plan at all: against what the last turn
 //! that applied [`Kept`] (the plan's footprint, `mtu_solver::locality`), the input's delta (a
 //! change of caps that none of the node's values considered cannot) ends the turn there
-//! ([`Turn::Unreached`]: no topology, no plan, no write). Otherwise it
-//! builds the topology once and plans the node once: on the underlay it assumes (stated, or what
-//! the last turn detected), detects the own underlay through the applier from that same plan
-//! when asked to, and plans again only when the detection contradicts the assumption. The plan
+//! ([`Turn::Unreached`]: no topology, no plan, no write). Otherwise it takes a delta of caps
+//! alone into the kept topology, or builds the topology from the input's objects, and plans the
+//! node once on it: on the underlay it assumes (stated, or what the last turn detected), detects
+//! the own underlay through the applier from that same plan when asked to, and plans again only
+//! when the detection contradicts the assumption. The plan
 //! says which Sites and peers the node links to ([`Linked`]), which the API source needs for its
 //! watches. [`apply`] hands the plan's desired state to the applier and says what is left to
 //! publish. Blocking: the loop runs both on a blocking thread.
@@ -172,10 +173,8 @@ pub fn resolve(
 ) -> Result<Turn, Failure> {
     let last = last.filter(|k| k.probed == probed && assumed == Some(k.base_underlay));
     let Some(mut kept) = last else {
-        let (topo, gpn) = built(input.objects(), &s.node);
-        return Ok(Turn::Resolved(Box::new(resolve_on(
-            s, topo, gpn, applier, probed, assumed,
-        )?)));
+        let r = fresh(s, input, applier, probed, assumed)?;
+        return Ok(Turn::Resolved(Box::new(r)));
     };
     if !input.delta().reaches(&kept.footprint) {
         #[cfg(debug_assertions)]
@@ -190,10 +189,8 @@ pub fn resolve(
     }
     if !input.delta().caps_alone() {
         drop(kept);
-        let (topo, gpn) = built(input.objects(), &s.node);
-        return Ok(Turn::Resolved(Box::new(resolve_on(
-            s, topo, gpn, applier, probed, assumed,
-        )?)));
+        let r = fresh(s, input, applier, probed, assumed)?;
+        return Ok(Turn::Resolved(Box::new(r)));
     }
     let delta = input.delta().clone();
     let objects = input.objects();
@@ -218,12 +215,19 @@ pub fn resolve(
     Ok(Turn::Resolved(Box::new(r)))
 }
 
-/// The topology of an input's objects (which are dropped once it is built), and the
-/// GatewayPoolNode that names `node`.
-fn built(objects: Objects, node: &str) -> (Topology, Option<String>) {
-    let gpn = gateway_pool_node(&objects, node);
+/// The turn's plan on a topology built from the input's objects (dropped once it is built).
+fn fresh(
+    s: &settings::Agent,
+    input: Input,
+    applier: &dyn Applier,
+    probed: Option<u32>,
+    assumed: Option<u32>,
+) -> Result<Resolved, Failure> {
+    let objects = input.objects();
+    let gpn = gateway_pool_node(&objects, &s.node);
     let topo = Topology::build(objects.iter(), objects.diagnostics().cloned());
-    (topo, gpn)
+    drop(objects);
+    resolve_on(s, topo, gpn, applier, probed, assumed)
 }
 
 /// Under `debug_assertions`: the turn resolved again from the input's objects alone; its plan,
@@ -237,8 +241,7 @@ fn differs_from_full(
     assumed: Option<u32>,
     desired: &dataplane_linux::DesiredState,
 ) -> Result<Option<Resolved>, Failure> {
-    let (topo, gpn) = built(input.objects(), &s.node);
-    let mut r = resolve_on(s, topo, gpn, applier, probed, assumed)?;
+    let mut r = fresh(s, input, applier, probed, assumed)?;
     r.corrected = true;
     Ok((r.planned.desired != *desired).then_some(r))
 }
