@@ -3,8 +3,8 @@
 
 pub use crate::decode::{Addrs, Cidrs};
 use crate::decode::{
-    RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool, RawRelation, RawSite, RawSlice,
-    RawUnderlay,
+    Member, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool, RawRelation, RawSite,
+    RawSlice, RawUnderlay,
 };
 use crate::diag::{Code, Diagnostic, SourceLoc, sort_diagnostics};
 use crate::ids::*;
@@ -669,89 +669,19 @@ impl Builder {
                 continue;
             }
             let object = format!("{kind}/{}", r.meta.name);
-            let mut sites: Vec<SiteId> = Vec::new();
-            let mut pools: Vec<PoolId> = Vec::new();
-            // A set, not a list: a relationship of N members is read in O(N).
-            let mut seen_names: FxHashSet<&str> = FxHashSet::default();
-            for m in &r.sites {
-                if !seen_names.insert(m.name.as_str()) {
-                    self.diags.push(warn(
-                        Code::DuplicateMember,
-                        &object,
-                        &m.field,
-                        format!("Site {} is listed more than once; it counts once", m.name),
-                        m.loc.clone(),
-                    ));
-                    continue;
-                }
-                match t.site_id(&m.name) {
-                    Some(id) => sites.push(id),
-                    None => self.diags.push(warn(
-                        Code::MissingSite,
-                        &object,
-                        &m.field,
-                        format!("Site {} does not exist; this member is ignored", m.name),
-                        m.loc.clone(),
-                    )),
-                }
-            }
-            seen_names.clear();
-            for m in &r.pools {
-                if !seen_names.insert(m.name.as_str()) {
-                    self.diags.push(warn(
-                        Code::DuplicateMember,
-                        &object,
-                        &m.field,
-                        format!(
-                            "GatewayPool {} is listed more than once; it counts once",
-                            m.name
-                        ),
-                        m.loc.clone(),
-                    ));
-                    continue;
-                }
-                match t.pool_id(&m.name) {
-                    Some(id) => pools.push(id),
-                    None => self.diags.push(warn(
-                        Code::MissingPool,
-                        &object,
-                        &m.field,
-                        format!(
-                            "GatewayPool {} does not exist; this member is ignored",
-                            m.name
-                        ),
-                        m.loc.clone(),
-                    )),
-                }
-            }
-            sites.sort();
-            pools.sort();
+            let sites = self.members(&object, "Site", &r.sites, Code::MissingSite, |n| {
+                t.site_id(n)
+            });
+            let pools = self.members(&object, "GatewayPool", &r.pools, Code::MissingPool, |n| {
+                t.pool_id(n)
+            });
             let relates = match (has_sites, has_pools) {
                 (true, false) => sites.len() >= 2,
                 (false, true) => pools.len() >= 2,
                 _ => !sites.is_empty() && !pools.is_empty(),
             };
             if !relates {
-                let what = match (has_sites, has_pools) {
-                    (true, false) => "fewer than two existing Sites",
-                    (false, true) => "fewer than two existing pools",
-                    _ => "no existing Site or no existing pool",
-                };
-                self.diags.push(warn(
-                    Code::TooFewMembers,
-                    &object,
-                    if has_sites && !has_pools {
-                        "spec.sites"
-                    } else if has_pools && !has_sites {
-                        "spec.gatewayPools"
-                    } else if sites.is_empty() {
-                        "spec.sites"
-                    } else {
-                        "spec.gatewayPools"
-                    },
-                    format!("it is left with {what}, so it relates nothing"),
-                    r.meta.loc.clone(),
-                ));
+                self.too_few_members(&object, r, has_sites, has_pools, sites.is_empty());
             }
             out.push(Relation {
                 name: Arc::from(r.meta.name.as_str()),
@@ -765,6 +695,70 @@ impl Builder {
             });
         }
         out
+    }
+
+    /// The members a relation lists (`what`: "Site" or "GatewayPool") that exist, each once,
+    /// sorted; one listed twice, or naming nothing (`missing`), is warned about. A set of the
+    /// names seen, not a list: a relationship of N members is read in O(N).
+    fn members<Id: Ord>(
+        &mut self,
+        object: &str,
+        what: &str,
+        listed: &[Member],
+        missing: Code,
+        find: impl Fn(&str) -> Option<Id>,
+    ) -> Vec<Id> {
+        let mut ids = Vec::with_capacity(listed.len());
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        for m in listed {
+            if !seen.insert(m.name.as_str()) {
+                self.diags.push(warn(
+                    Code::DuplicateMember,
+                    object,
+                    &m.field,
+                    format!("{what} {} is listed more than once; it counts once", m.name),
+                    m.loc.clone(),
+                ));
+                continue;
+            }
+            match find(&m.name) {
+                Some(id) => ids.push(id),
+                None => self.diags.push(warn(
+                    missing,
+                    object,
+                    &m.field,
+                    format!("{what} {} does not exist; this member is ignored", m.name),
+                    m.loc.clone(),
+                )),
+            }
+        }
+        ids.sort();
+        ids
+    }
+
+    /// Notes that relation `r` relates nothing: fewer than two existing Sites or pools, or no
+    /// existing Site or pool where it needs both.
+    fn too_few_members(
+        &mut self,
+        object: &str,
+        r: &RawRelation,
+        has_sites: bool,
+        has_pools: bool,
+        no_sites: bool,
+    ) {
+        let (what, field) = match (has_sites, has_pools) {
+            (true, false) => ("fewer than two existing Sites", "spec.sites"),
+            (false, true) => ("fewer than two existing pools", "spec.gatewayPools"),
+            _ if no_sites => ("no existing Site or no existing pool", "spec.sites"),
+            _ => ("no existing Site or no existing pool", "spec.gatewayPools"),
+        };
+        self.diags.push(warn(
+            Code::TooFewMembers,
+            object,
+            field,
+            format!("it is left with {what}, so it relates nothing"),
+            r.meta.loc.clone(),
+        ));
     }
 
     fn indexes(&mut self, t: &mut Topology) {
