@@ -99,7 +99,7 @@ impl ApiCluster {
         let Some(mut v) = held
             .objects()
             .iter()
-            .find(|o| o.metadata.name.as_deref() == Some(name))
+            .find(|o| o.name() == name)
             .map(|o| held.value(o))
         else {
             return false;

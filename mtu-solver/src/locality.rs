@@ -182,6 +182,8 @@ impl Part {
                 each.push(((o.kind(), digest64(&o.name())), entry(o)));
             }
         }
+        // A part is often one object, and the agent keeps one per cached object.
+        each.shrink_to_fit();
         Part {
             objects: each,
             findings: Multiset::of(diagnostics),

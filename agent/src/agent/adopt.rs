@@ -53,7 +53,8 @@ pub struct Adopted {
     pub pool_label: Option<String>,
     /// The Node as JSON.
     pub node: Value,
-    /// The Sites listed at adoption (to revalidate a Site that came from `nodeCidrs`).
+    /// The Sites listed at adoption, to revalidate a Site that came from `nodeCidrs`; empty when
+    /// the Node has a Site label.
     pub sites: Vec<Value>,
 }
 
@@ -120,7 +121,8 @@ pub struct BrokenAssignment {
     pub site_label: Option<String>,
     /// The pool label's value: the name of the missing GatewayPool.
     pub pool_label: String,
-    /// The Sites listed (to revalidate a Site that came from `nodeCidrs`).
+    /// The Sites listed, to revalidate a Site that came from `nodeCidrs`; empty when the Node
+    /// has a Site label.
     pub sites: Vec<Value>,
 }
 
@@ -293,6 +295,13 @@ pub async fn try_adopt(client: &Client, node_name: &str) -> Result<Attempt, Adop
         }
     };
     let site_label = label(&node, SITE_LABEL_KEY).map(str::to_string);
+    // The startup watch revalidates the Site by the listed Sites only when it came from
+    // `nodeCidrs`; a labelled Node's Site is its label, and at scale the list is large.
+    let sites = if site_label.is_some() {
+        Vec::new()
+    } else {
+        sites
+    };
     if pool.is_none()
         && let Some(missing) = pool_label.as_deref().filter(|l| !l.is_empty())
     {

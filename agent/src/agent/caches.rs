@@ -9,10 +9,9 @@ use super::reconcile::Linked;
 use super::status::Status;
 use super::taint::GATEWAY_TAINT_KEY;
 use crate::k8s::live::SOURCE;
-use crate::k8s::store::{Change, Held, Objects, ReflectOptions, Store, Version, reflect};
+use crate::k8s::store::{Cached, Change, Held, ReflectOptions, Store, Version, reflect};
 use crate::k8s::{Backoff, ResourceKind};
 use kube::Client;
-use kube::core::DynamicObject;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -249,51 +248,33 @@ impl Snapshot {
     /// pinned to the adopted assignment, which stays fixed for the life of the process).
     pub fn decode(&self, adopted: &Adopted) -> Decoded {
         let mut d = Decoded::default();
-        let (mut slices, mut pools) = (Vec::new(), Vec::new());
-        for h in &self.kinds {
-            // Slices and pools also make the peers' Node objects below; every other kind goes
-            // to the decoder one object at a time, never held twice.
-            match h.kind().kind {
-                Kind::SiteNodeSlice | Kind::GatewayPool => {
-                    let values = Arc::new(h.values());
-                    for obj in values.values() {
-                        d.add_json(SOURCE, obj.clone());
-                    }
-                    if h.kind().kind == Kind::SiteNodeSlice {
-                        slices.push(values);
-                    } else {
-                        pools.push(values);
-                    }
-                }
-                _ => h.for_each_value(|v| d.add_json(SOURCE, v)),
-            }
+        for v in self.kinds.iter().flat_map(Held::each) {
+            d.add_json(SOURCE, v);
         }
-        for n in self.node_objects_of(adopted, &slices, &pools) {
+        for n in self.node_objects(adopted) {
             d.add_json(SOURCE, n);
         }
         d
     }
 
-    /// The Node objects the topology sees ([`node_objects`] of what is held).
+    /// The Node objects the topology sees ([`node_objects`] of what is held): the entry lists
+    /// of the SiteNodeSlices, then those of the pool statuses, read one object at a time.
     pub fn node_objects(&self, adopted: &Adopted) -> Vec<Value> {
-        let of = |k: Kind| -> Vec<Arc<Objects>> {
+        let lists = |k: Kind, at: &'static str| {
             self.kinds
                 .iter()
-                .filter(|h| h.kind().kind == k)
-                .map(|h| Arc::new(h.values()))
-                .collect()
+                .filter(move |h| h.kind().kind == k)
+                .flat_map(move |h| {
+                    h.each()
+                        .filter_map(move |mut o| o.pointer_mut(at).map(Value::take))
+                })
         };
-        self.node_objects_of(adopted, &of(Kind::SiteNodeSlice), &of(Kind::GatewayPool))
-    }
-
-    fn node_objects_of(
-        &self,
-        adopted: &Adopted,
-        slices: &[Arc<Objects>],
-        pools: &[Arc<Objects>],
-    ) -> Vec<Value> {
-        let meta = self.nodes.as_ref().map(Held::values).unwrap_or_default();
-        node_objects(adopted, &meta, slices, pools)
+        let meta = self.nodes.as_ref().map(Held::objects).unwrap_or_default();
+        node_objects(
+            adopted,
+            meta,
+            lists(Kind::SiteNodeSlice, "/nodes").chain(lists(Kind::GatewayPool, "/status/nodes")),
+        )
     }
 
     /// The versions of the caches the Node objects are made of (SiteNodeSlices, GatewayPools,
@@ -310,7 +291,7 @@ impl Snapshot {
     /// The objects the Node objects are made of (Node metadata, SiteNodeSlices, GatewayPools)
     /// with their kinds; `None` when a nameless object is among them (it has no identity to
     /// keep anything by).
-    pub fn node_sources(&self) -> Option<Vec<(Kind, &Arc<DynamicObject>)>> {
+    pub fn node_sources(&self) -> Option<Vec<(Kind, &Arc<Cached>)>> {
         let held: Vec<&Held> = self
             .kinds
             .iter()
@@ -348,7 +329,7 @@ pub fn needs_heavy(adopted: &Adopted, assignments: &Held) -> bool {
     if adopted.assignment.pool.is_some() {
         return true;
     }
-    assignments.fields().any(|a| {
+    assignments.each().any(|a| {
         let enabled = a.pointer("/spec/enabled").and_then(Value::as_bool) != Some(false);
         let site = adopted.assignment.site.as_str();
         let lists_site = a
@@ -361,47 +342,39 @@ pub fn needs_heavy(adopted: &Adopted, assignments: &Held) -> bool {
 
 /// The Node objects the topology sees in agent mode: the own Node (from adoption, its Site and
 /// pool pinned, its annotations refreshed from the metadata cache), and for every node of the
-/// metadata cache that a SiteNodeSlice (workers) or a GatewayPool status (gateways) lists, a Node
-/// made of its metadata and the addresses and pod CIDRs listed there, merged by name.
+/// metadata cache `meta` that an entry of `lists` names (the `nodes` of SiteNodeSlices for
+/// workers, of pool statuses for gateways; the first entry of a name counts), a Node made of
+/// its metadata and the addresses and pod CIDRs of its entry. Only the entries of those nodes
+/// are kept while the lists are read.
 pub fn node_objects(
     adopted: &Adopted,
-    meta: &Objects,
-    slices: &[Arc<Objects>],
-    pools: &[Arc<Objects>],
+    meta: &[Arc<Cached>],
+    lists: impl IntoIterator<Item = Value>,
 ) -> Vec<Value> {
-    let mut entries: BTreeMap<&str, &Value> = BTreeMap::new();
-    let listed = slices
-        .iter()
-        .flat_map(|s| s.values())
-        .filter_map(|s| s.get("nodes").and_then(Value::as_array))
-        .chain(
-            pools
-                .iter()
-                .flat_map(|p| p.values())
-                .filter_map(|p| p.pointer("/status/nodes").and_then(Value::as_array)),
-        );
-    for list in listed {
+    let meta: BTreeMap<&str, &Cached> = meta.iter().map(|m| (m.name(), m.as_ref())).collect();
+    let mut entries: BTreeMap<String, Value> = BTreeMap::new();
+    for list in lists {
+        let Value::Array(list) = list else { continue };
         for e in list {
-            if let Some(n) = e.get("name").and_then(Value::as_str) {
-                entries.entry(n).or_insert(e);
+            let Some(n) = e.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            if n != adopted.node_name && meta.contains_key(n) && !entries.contains_key(n) {
+                entries.insert(n.to_string(), e);
             }
         }
     }
     let mut own = pin(adopted, adopted.node.clone());
-    if let Some(a) = meta
-        .get(&adopted.node_name)
-        .and_then(|m| m.pointer("/metadata/annotations"))
-        && let Some(m) = own.get_mut("metadata").and_then(Value::as_object_mut)
+    if let Some(mut m) = meta.get(adopted.node_name.as_str()).map(|m| m.value())
+        && let Some(a) = m.pointer_mut("/metadata/annotations").map(Value::take)
+        && let Some(o) = own.get_mut("metadata").and_then(Value::as_object_mut)
     {
-        m.insert("annotations".to_string(), a.clone());
+        o.insert("annotations".to_string(), a);
     }
     let mut out = vec![own];
-    for (name, m) in meta {
-        if *name == adopted.node_name {
-            continue;
-        }
-        if let Some(e) = entries.get(name.as_str()) {
-            out.push(peer_node(m, e));
+    for (name, e) in &entries {
+        if let Some(m) = meta.get(name.as_str()) {
+            out.push(peer_node(&m.value(), e));
         }
     }
     out
@@ -410,21 +383,22 @@ pub fn node_objects(
 /// What [`node_objects`] reads of one of its sources, with the source's name: a Node's name,
 /// labels and annotations; a SiteNodeSlice's `nodes`; a GatewayPool's `status.nodes`. Two
 /// sources with equal views make the same Node objects.
-pub fn node_source_view(kind: Kind, o: &DynamicObject) -> Value {
-    let m = &o.metadata;
+pub fn node_source_view(kind: Kind, o: &Cached) -> Value {
+    let mut v = o.value();
+    let mut take = |at: &str| v.pointer_mut(at).map(Value::take);
     match kind {
-        Kind::Node => {
-            serde_json::json!({"name": m.name, "labels": m.labels, "annotations": m.annotations})
-        }
-        Kind::SiteNodeSlice => serde_json::json!({"name": m.name, "nodes": o.data.get("nodes")}),
-        Kind::GatewayPool => {
-            serde_json::json!({"name": m.name, "nodes": o.data.pointer("/status/nodes")})
-        }
+        Kind::Node => serde_json::json!({
+            "name": o.name(),
+            "labels": take("/metadata/labels"),
+            "annotations": take("/metadata/annotations"),
+        }),
+        Kind::SiteNodeSlice => serde_json::json!({"name": o.name(), "nodes": take("/nodes")}),
+        Kind::GatewayPool => serde_json::json!({"name": o.name(), "nodes": take("/status/nodes")}),
         _ => Value::Null,
     }
 }
 
-/// A Node from a node's metadata and a SiteNodeSlice or pool status entry.
+/// A Node from a node's metadata (as JSON) and a SiteNodeSlice or pool status entry.
 pub fn peer_node(meta: &Value, entry: &Value) -> Value {
     let ips = |field: &str, ty: &str| -> Vec<Value> {
         entry
@@ -439,16 +413,13 @@ pub fn peer_node(meta: &Value, entry: &Value) -> Value {
     };
     let mut addresses = ips("internalIPs", "InternalIP");
     addresses.extend(ips("externalIPs", "ExternalIP"));
-    let m = |k: &str| {
-        meta.pointer(&format!("/metadata/{k}"))
-            .cloned()
-            .unwrap_or(Value::Null)
-    };
     let mut metadata = serde_json::Map::new();
     for k in ["name", "labels", "annotations"] {
-        let v = m(k);
-        if !v.is_null() {
-            metadata.insert(k.to_string(), v);
+        if let Some(v) = meta
+            .pointer(&format!("/metadata/{k}"))
+            .filter(|v| !v.is_null())
+        {
+            metadata.insert(k.to_string(), v.clone());
         }
     }
     serde_json::json!({
@@ -504,10 +475,10 @@ impl NodeSelection {
             .iter()
             .filter(|p| {
                 meta.get(p).is_none_or(|m| {
-                    m.metadata
-                        .labels
-                        .as_ref()
+                    m.value()
+                        .pointer("/metadata/labels")
                         .and_then(|l| l.get(SITE_LABEL_KEY))
+                        .and_then(Value::as_str)
                         .is_none_or(|s| !linked.sites.contains(s))
                 })
             })
@@ -524,16 +495,18 @@ impl NodeSelection {
 /// The nodes the SiteNodeSlices of `sites` list (by `siteName`).
 pub fn slice_members(slices: &Held, sites: &BTreeSet<String>) -> BTreeSet<String> {
     slices
-        .fields()
+        .each()
         .filter(|s| {
             s.get("siteName")
                 .and_then(Value::as_str)
                 .is_some_and(|n| sites.contains(n))
         })
-        .filter_map(|s| s.get("nodes").and_then(Value::as_array))
+        .filter_map(|mut s| match s.get_mut("nodes").map(Value::take) {
+            Some(Value::Array(nodes)) => Some(nodes),
+            _ => None,
+        })
         .flatten()
-        .filter_map(|e| e.get("name").and_then(Value::as_str))
-        .map(str::to_string)
+        .filter_map(|e| e.get("name").and_then(Value::as_str).map(str::to_string))
         .collect()
 }
 
@@ -585,24 +558,25 @@ mod tests {
                 "name": name, "labels": {SITE_LABEL_KEY: "a"},
                 "annotations": {"mtu.unbounded-cloud.io/underlay-mtu": ann}}})
         };
-        let mut m = Objects::new();
-        for (n, a) in [
+        let m: Vec<Arc<Cached>> = [
             ("n1", "1450"),
             ("w2", "1400"),
             ("g1", "1300"),
             ("lonely", "1200"),
-        ] {
-            m.insert(n.to_string(), meta(n, a));
-        }
-        let slices = [Arc::new(Objects::from([(
-            "s".to_string(),
-            json!({"nodes": [{"name": "w2", "internalIPs": ["10.0.0.2"], "podCIDRs": ["10.9.2.0/24"]}]}),
-        )]))];
-        let pools = [Arc::new(Objects::from([(
-            "p".to_string(),
-            json!({"status": {"nodes": [{"name": "g1", "internalIPs": ["10.0.0.3"], "externalIPs": ["1.1.1.1"]}]}}),
-        )]))];
-        let out = node_objects(&adopted, &m, &slices, &pools);
+        ]
+        .into_iter()
+        .map(|(n, a)| {
+            Arc::new(Cached::of(
+                ResourceKind::of(Kind::Node),
+                &crate::agent::testing::obj(meta(n, a)),
+            ))
+        })
+        .collect();
+        let lists = [
+            json!([{"name": "w2", "internalIPs": ["10.0.0.2"], "podCIDRs": ["10.9.2.0/24"]}]),
+            json!([{"name": "g1", "internalIPs": ["10.0.0.3"], "externalIPs": ["1.1.1.1"]}]),
+        ];
+        let out = node_objects(&adopted, &m, lists);
         let names: Vec<&str> = out
             .iter()
             .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))

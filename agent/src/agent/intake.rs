@@ -15,8 +15,7 @@ use super::adopt::Adopted;
 use super::caches::{Snapshot, node_source_view};
 use super::input::{Input, Objects, Piece, Pieces};
 use crate::k8s::live::SOURCE;
-use crate::k8s::store::{Held, Version};
-use kube::core::DynamicObject;
+use crate::k8s::store::{Cached, Held, Version};
 use mtu_solver::locality::{Fingerprint, Nodes, Part, Tracker};
 use rustc_hash::FxHashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -28,7 +27,7 @@ use topology_core::vocab::Kind;
 /// so that the address is not reused while the value is kept).
 #[derive(Debug)]
 struct ByObject<V> {
-    map: FxHashMap<usize, (Arc<DynamicObject>, V, u64)>,
+    map: FxHashMap<usize, (Arc<Cached>, V, u64)>,
     /// The pass in progress: an entry not seen in it is dropped at its end.
     pass: u64,
 }
@@ -49,7 +48,7 @@ impl<V> ByObject<V> {
 
     /// The value kept for `o`, made by `make` when the cache held another object at the last
     /// pass; whether it was made now.
-    fn get(&mut self, o: &Arc<DynamicObject>, make: impl FnOnce() -> V) -> (&V, bool) {
+    fn get(&mut self, o: &Arc<Cached>, make: impl FnOnce() -> V) -> (&V, bool) {
         let pass = self.pass;
         let mut made = false;
         let e = self.map.entry(Arc::as_ptr(o) as usize).or_insert_with(|| {
@@ -310,7 +309,7 @@ impl Intake {
 
 /// A digest of what the Node objects read of a source, its kind included (two SipHash digests
 /// with distinct prefixes, as `locality` digests objects).
-fn view_digest(kind: Kind, o: &DynamicObject) -> u128 {
+fn view_digest(kind: Kind, o: &Cached) -> u128 {
     let bytes = serde_json::to_vec(&node_source_view(kind, o)).unwrap_or_default();
     let half = |prefix: u8| {
         let mut h = DefaultHasher::new();

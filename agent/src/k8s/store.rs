@@ -2,20 +2,26 @@
 //! version with bookmarks, `410 Gone` → relist) over `DynamicObject`s feeds a `reflector` store,
 //! which swaps a completed relist in at once (readers never see a half-applied relist). Every
 //! change and every failed request is announced on a queue.
+//!
+//! The store keeps each object compact ([`Cached`]): its metadata, and its other fields as JSON
+//! text, read where they are used. A `serde_json::Value` tree costs several times its text (a
+//! map and a string per key), and the agent reads an object's fields only when it changed: the
+//! turn's intake keeps what it decoded of the others.
 
 use super::backoff::Backoff;
 use super::error::describe_watcher;
 use super::kinds::ResourceKind;
 use super::metrics::classify;
 use futures::{StreamExt, TryStreamExt};
+use kube::Client;
 use kube::api::Api;
-use kube::core::{DynamicObject, PartialObjectMeta};
+use kube::core::{ApiResource, DynamicObject, ObjectMeta, PartialObjectMeta};
 use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::{self, Lookup, ObjectRef};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt, watcher as watch_stream};
-use kube::{Client, ResourceExt};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -45,14 +51,111 @@ pub struct Version {
 /// The number of the next store made.
 static STORES: AtomicU64 = AtomicU64::new(0);
 
+/// An object as a store keeps it: what the store indexes it by, and the object as compact
+/// JSON text (`apiVersion` and `kind` filled in where a list left them out, `managedFields` left
+/// out: nothing reads it, and it is often the largest part of a Node's metadata), read where it
+/// is used.
+#[derive(Clone, Debug)]
+pub struct Cached {
+    name: Box<str>,
+    resource_version: Option<Box<str>>,
+    uid: Option<Box<str>>,
+    text: Box<str>,
+}
+
+/// The object as [`Cached`] writes it.
+#[derive(serde::Serialize)]
+struct Whole<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: &'a ObjectMeta,
+    #[serde(flatten)]
+    fields: &'a Value,
+}
+
+impl Cached {
+    /// What a store of `kind` keeps of `o`.
+    pub fn of(kind: ResourceKind, o: &DynamicObject) -> Cached {
+        let mut metadata = o.metadata.clone();
+        metadata.managed_fields = None;
+        let own = (kind.api_version(), kind.kind.as_str().to_string());
+        let (api_version, kind_name) = match &o.types {
+            Some(t) => (t.api_version.as_str(), t.kind.as_str()),
+            None => (own.0.as_str(), own.1.as_str()),
+        };
+        let whole = Whole {
+            api_version,
+            kind: kind_name,
+            metadata: &metadata,
+            fields: &o.data,
+        };
+        let boxed = |s: &Option<String>| s.as_deref().map(Box::from);
+        Cached {
+            name: metadata.name.as_deref().unwrap_or_default().into(),
+            resource_version: boxed(&metadata.resource_version),
+            uid: boxed(&metadata.uid),
+            text: serde_json::to_string(&whole)
+                .unwrap_or_else(|_| "{}".into())
+                .into_boxed_str(),
+        }
+    }
+
+    /// Its name (the store holds only named objects).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The object, read.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+impl Lookup for Cached {
+    type DynamicType = ApiResource;
+
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+
+    fn name(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&self.name))
+    }
+
+    fn namespace(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+
+    fn resource_version(&self) -> Option<Cow<'_, str>> {
+        self.resource_version.as_deref().map(Cow::Borrowed)
+    }
+
+    fn uid(&self) -> Option<Cow<'_, str>> {
+        self.uid.as_deref().map(Cow::Borrowed)
+    }
+}
+
 /// The cache of one kind: a kube-runtime reflector store, plus the objects it cannot hold.
 pub struct Store {
     kind: ResourceKind,
     /// Its number and how often its contents changed ([`Version`]).
     id: u64,
     changes: AtomicU64,
-    reader: reflector::Store<DynamicObject>,
-    writer: Mutex<Writer<DynamicObject>>,
+    reader: reflector::Store<Cached>,
+    writer: Mutex<Writer<Cached>>,
     /// Objects without `metadata.name` (the reflector keys objects by name): kept whole so that
     /// the decoder reports them, as it does for such objects in files. `buffer` collects them
     /// during a LIST, `listed` holds those of the last completed one.
@@ -116,7 +219,7 @@ impl Store {
     }
 
     /// The object of this name, if the store holds one.
-    pub fn get(&self, name: &str) -> Option<Arc<DynamicObject>> {
+    pub fn get(&self, name: &str) -> Option<Arc<Cached>> {
         self.reader
             .get(&ObjectRef::new_with(name, self.kind.api_resource()))
     }
@@ -151,48 +254,46 @@ impl Store {
     }
 
     fn apply_event(&self, ev: &Event<DynamicObject>) -> bool {
+        let write = |ev: Event<Cached>| lock(&self.writer).apply_watcher_event(&ev);
         match ev {
             Event::Init => {
                 lock(&self.nameless).buffer.clear();
-                lock(&self.writer).apply_watcher_event(ev);
+                write(Event::Init);
                 false
             }
             Event::InitApply(o) if o.metadata.name.is_none() => {
-                lock(&self.nameless).buffer.push(self.value(o));
+                lock(&self.nameless).buffer.push(value_of(self.kind, o));
                 false
             }
             Event::InitDone => {
-                lock(&self.writer).apply_watcher_event(ev);
+                write(Event::InitDone);
                 let mut n = lock(&self.nameless);
                 n.listed = std::mem::take(&mut n.buffer);
                 self.synced.store(true, Ordering::Release);
                 true
             }
             Event::Apply(o) if o.metadata.name.is_none() => {
-                lock(&self.nameless).listed.push(self.value(o));
+                lock(&self.nameless).listed.push(value_of(self.kind, o));
                 true
             }
             // A nameless deletion names nothing to delete.
             Event::Delete(o) if o.metadata.name.is_none() => false,
             Event::Delete(o) => {
-                let key = ObjectRef::from_obj_with(o, self.kind.api_resource());
-                let present = self.reader.get(&key).is_some();
-                lock(&self.writer).apply_watcher_event(ev);
+                let present = self
+                    .get(o.metadata.name.as_deref().unwrap_or_default())
+                    .is_some();
+                write(Event::Delete(Cached::of(self.kind, o)));
                 present
             }
-            Event::InitApply(_) => {
-                lock(&self.writer).apply_watcher_event(ev);
+            Event::InitApply(o) => {
+                write(Event::InitApply(Cached::of(self.kind, o)));
                 false
             }
-            Event::Apply(_) => {
-                lock(&self.writer).apply_watcher_event(ev);
+            Event::Apply(o) => {
+                write(Event::Apply(Cached::of(self.kind, o)));
                 true
             }
         }
-    }
-
-    fn value(&self, o: &DynamicObject) -> Value {
-        value_of(self.kind, o)
     }
 }
 
@@ -216,7 +317,7 @@ fn value_of(kind: ResourceKind, o: &DynamicObject) -> Value {
 pub struct Held {
     kind: ResourceKind,
     version: Version,
-    objects: Vec<Arc<DynamicObject>>,
+    objects: Vec<Arc<Cached>>,
     nameless: Vec<Value>,
 }
 
@@ -232,7 +333,7 @@ impl Held {
     }
 
     /// The named objects, in no particular order.
-    pub fn objects(&self) -> &[Arc<DynamicObject>] {
+    pub fn objects(&self) -> &[Arc<Cached>] {
         &self.objects
     }
 
@@ -242,8 +343,8 @@ impl Held {
     }
 
     /// One of its objects as JSON (`apiVersion` and `kind` filled in).
-    pub fn value(&self, o: &DynamicObject) -> Value {
-        value_of(self.kind, o)
+    pub fn value(&self, o: &Cached) -> Value {
+        o.value()
     }
 
     /// Every object as JSON by name; nameless objects under keys of their own that no name can
@@ -251,7 +352,7 @@ impl Held {
     pub fn values(&self) -> Objects {
         let mut map = Objects::new();
         for o in &self.objects {
-            map.insert(o.name_any(), self.value(o));
+            map.insert(o.name().to_string(), self.value(o));
         }
         for (i, v) in self.nameless.iter().enumerate() {
             map.insert(format!("\u{0}{i}"), v.clone());
@@ -259,24 +360,12 @@ impl Held {
         map
     }
 
-    /// Every object's fields but `apiVersion`, `kind` and `metadata`, read in place (nameless
-    /// objects whole): the named ones, then the nameless ones.
-    pub fn fields(&self) -> impl Iterator<Item = &Value> {
+    /// Every object as JSON, read one at a time: the named ones, then the nameless ones.
+    pub fn each(&self) -> impl Iterator<Item = Value> + '_ {
         self.objects
             .iter()
-            .map(|o| &o.data)
-            .chain(self.nameless.iter())
-    }
-
-    /// Hands every object as JSON to `f`, one at a time (nothing is collected): the named ones,
-    /// then the nameless ones.
-    pub fn for_each_value(&self, mut f: impl FnMut(Value)) {
-        for o in &self.objects {
-            f(self.value(o));
-        }
-        for v in &self.nameless {
-            f(v.clone());
-        }
+            .map(|o| o.value())
+            .chain(self.nameless.iter().cloned())
     }
 }
 

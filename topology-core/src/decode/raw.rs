@@ -127,10 +127,10 @@ pub struct RawNode {
 pub struct RawSliceNode {
     /// `name`.
     pub name: String,
-    /// `internalIPs`.
-    pub internal_ips: Vec<IpAddr>,
-    /// `podCIDRs`.
-    pub pod_cidrs: Vec<IpNet>,
+    /// `internalIPs` (held inline, as a Node's addresses are: a slice lists tens of thousands).
+    pub internal_ips: Addrs,
+    /// `podCIDRs`, held inline.
+    pub pod_cidrs: Cidrs,
     /// Where the entry starts.
     pub loc: Option<SourceLoc>,
 }

@@ -1,7 +1,7 @@
 //! Reading a Site and a SiteNodeSlice.
 
 use super::fields::Cx;
-use super::raw::{Meta, RawSite, RawSlice, RawSliceNode};
+use super::raw::{Addrs, Meta, RawSite, RawSlice, RawSliceNode};
 use crate::diag::Code;
 use crate::tree::{Node, Value};
 use ipnet::IpNet;
@@ -73,8 +73,8 @@ impl Cx {
         };
         let name = name.to_string();
         Some(RawSliceNode {
-            internal_ips: self.ip_list(e, "internalIPs"),
-            pod_cidrs: self.cidr_list(e, "podCIDRs"),
+            internal_ips: Addrs::from_vec(self.ip_list(e, "internalIPs")),
+            pod_cidrs: self.cidr_list(e, "podCIDRs").into_iter().collect(),
             loc: self.loc(e.line),
             name,
         })

@@ -95,9 +95,9 @@ impl Addresses {
                 loc: o.meta.loc.clone(),
             },
             (None, Some((_, e))) => Addresses {
-                internal_ips: Addrs::from_slice(&e.internal_ips),
+                internal_ips: e.internal_ips.clone(),
                 external_ips: Addrs::default(),
-                pod_cidrs: Cidrs::from_slice(&e.pod_cidrs),
+                pod_cidrs: e.pod_cidrs.clone(),
                 loc: e.loc.clone(),
             },
             (None, None) => Addresses {
