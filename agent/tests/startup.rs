@@ -52,6 +52,10 @@ async fn adopted_mock(labels: Value) -> (Mock, unbounded_mtu::agent::adopt::Adop
 async fn own_node_watch_selects_by_name_starts_at_get_rv_and_backs_off() {
     let (mock, adopted) = adopted_mock(json!({SITE_LABEL: "a", POOL_LABEL: ""})).await;
     assert_eq!(adopted.resource_version, "100");
+    assert!(
+        adopted.sites.is_empty(),
+        "a labelled Node's Site is its label: the listed Sites are not kept"
+    );
     mock.on_watch(
         NODES,
         vec![
@@ -234,6 +238,10 @@ async fn an_empty_pool_label_means_worker_without_gateway_pool_request() {
         .expect("site");
     assert_eq!(a.assignment.site, "a", "Site from nodeCidrs");
     assert_eq!(a.assignment.pool, None);
+    assert!(
+        !a.sites.is_empty(),
+        "the listed Sites are kept to revalidate a Site from nodeCidrs"
+    );
     assert!(
         mock.requests().iter().all(|r| !r.path.starts_with(POOLS)),
         "{:#?}",

@@ -644,6 +644,34 @@ mod tests {
     }
 
     #[test]
+    fn an_object_is_kept_as_it_reads_without_managed_fields() {
+        let node = obj(json!({"metadata": {
+            "name": "n1", "resourceVersion": "7", "uid": "u1",
+            "labels": {"a": "b"},
+            "managedFields": [{"manager": "kubelet", "operation": "Update"}]},
+            "spec": {"podCIDRs": ["10.0.0.0/24"]}}));
+        let c = Cached::of(ResourceKind::of(Kind::Node), &node);
+        assert_eq!(c.name(), "n1");
+        assert_eq!(c.resource_version().as_deref(), Some("7"));
+        assert_eq!(c.uid().as_deref(), Some("u1"));
+        let v = c.value();
+        assert_eq!(v["apiVersion"], "v1", "filled in for a list item of a core kind");
+        assert_eq!(v["kind"], "Node");
+        assert_eq!(v["metadata"]["labels"], json!({"a": "b"}));
+        assert!(v.pointer("/metadata/managedFields").is_none());
+        assert_eq!(v["spec"], json!({"podCIDRs": ["10.0.0.0/24"]}));
+        let site = obj(json!({"apiVersion": "example.com/v9", "kind": "Other",
+            "metadata": {"name": "s"}, "spec": {"tunnelMTU": 1400}}));
+        let v = Cached::of(ResourceKind::of(Kind::Site), &site).value();
+        assert_eq!(
+            (v["apiVersion"].as_str(), v["kind"].as_str()),
+            (Some("example.com/v9"), Some("Other")),
+            "the types an object came with are kept, for the decoder to judge"
+        );
+        assert_eq!(v["spec"]["tunnelMTU"], 1400);
+    }
+
+    #[test]
     fn nameless_objects_are_kept_for_the_decoder() {
         let s = Store::new(ResourceKind::of(Kind::Site));
         s.apply(&Event::Init);
