@@ -29,6 +29,16 @@ use tokio::sync::watch;
 /// How long a stopping agent waits for its last Events to be posted.
 pub const EVENTS_GRACE: Duration = Duration::from_secs(2);
 
+/// Resync intervals the loop may go without starting or finishing a reconcile before `/healthz`
+/// fails: a live loop starts one at least every interval, so three mean a step has hung (a
+/// kernel call, a lock, a request that never returns) and a restart is the remedy.
+pub const STALL_RESYNCS: u32 = 3;
+
+/// How long the loop may go without progress before `/healthz` fails ([`STALL_RESYNCS`]).
+pub fn stall_after(s: &settings::Agent) -> Duration {
+    s.resync.saturating_mul(STALL_RESYNCS)
+}
+
 /// The stop signal, as a flag the loop checks between steps and a future it can wait on.
 #[derive(Clone, Debug)]
 pub struct Stop(watch::Receiver<bool>);
@@ -255,6 +265,7 @@ pub async fn run<S: Source>(
     mut stop: Stop,
 ) -> Result<Exit, Failure> {
     let mut l = Loop::new(s, status, applier);
+    status.expect_progress(stall_after(s));
     let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + s.resync, s.resync);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut first = true;
@@ -287,6 +298,7 @@ pub async fn run<S: Source>(
         }
         first = false;
         let started = Instant::now();
+        status.progressed();
         let input = match source.input() {
             Ok(Some(d)) => d,
             Ok(None) => continue,

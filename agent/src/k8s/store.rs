@@ -655,7 +655,10 @@ mod tests {
         assert_eq!(c.resource_version().as_deref(), Some("7"));
         assert_eq!(c.uid().as_deref(), Some("u1"));
         let v = c.value();
-        assert_eq!(v["apiVersion"], "v1", "filled in for a list item of a core kind");
+        assert_eq!(
+            v["apiVersion"], "v1",
+            "filled in for a list item of a core kind"
+        );
         assert_eq!(v["kind"], "Node");
         assert_eq!(v["metadata"]["labels"], json!({"a": "b"}));
         assert!(v.pointer("/metadata/managedFields").is_none());

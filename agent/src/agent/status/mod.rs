@@ -1,34 +1,28 @@
-//! What the agent reports, and where. Its HTTP servers, started before anything else:
-//! `/healthz` (live), `/readyz` (false until the first successful reconcile) and `/metrics`
+//! What the agent reports, and where. The state the loop and the start steps record (here);
+//! the HTTP servers that show it, started before anything else (`serve.rs`): `/healthz` (the
+//! loop is live), `/readyz` (false until the first successful reconcile) and `/metrics`
 //! (Prometheus text) on the pod port (`--listen`), and `/status` (JSON: this node's whole plan
-//! and the topology around it) on localhost unless `--status-address` says otherwise. In API
-//! mode, the reports that need an operator (a broken assignment, a failed apply) also become
-//! Kubernetes Events on the agent's own Pod.
+//! and the topology around it) on localhost unless `--status-address` says otherwise; and in API
+//! mode the reports that need an operator (a broken assignment, a failed apply) as Kubernetes
+//! Events on the agent's own Pod (`events.rs`).
+
+mod events;
+mod serve;
+
+pub use events::{EVENT_CONTROLLER, Events, Report};
+pub use serve::{Endpoints, ServeError, Servers, respond, respond_on, serve, serve_on, start};
 
 use super::adopt::BrokenAssignment;
 use super::failure::{Failure, Step};
 use crate::k8s::metrics::ApiMetrics;
-use crate::metrics::PeerLabel;
-use crate::metrics::{ItemLabel, Metrics, ResultLabel, StepLabel};
-use crate::settings::PodRef;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use crate::metrics::{ItemLabel, Metrics, PeerLabel, ResultLabel, StepLabel};
 use mtu_solver::report::ResolveOut;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// What the server reports; shared with the agent's loop.
 #[derive(Default)]
@@ -67,6 +61,10 @@ struct Inner {
     plan: Option<Arc<ResolveOut>>,
     /// The last background probe run (`--probe-interval`).
     probes: Option<Value>,
+    /// How long the loop may go without progress once it runs (`None`: it does not run yet).
+    stall_after: Option<Duration>,
+    /// When a reconcile last started or finished.
+    progress_at: Option<Instant>,
 }
 
 impl Status {
@@ -216,10 +214,38 @@ impl Status {
         self.metrics.reconcile_seconds.observe(took.as_secs_f64());
     }
 
+    /// From now on the loop must start or finish a reconcile at least every `after`, or
+    /// `/healthz` fails. Before the loop runs (adoption and the other start steps, which retry
+    /// on their own and report on `/status`) the agent is live.
+    pub fn expect_progress(&self, after: Duration) {
+        let mut g = self.lock();
+        g.stall_after = Some(after);
+        g.progress_at = Some(Instant::now());
+    }
+
+    /// A reconcile started (one that finished says so by its result).
+    pub fn progressed(&self) {
+        self.lock().progress_at = Some(Instant::now());
+    }
+
+    /// Whether the loop is live: it does not run yet, or it started or finished a reconcile
+    /// within the time it is allowed.
+    pub fn liveness(&self) -> Liveness {
+        let g = self.lock();
+        match (g.stall_after, g.progress_at) {
+            (Some(limit), Some(at)) if at.elapsed() > limit => Liveness::Stalled {
+                since: at.elapsed(),
+                limit,
+            },
+            _ => Liveness::Live,
+        }
+    }
+
     /// Records a turn for a change of the input that cannot reach the node's plan (counted as
     /// a reconcile with result `unreached`; the last reconcile and its plan stand).
     pub fn unreached(&self, took: Duration) {
         self.count("unreached", took);
+        self.progressed();
     }
 
     /// Records a successful reconcile and its plan; the agent becomes ready.
@@ -231,6 +257,7 @@ impl Status {
     pub fn reconciled_with(&self, took: Duration, plan: Arc<ResolveOut>, detail: Option<Value>) {
         self.count("ok", took);
         let mut g = self.lock();
+        g.progress_at = Some(Instant::now());
         g.ready = true;
         g.last_result = Some("ok");
         g.last_error = None;
@@ -243,6 +270,7 @@ impl Status {
         self.count("error", took);
         self.count_error(failure.step());
         let mut g = self.lock();
+        g.progress_at = Some(Instant::now());
         g.last_result = Some("error");
         g.last_error = Some(json!({"step": failure.step().as_str(), "error": failure.text()}));
     }
@@ -311,323 +339,18 @@ impl Status {
     }
 }
 
-fn reply(code: u16, ctype: &str, body: String) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
-    *r.status_mut() =
-        http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-    if let Ok(v) = http::HeaderValue::from_str(ctype) {
-        r.headers_mut().insert(http::header::CONTENT_TYPE, v);
-    }
-    r
-}
-
-/// Which endpoints a listener serves.
+/// What `/healthz` answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoints {
-    /// `/healthz`, `/readyz` and `/metrics`: the pod port.
-    Probes,
-    /// `/status` alone: localhost by default.
-    Status,
-    /// Everything (`--status-address` equal to `--listen`).
-    All,
-}
-
-impl Endpoints {
-    fn serves(self, path: &str) -> bool {
-        match self {
-            Endpoints::All => true,
-            Endpoints::Status => path == "/status",
-            Endpoints::Probes => path != "/status",
-        }
-    }
-}
-
-/// The response to one request, every endpoint served.
-pub fn respond(status: &Status, path: &str) -> Response<Full<Bytes>> {
-    respond_on(status, Endpoints::All, path)
-}
-
-/// The response to one request on a listener that serves `endpoints` (404 for the others).
-pub fn respond_on(status: &Status, endpoints: Endpoints, path: &str) -> Response<Full<Bytes>> {
-    if !endpoints.serves(path) {
-        return reply(404, "text/plain", "not found\n".into());
-    }
-    match path {
-        "/healthz" => reply(200, "text/plain", "ok\n".into()),
-        "/readyz" if status.ready() => reply(200, "text/plain", "ready\n".into()),
-        "/readyz" => reply(
-            503,
-            "text/plain",
-            "not ready: no successful reconcile yet\n".into(),
-        ),
-        "/status" => reply(200, "application/json", format!("{}\n", status.document())),
-        "/metrics" => reply(
-            200,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            status.metrics(),
-        ),
-        _ => reply(404, "text/plain", "not found\n".into()),
-    }
-}
-
-/// Why the HTTP servers could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// An address that does not parse as `IP:PORT`.
-    #[error("{flag} {value}: not an address such as 127.0.0.1:9842")]
-    Address {
-        /// The flag that carried it.
-        flag: &'static str,
-        /// What it said.
-        value: String,
+pub enum Liveness {
+    /// The loop made progress within the time it is allowed, or does not run yet.
+    Live,
+    /// No reconcile started or finished for `since`, longer than `limit`.
+    Stalled {
+        /// Since the last progress.
+        since: Duration,
+        /// How long the loop may go without.
+        limit: Duration,
     },
-    /// The pod port could not be bound.
-    #[error("cannot listen on {addr}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// The running HTTP servers; dropping them stops them.
-#[derive(Debug)]
-pub struct Servers {
-    /// Where `/healthz`, `/readyz` and `/metrics` are served (the pod port).
-    pub probes: SocketAddr,
-    /// Every address where `/status` is served: none when it is off (or its address could not
-    /// be bound and the pod port is not on loopback).
-    pub status: Vec<SocketAddr>,
-    tasks: Vec<JoinHandle<()>>,
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
-}
-
-fn parse_addr(flag: &'static str, value: &str) -> Result<SocketAddr, ServeError> {
-    value.parse().map_err(|_| ServeError::Address {
-        flag,
-        value: value.to_string(),
-    })
-}
-
-/// Binds and serves the pod port (`listen`: health and metrics) and `/status` (`status_address`:
-/// its own listener; the pod port's when the two addresses are equal; none for `off`). A pod
-/// port on a loopback address (tests, agents started by hand) serves `/status` as well, since
-/// nothing there leaves the host. Failing to bind the pod port is fatal (the probes need it);
-/// failing to bind the status address is not (the agent still does its work, and logs why
-/// `/status` is missing).
-pub async fn start(
-    listen: &str,
-    status_address: &str,
-    status: Arc<Status>,
-) -> Result<Servers, ServeError> {
-    let listen_addr = parse_addr("--listen", listen)?;
-    let status_addr = match status_address.trim() {
-        "off" | "" => None,
-        a => Some(parse_addr("--status-address", a)?),
-    };
-    // Port 0 asks for a fresh port each time, so two such addresses are two listeners.
-    let shared = status_addr == Some(listen_addr) && listen_addr.port() != 0;
-    let on_probes = if shared || (status_addr.is_some() && listen_addr.ip().is_loopback()) {
-        Endpoints::All
-    } else {
-        Endpoints::Probes
-    };
-    let bind = |addr| async move {
-        TcpListener::bind(addr)
-            .await
-            .and_then(|l| Ok((l.local_addr()?, l)))
-            .map_err(|source| ServeError::Bind { addr, source })
-    };
-    let (probes, listener) = bind(listen_addr).await?;
-    let mut tasks = vec![tokio::spawn(serve_on(listener, status.clone(), on_probes))];
-    let mut status_at = Vec::new();
-    if on_probes == Endpoints::All {
-        status_at.push(probes);
-        tracing::info!(bound = %probes, "serving /healthz /readyz /metrics /status");
-    } else {
-        tracing::info!(bound = %probes, "serving /healthz /readyz /metrics");
-    }
-    if let Some(addr) = status_addr.filter(|_| !shared) {
-        match bind(addr).await {
-            Ok((bound, l)) => {
-                tasks.push(tokio::spawn(serve_on(l, status.clone(), Endpoints::Status)));
-                status_at.push(bound);
-                tracing::info!(%bound, "serving /status");
-            }
-            Err(e) => {
-                tracing::warn!(error = %format!("{:#}", anyhow::Error::new(e)),
-                    "/status is not served there (the agent goes on without it)");
-            }
-        }
-    }
-    Ok(Servers {
-        probes,
-        status: status_at,
-        tasks,
-    })
-}
-
-/// Serves every endpoint until the task is dropped.
-pub async fn serve(listener: TcpListener, status: Arc<Status>) {
-    serve_on(listener, status, Endpoints::All).await;
-}
-
-/// Serves `endpoints` until the task is dropped.
-pub async fn serve_on(listener: TcpListener, status: Arc<Status>, endpoints: Endpoints) {
-    loop {
-        let Ok((tcp, _)) = listener.accept().await else {
-            continue;
-        };
-        let st = status.clone();
-        tokio::spawn(async move {
-            let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
-                let st = st.clone();
-                async move { Ok::<_, Infallible>(respond_on(&st, endpoints, req.uri().path())) }
-            });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(tcp), svc)
-                .await
-            {
-                tracing::debug!(error = %e, "status connection ended");
-            }
-        });
-    }
-}
-
-/// A report that becomes a Warning Event on the agent's own Pod.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Report {
-    /// The Node's pool label names a GatewayPool that does not exist and no pool takes the
-    /// node: nothing is adopted or acknowledged.
-    BrokenAssignment {
-        /// The node.
-        node: String,
-        /// Why (the same text as `/status`).
-        reason: String,
-    },
-    /// Applying the plan to the dataplane failed; the next reconcile redoes every step.
-    ApplyFailed {
-        /// The error.
-        error: String,
-    },
-}
-
-/// The Events API limits a note to 1 kB.
-const NOTE_LIMIT: usize = 1024;
-
-impl Report {
-    /// The Event: `reason` and `action` name what happened, the note says why.
-    pub fn event(&self) -> Event {
-        let (reason, action, note) = match self {
-            Report::BrokenAssignment { node, reason } => (
-                "BrokenAssignment",
-                "Adopt",
-                format!("Node {node}: {reason}"),
-            ),
-            Report::ApplyFailed { error } => ("ApplyFailed", "Apply", error.clone()),
-        };
-        Event {
-            type_: EventType::Warning,
-            reason: reason.into(),
-            note: Some(truncate(note, NOTE_LIMIT)),
-            action: action.into(),
-            secondary: None,
-        }
-    }
-}
-
-/// `s` cut to at most `max` bytes on a character boundary.
-fn truncate(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut cut = max.saturating_sub('…'.len_utf8());
-        while !s.is_char_boundary(cut) {
-            cut = cut.saturating_sub(1);
-        }
-        s.truncate(cut);
-        s.push('…');
-    }
-    s
-}
-
-fn object_ref(pod: &PodRef) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        namespace: Some(pod.namespace.clone()),
-        name: Some(pod.name.clone()),
-        uid: pod.uid.clone(),
-        ..Default::default()
-    }
-}
-
-/// The `reportingController` of the agent's Events.
-pub const EVENT_CONTROLLER: &str = "mtu.unbounded-cloud.io/agent";
-
-/// Publishes the reports [`Status::report`] receives as Events on the agent's Pod, one at a
-/// time, through kube's [`Recorder`] (a repeat of the same report within its cache time patches
-/// the Event's series instead of creating another Event).
-pub struct Events {
-    status: Arc<Status>,
-    task: Option<JoinHandle<()>>,
-}
-
-impl Events {
-    /// Starts the publisher and connects it to `status`.
-    pub fn start(client: &kube::Client, pod: PodRef, status: &Arc<Status>) -> Events {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: EVENT_CONTROLLER.into(),
-                instance: Some(pod.name.clone()),
-            },
-        );
-        let reference = object_ref(&pod);
-        let st = status.clone();
-        let task = tokio::spawn(async move {
-            while let Some(r) = rx.recv().await {
-                if let Err(e) = recorder.publish(&r.event(), &reference).await {
-                    st.count_error(Step::Publish);
-                    tracing::warn!(error = %crate::k8s::error::describe(&e), event = ?r,
-                        "cannot post the Event on the agent's Pod");
-                }
-            }
-        });
-        status.set_event_sink(Some(tx));
-        Events {
-            status: status.clone(),
-            task: Some(task),
-        }
-    }
-
-    /// Disconnects from the status and waits up to `grace` for the reports already handed over
-    /// to be posted.
-    pub async fn finish(mut self, grace: Duration) {
-        self.status.set_event_sink(None);
-        if let Some(mut t) = self.task.take()
-            && tokio::time::timeout(grace, &mut t).await.is_err()
-        {
-            t.abort();
-        }
-    }
-}
-
-impl Drop for Events {
-    fn drop(&mut self) {
-        if let Some(t) = self.task.take() {
-            self.status.set_event_sink(None);
-            t.abort();
-        }
-    }
 }
 
 #[cfg(test)]
@@ -826,141 +549,5 @@ mod tests {
         assert!(s.metrics().contains(
             "unbounded_mtu_api_requests_total{verb=\"watch\",resource=\"nodes\",code=\"200\"} 1"
         ));
-    }
-
-    #[test]
-    fn the_pod_port_does_not_serve_status_and_the_status_listener_serves_nothing_else() {
-        let s = Status::default();
-        for path in ["/healthz", "/readyz", "/metrics"] {
-            assert_ne!(
-                respond_on(&s, Endpoints::Probes, path).status(),
-                404,
-                "{path}"
-            );
-            assert_eq!(
-                respond_on(&s, Endpoints::Status, path).status(),
-                404,
-                "{path}"
-            );
-        }
-        assert_eq!(respond_on(&s, Endpoints::Probes, "/status").status(), 404);
-        assert_eq!(respond_on(&s, Endpoints::Status, "/status").status(), 200);
-        assert_eq!(respond_on(&s, Endpoints::All, "/status").status(), 200);
-        assert_eq!(respond_on(&s, Endpoints::All, "/healthz").status(), 200);
-    }
-
-    /// The first line of the response to `GET path` at `addr`.
-    async fn get(addr: SocketAddr, path: &str) -> String {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        s.write_all(
-            format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes(),
-        )
-        .await
-        .expect("write");
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.expect("read");
-        out.lines().next().unwrap_or_default().to_string()
-    }
-
-    #[tokio::test]
-    async fn start_binds_status_apart_shared_or_not_at_all() {
-        let st = Arc::new(Status::default());
-        // Every address: /status only on its own listener.
-        let apart = start("0.0.0.0:0", "127.0.0.1:0", st.clone())
-            .await
-            .expect("start");
-        assert_eq!(apart.status.len(), 1);
-        let status_at = apart.status[0];
-        assert!(status_at.ip().is_loopback());
-        let probes = SocketAddr::from(([127, 0, 0, 1], apart.probes.port()));
-        assert!(get(probes, "/status").await.contains(" 404 "));
-        assert!(get(probes, "/healthz").await.contains(" 200 "));
-        assert!(get(status_at, "/status").await.contains(" 200 "));
-        // The same address: one listener serves everything.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a port")
-            .port();
-        let same = format!("0.0.0.0:{port}");
-        let shared = start(&same, &same, st.clone()).await.expect("start");
-        assert_eq!(shared.status, [shared.probes]);
-        let at = SocketAddr::from(([127, 0, 0, 1], port));
-        assert!(get(at, "/status").await.contains(" 200 "));
-        // A pod port on loopback leaks nothing: it serves /status too.
-        let local = start("127.0.0.1:0", "127.0.0.1:0", st.clone())
-            .await
-            .expect("start");
-        assert_eq!(local.status.len(), 2);
-        assert!(get(local.probes, "/status").await.contains(" 200 "));
-        // Off: nowhere, not even on a loopback pod port.
-        let off = start("127.0.0.1:0", "off", st.clone())
-            .await
-            .expect("start");
-        assert!(off.status.is_empty());
-        assert!(get(off.probes, "/status").await.contains(" 404 "));
-        // The status address taken already: the agent still starts, without that listener.
-        let busy = start("0.0.0.0:0", &status_at.to_string(), st.clone())
-            .await
-            .expect("start");
-        assert!(busy.status.is_empty());
-        let bad = start("127.0.0.1:0", "localhost", st.clone()).await;
-        assert!(
-            matches!(
-                bad,
-                Err(ServeError::Address {
-                    flag: "--status-address",
-                    ..
-                })
-            ),
-            "{bad:?}"
-        );
-        let probes_busy = start(&apart.probes.to_string(), "off", st).await;
-        assert!(
-            matches!(probes_busy, Err(ServeError::Bind { .. })),
-            "{probes_busy:?}"
-        );
-    }
-
-    #[test]
-    fn reports_become_warning_events_with_a_bounded_note() {
-        let e = Report::ApplyFailed {
-            error: "é".repeat(600),
-        }
-        .event();
-        assert_eq!(e.type_, EventType::Warning);
-        assert_eq!(
-            (e.reason.as_str(), e.action.as_str()),
-            ("ApplyFailed", "Apply")
-        );
-        let note = e.note.expect("note");
-        assert!(note.len() <= NOTE_LIMIT, "{}", note.len());
-        assert!(note.ends_with('…'));
-        let b = Report::BrokenAssignment {
-            node: "n1".into(),
-            reason: "the label names GatewayPool \"x\"".into(),
-        }
-        .event();
-        assert_eq!(b.reason, "BrokenAssignment");
-        assert_eq!(
-            b.note.as_deref(),
-            Some("Node n1: the label names GatewayPool \"x\"")
-        );
-    }
-
-    #[test]
-    fn reports_reach_the_sink_only_while_one_is_set() {
-        let s = Status::default();
-        s.report(Report::ApplyFailed { error: "x".into() });
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        s.set_event_sink(Some(tx));
-        s.report(Report::ApplyFailed { error: "y".into() });
-        assert_eq!(
-            rx.try_recv().ok(),
-            Some(Report::ApplyFailed { error: "y".into() })
-        );
-        s.set_event_sink(None);
-        s.report(Report::ApplyFailed { error: "z".into() });
-        assert!(rx.try_recv().is_err(), "nothing after the sink was removed");
     }
 }
