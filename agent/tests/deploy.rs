@@ -209,6 +209,10 @@ fn settings_and_environment_name_only_what_the_agent_reads() {
         .expect("LISTEN_ADDRESS");
     assert_eq!(c["ports"][0]["containerPort"], listen.port());
     assert_eq!(c["livenessProbe"]["httpGet"]["port"], c["ports"][0]["name"]);
+    // The kubelet restarts an agent whose loop has stalled (`/healthz`), and routes nothing to
+    // one that has not applied a plan yet (`/readyz`).
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     let status: std::net::SocketAddr = settings["STATUS_ADDRESS"]
         .as_str()
         .and_then(|s| s.parse().ok())
