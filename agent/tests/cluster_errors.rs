@@ -264,9 +264,20 @@ async fn a_kubeconfig_path_is_named_once() {
 /// Standard error of the agent after it ran for `secs` seconds against `kubeconfig`, with
 /// `RUST_LOG` set to `rust_log` (unset: `None`).
 async fn agent_log(kubeconfig: &Path, secs: u64, rust_log: Option<&str>) -> String {
+    agent_log_with(kubeconfig, secs, rust_log, &[]).await
+}
+
+/// [`agent_log`] with more of the agent's environment.
+async fn agent_log_with(
+    kubeconfig: &Path,
+    secs: u64,
+    rust_log: Option<&str>,
+    env: &[(&str, &str)],
+) -> String {
     let mut cmd = support::agent_command(kubeconfig);
     cmd.args(["--status-address", "off"])
         .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
         .stderr(std::process::Stdio::piped());
     if let Some(l) = rust_log {
         cmd.env("RUST_LOG", l);
@@ -342,4 +353,67 @@ async fn the_agent_logs_each_api_error_once_in_kubectls_words() {
         "kube's client layer reports the same failure again: {log}"
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_the_client_cannot_read_is_logged_in_bounded_lines() {
+    use unbounded_mtu::agent::logging::LINE_LIMIT;
+    for format in ["text", "json"] {
+        let own = support::node(
+            "n1",
+            "u1",
+            "1",
+            json!({support::SITE_LABEL: "a", support::POOL_LABEL: ""}),
+            "10.0.0.5",
+        );
+        let mock = support::adoption_mock(own).await;
+        // A 5 MB SitePeering whose metadata is no object: the client cannot read the LIST, and
+        // kube's client logs the whole body it could not read.
+        let unreadable = json!({"apiVersion": "net.unbounded-cloud.io/v1alpha1",
+            "kind": "SitePeering", "metadata": "not an object",
+            "spec": {"sites": ["a", "b"], "note": "x".repeat(5 << 20)}});
+        mock.collection(
+            &support::path(ResourceKind::of(Kind::SitePeering)),
+            vec![unreadable],
+            "9",
+        );
+        let dir = support::tmpdir(&format!("bounded-log-{format}"));
+        let log = agent_log_with(
+            &mock.kubeconfig(&dir),
+            3,
+            Some("info"),
+            &[("LOG_FORMAT", format)],
+        )
+        .await;
+        let _ = std::fs::remove_dir_all(dir);
+        assert!(
+            log.len() < 200 * LINE_LIMIT,
+            "{format}: {} bytes",
+            log.len()
+        );
+        for l in log.lines() {
+            assert!(
+                l.len() < LINE_LIMIT,
+                "{format}: a line of {} bytes",
+                l.len()
+            );
+            if format == "json" {
+                assert!(
+                    serde_json::from_str::<Value>(l).is_ok(),
+                    "a JSON line stays JSON: {l}"
+                );
+            }
+        }
+        let cut: Vec<&str> = log.lines().filter(|l| l.contains("cut: ")).collect();
+        assert!(!cut.is_empty(), "{format}: no line was cut: {log}");
+        for l in cut {
+            let size: usize = l
+                .rsplit("cut: ")
+                .next()
+                .and_then(|t| t.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            assert!(size > 5 << 20, "{format}: the cut states the size: {l}");
+        }
+    }
 }
