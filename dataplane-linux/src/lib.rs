@@ -16,6 +16,9 @@
 pub mod cni;
 pub mod error;
 pub mod fake;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod model;
 pub mod netlink;
 pub mod plan;

@@ -42,7 +42,7 @@ use crate::socket::{Batch, Socket};
 use crate::types::TunnelKind;
 
 const RT_TABLE_MAIN: u32 = 254;
-const RTM_NEWROUTE: u16 = 24;
+pub(crate) const RTM_NEWROUTE: u16 = 24;
 const RTAX_MTU_LOCK: u32 = 1 << 2;
 const ENODEV: i32 = 19;
 
@@ -198,7 +198,7 @@ fn link_kind(info: &[LinkInfo]) -> LinkKind {
 }
 
 /// Parses links; masters are resolved to names.
-fn parse_links(msgs: Vec<RouteNetlinkMessage>) -> Vec<Link> {
+pub(crate) fn parse_links(msgs: Vec<RouteNetlinkMessage>) -> Vec<Link> {
     let mut raw: Vec<(Link, Option<u32>)> = Vec::new();
     for m in msgs {
         if let RouteNetlinkMessage::NewLink(l) = m {

@@ -77,12 +77,12 @@ impl Batch {
 }
 
 /// One message of a received datagram.
-struct Frame<'a> {
-    seq: u32,
-    kind: FrameKind<'a>,
+pub(crate) struct Frame<'a> {
+    pub(crate) seq: u32,
+    pub(crate) kind: FrameKind<'a>,
 }
 
-enum FrameKind<'a> {
+pub(crate) enum FrameKind<'a> {
     /// A message of the reply: its type, its payload, and its bytes with the header.
     Message {
         message_type: u16,
@@ -103,7 +103,7 @@ const NLMSG_DONE: u16 = 3;
 const NLMSG_OVERRUN: u16 = 4;
 
 /// The messages of one datagram, in order; stops at the first malformed length.
-fn frames(mut rest: &[u8]) -> impl Iterator<Item = Frame<'_>> {
+pub(crate) fn frames(mut rest: &[u8]) -> impl Iterator<Item = Frame<'_>> {
     std::iter::from_fn(move || {
         loop {
             let buf = NetlinkBuffer::new_checked(rest).ok()?;

@@ -34,6 +34,9 @@
 #![warn(missing_docs)]
 
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod icmp;
 mod local;
 mod netns;

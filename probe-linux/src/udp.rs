@@ -156,8 +156,16 @@ fn read_error(fd: &OwnedFd, buf: &mut [u8]) -> Result<Option<Queued>, Error> {
         }
         msg.bytes
     };
-    q.quoted = buf[..bytes.min(TAG_LEN).min(buf.len())].to_vec();
+    q.quoted = quoted(buf, bytes);
     Ok(Some(q))
+}
+
+/// The leading bytes of the datagram an error quotes, of the `bytes` received into `buf`: at
+/// most the tag.
+pub(crate) fn quoted(buf: &[u8], bytes: usize) -> Vec<u8> {
+    buf.get(..bytes.min(TAG_LEN).min(buf.len()))
+        .unwrap_or_default()
+        .to_vec()
 }
 
 /// Empties the error queue and the receive queue; returns whether the kernel's own "too big"
