@@ -453,6 +453,50 @@ fn kill_on_first_write(lab: &mut Lab, name: &'static str, baseline: Key) -> Dura
     waited
 }
 
+/// The first `reconciled` log line of node `name`'s agent after byte `from` of its log.
+fn first_reconcile_after(lab: &Lab, name: &str, from: usize) -> String {
+    let start = Instant::now();
+    loop {
+        let log = lab.agent_log(name);
+        let since = log.get(from..).unwrap_or_default();
+        if let Some(l) = since.lines().find(|l| l.contains(" reconciled ")) {
+            return l.to_string();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{name} did not reconcile after its restart:\n{since}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_restart_over_converged_kernel_state_writes_nothing() {
+    require_root!("a_restart_over_converged_kernel_state_writes_nothing");
+    let (mut lab, wants) = start(Caps::default());
+    // A worker and the gateway (its tunnel devices, its pool routes), each SIGKILLed over the
+    // state it converged to and started again on the same manifests.
+    for name in ["a1", "g1"] {
+        let before = Snapshot::read(&lab.nodes[name], &lab.pods[name]);
+        let from = lab.agent_log(name).len();
+        lab.kill_agent(name);
+        lab.spawn_agent(name);
+        let line = first_reconcile_after(&lab, name, from);
+        println!("  {name} restarted: {line}");
+        assert!(
+            line.contains(" writes=0 "),
+            "{name}'s first reconcile over converged state wrote to the kernel: {line}"
+        );
+        let after = Snapshot::read(&lab.nodes[name], &lab.pods[name]);
+        assert!(
+            after == before,
+            "{name}'s kernel changed: {:?}",
+            after.diff(&wants[name])
+        );
+    }
+    lab.wait_converged(&wants);
+}
+
 #[test]
 fn killed_agents_converge_to_the_same_state() {
     require_root!("killed_agents_converge_to_the_same_state");
