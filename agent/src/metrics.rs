@@ -68,6 +68,8 @@ pub struct Metrics {
     pub link_probed: Family<PeerLabel, Gauge>,
     /// Links of the last probe run whose path carries less than the plan sends.
     pub link_black_holes: Gauge,
+    /// Repairs of kernel state someone else changed (they wrote something).
+    pub repairs: Counter,
     registry: Registry,
 }
 
@@ -103,6 +105,7 @@ impl Metrics {
         let ready = Gauge::default();
         let link_probed = Family::<PeerLabel, Gauge>::default();
         let link_black_holes = Gauge::default();
+        let repairs = Counter::default();
         registry.register("reconciles", "Reconciles by result", reconciles.clone());
         registry.register(
             "reconcile_duration_seconds",
@@ -133,6 +136,11 @@ impl Metrics {
             "Links whose path carried less than the plan sends in the last probe run",
             link_black_holes.clone(),
         );
+        registry.register(
+            "kernel_repairs",
+            "Repairs of owned kernel state that someone else changed",
+            repairs.clone(),
+        );
         Metrics {
             reconciles,
             reconcile_seconds,
@@ -143,6 +151,7 @@ impl Metrics {
             ready,
             link_probed,
             link_black_holes,
+            repairs,
             registry,
         }
     }

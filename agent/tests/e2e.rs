@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use kernel::{Snapshot, netlink_sample_until, sample_until};
-use lab::{Caps, Lab, NODES, Want, first_line_with, node_def, ping, ping_ok};
+use lab::{Caps, Lab, NODES, Want, first_line_with, node_def, ping, ping_ok, tail};
 
 macro_rules! require_root {
     ($name:expr) => {
@@ -451,6 +451,90 @@ fn kill_on_first_write(lab: &mut Lab, name: &'static str, baseline: Key) -> Dura
     .expect("netns");
     drop(agent);
     waited
+}
+
+#[test]
+fn kernel_state_changed_by_someone_else_is_repaired_within_two_seconds() {
+    require_root!("kernel_state_changed_by_someone_else_is_repaired_within_two_seconds");
+    let (lab, wants) = start(Caps::default());
+    let (node, pod, want) = (&lab.nodes["a1"], &lab.pods["a1"], &wants["a1"]);
+    // A route someone else keeps in the adapter's table: never swept.
+    node.sh("ip route add 192.0.2.0/24 dev eth0 table 100 proto static");
+    let rules = || node.sh("ip rule show table 100");
+    let neighbours = || node.sh("ip neigh show dev vxlan0 nud permanent");
+    let (rules_before, neighbours_before) = (rules(), neighbours());
+    assert!(
+        !rules_before.trim().is_empty(),
+        "the agent's rule:\n{}",
+        node.sh("ip rule")
+    );
+    let victim = want
+        .routes
+        .keys()
+        .next()
+        .expect("a route with an MTU")
+        .clone();
+    let cases = [
+        (
+            "an owned route deleted",
+            format!("ip route del {victim} table 100"),
+        ),
+        (
+            "vxlan0's MTU lowered",
+            "ip link set vxlan0 mtu 1200".to_string(),
+        ),
+        (
+            "the policy rule removed",
+            format!(
+                "ip rule del {}",
+                rules_before
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .split_once(':')
+                    .map(|(_, r)| r.trim())
+                    .unwrap_or_default()
+            ),
+        ),
+        (
+            "vxlan0's neighbours flushed",
+            "ip neigh flush dev vxlan0 nud permanent".to_string(),
+        ),
+    ];
+    for (what, cmd) in cases {
+        node.sh(&cmd);
+        let start = Instant::now();
+        loop {
+            let snap = Snapshot::read(node, pod);
+            if snap.diff(want).is_empty()
+                && rules() == rules_before
+                && neighbours() == neighbours_before
+            {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(2),
+                "{what} ({cmd}): not repaired within 2 s: {:?}; rules {}; neighbours {}\n{}",
+                snap.diff(want),
+                rules(),
+                neighbours(),
+                tail(&lab.agent_log("a1"), 10)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        println!("  {what}: repaired in {:?}", start.elapsed());
+        assert!(
+            node.sh("ip route show table 100 192.0.2.0/24")
+                .contains("192.0.2.0/24"),
+            "{what}: the foreign route in the same table is gone"
+        );
+    }
+    let log = lab.agent_log("a1");
+    assert!(
+        log.contains("repaired kernel state changed by someone else"),
+        "{}",
+        tail(&log, 20)
+    );
 }
 
 /// The first `reconciled` log line of node `name`'s agent after byte `from` of its log.

@@ -20,6 +20,7 @@ pub mod fake;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod model;
+pub mod monitor;
 pub mod netlink;
 pub mod plan;
 mod route_dump;

@@ -54,7 +54,7 @@ fn aligned(len: usize) -> usize {
 }
 
 /// The attributes (type, value) of a netlink attribute stream, stopping at a malformed one.
-fn attributes(mut rest: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+pub(crate) fn attributes(mut rest: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     std::iter::from_fn(move || {
         let header = rest.first_chunk::<4>()?;
         let len = usize::from(u16::from_ne_bytes([header[0], header[1]]));

@@ -4,10 +4,14 @@
 //! blocking thread and never interrupts it, so a write step in progress always finishes.
 
 use crate::settings::{self, Apply};
+use dataplane_linux::monitor::Monitor;
 use dataplane_linux::{Dataplane, DesiredState, NetlinkKernel, Settings};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// What an apply did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,13 +42,37 @@ pub trait Applier: Send + Sync {
 
     /// Removes every piece of kernel state the adapter owns (the own Node was deleted).
     fn remove_owned(&self) -> dataplane_linux::Result<Applied>;
+
+    /// Watches the kernel for changes to the state the adapter owns (made by someone else, or
+    /// by the adapter itself) and sends on `changed` for each batch of them, until the returned
+    /// [`Watch`] is dropped; `None` when there is no kernel state to keep (a dry run, a fake).
+    fn watch(&self, changed: mpsc::UnboundedSender<()>) -> Option<Watch> {
+        let _ = changed;
+        None
+    }
 }
+
+/// A kernel watch in progress: dropping it ends the watching thread within its poll interval.
+#[derive(Debug)]
+pub struct Watch {
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+/// How long the watching thread waits for notifications before it checks whether to stop.
+const WATCH_POLL: Duration = Duration::from_millis(500);
 
 /// The applier the settings ask for.
 pub fn for_settings(s: &settings::Agent) -> Arc<dyn Applier> {
     let kernel = Kernel {
         settings: s.dataplane.clone(),
         netns: s.netns.clone(),
+        bridge: s.fabric.bridge.clone(),
     };
     match s.apply {
         Apply::Kernel => Arc::new(kernel),
@@ -57,6 +85,8 @@ pub fn for_settings(s: &settings::Agent) -> Arc<dyn Applier> {
 pub struct Kernel {
     settings: Settings,
     netns: Option<PathBuf>,
+    /// The pod bridge whose MTU (and its ports') the adapter sets.
+    bridge: Option<String>,
 }
 
 impl Kernel {
@@ -120,6 +150,26 @@ impl Applier for Kernel {
         })
     }
 
+    fn watch(&self, changed: mpsc::UnboundedSender<()>) -> Option<Watch> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (settings, netns, devices) = (
+            self.settings.clone(),
+            self.netns.clone(),
+            self.bridge.iter().cloned().collect::<Vec<_>>(),
+        );
+        let stopped = stop.clone();
+        let spawned = std::thread::Builder::new()
+            .name("kernel-watch".into())
+            .spawn(move || watch_kernel(&settings, netns.as_deref(), &devices, &changed, &stopped));
+        match spawned {
+            Ok(_) => Some(Watch { stop }),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the kernel watch; drift is repaired at the next resync");
+                None
+            }
+        }
+    }
+
     fn remove_owned(&self) -> dataplane_linux::Result<Applied> {
         self.with_dataplane(|dp| {
             let report = dp.remove_owned()?;
@@ -130,6 +180,42 @@ impl Applier for Kernel {
                 in_kernel: true,
             })
         })
+    }
+}
+
+/// The kernel watch's thread: subscribes in `netns`, and sends on `changed` whenever a
+/// notification concerns the adapter's state, until `stop` or the receiver is gone. A watch
+/// that fails is reopened after a pause; meanwhile the resync repairs.
+fn watch_kernel(
+    settings: &Settings,
+    netns: Option<&Path>,
+    devices: &[String],
+    changed: &mpsc::UnboundedSender<()>,
+    stop: &AtomicBool,
+) {
+    while !stop.load(Ordering::Acquire) {
+        let mut monitor = match Monitor::open_in(netns, settings, devices) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the kernel's notifications; retrying");
+                std::thread::sleep(WATCH_POLL * 10);
+                continue;
+            }
+        };
+        while !stop.load(Ordering::Acquire) {
+            match monitor.wait(WATCH_POLL) {
+                Ok(true) => {
+                    if changed.send(()).is_err() {
+                        return;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "the kernel watch failed; reopening it");
+                    break;
+                }
+            }
+        }
     }
 }
 

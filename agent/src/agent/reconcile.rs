@@ -74,6 +74,8 @@ pub struct Outcome {
     /// Debug builds only (always false otherwise): the turn used what the last one kept, which
     /// planned otherwise than a full resolve; the full resolve's plan was applied. A bug.
     pub corrected: bool,
+    /// The desired state applied: what a repair applies again while the input is the same.
+    pub desired: Arc<dataplane_linux::DesiredState>,
 }
 
 /// What a turn that applied keeps of its input and plan for the next turn, which resolves
@@ -333,6 +335,7 @@ pub fn apply(resolved: Resolved, applier: &dyn Applier) -> Result<(Outcome, Kept
         targets: planned.targets,
         plans,
         corrected,
+        desired: Arc::new(planned.desired),
     };
     Ok((outcome, kept))
 }

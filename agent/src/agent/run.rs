@@ -24,7 +24,7 @@ use mtu_solver::report::ResolveOut;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 /// How long a stopping agent waits for its last Events to be posted.
 pub const EVENTS_GRACE: Duration = Duration::from_secs(2);
@@ -164,6 +164,11 @@ struct Loop<'a> {
     /// of the input that cannot reach the plan ends without resolving, and one of caps alone
     /// takes them into its topology.
     kept: Option<Kept>,
+    /// The desired state the kernel last took: a repair applies it again.
+    applied: Option<Arc<dataplane_linux::DesiredState>>,
+    /// The kernel's notifications about the state the adapter owns (`None`: not watched: a
+    /// dry run, a fake, `--once`), and the watch that sends them.
+    drift: Option<(mpsc::UnboundedReceiver<()>, applier::Watch)>,
 }
 
 /// The background probes (`--probe-interval`) between reconciles.
@@ -249,6 +254,19 @@ impl Probes {
     }
 }
 
+/// The next batch of kernel notifications about the adapter's state (never, when unwatched).
+async fn next_drift(d: &mut Option<(mpsc::UnboundedReceiver<()>, applier::Watch)>) {
+    match d {
+        Some((rx, _)) => {
+            if rx.recv().await.is_none() {
+                // The watch's thread ended: nothing will come.
+                *d = None;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
 async fn next_probe_event(p: &mut Option<Probes>) -> ProbeEvent {
     match p {
         Some(p) => p.next().await,
@@ -293,6 +311,10 @@ pub async fn run<S: Source>(
                         continue;
                     }
                 }
+                _ = next_drift(&mut l.drift) => {
+                    l.repair().await;
+                    continue;
+                }
                 _ = stop.wait() => return Ok(Exit::Done),
             }
         }
@@ -335,6 +357,7 @@ pub async fn run<S: Source>(
                 Ok(exit) => {
                     source.settled(Settled::Applied);
                     l.kept = Some(kept);
+                    l.applied = outcome.applied.in_kernel.then(|| outcome.desired.clone());
                     l.succeeded(started, &outcome, source.node_uid());
                     if let Some(exit) = exit {
                         return Ok(finish(exit, &l.applier).await);
@@ -359,12 +382,19 @@ impl<'a> Loop<'a> {
         Loop {
             s,
             status,
-            applier,
+            applier: applier.clone(),
             backoff: Backoff::watch(),
             retry_at: None,
             printed: None,
             underlay: None,
             kept: None,
+            applied: None,
+            drift: (!s.once)
+                .then(|| {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    applier.watch(tx).map(|w| (rx, w))
+                })
+                .flatten(),
             // One reconcile with --once: nothing would wait for a probe.
             probes: s
                 .probing
@@ -379,6 +409,39 @@ impl<'a> Loop<'a> {
                     running: None,
                     due: None,
                 }),
+        }
+    }
+
+    /// Applies the desired state of the last reconcile again after the kernel announced changes
+    /// to the state the adapter owns: someone deleted a route of its table, removed its rule,
+    /// changed a device's MTU, flushed a neighbour. The input did not change, so neither did
+    /// the plan; the adapter writes only what differs (nothing, when the notifications were its
+    /// own writes). A burst of notifications is one repair.
+    async fn repair(&mut self) {
+        tokio::time::sleep(self.s.debounce).await;
+        if let Some((rx, _)) = self.drift.as_mut() {
+            while rx.try_recv().is_ok() {}
+        }
+        let Some(desired) = self.applied.clone() else {
+            return;
+        };
+        let applier = self.applier.clone();
+        let started = Instant::now();
+        match tokio::task::spawn_blocking(move || applier.apply(&desired)).await {
+            Ok(Ok(a)) if a.writes > 0 => {
+                self.status.repaired();
+                tracing::info!(
+                    writes = a.writes,
+                    took_ms = started.elapsed().as_millis(),
+                    "repaired kernel state changed by someone else"
+                );
+            }
+            Ok(Ok(_)) => tracing::debug!("kernel notifications: the kernel holds the plan"),
+            Ok(Err(e)) => {
+                self.status.count_error(Step::Dataplane);
+                tracing::warn!(error = %e, "repairing the kernel state failed; the next resync retries");
+            }
+            Err(e) => tracing::warn!(error = %e, "the repair's thread failed"),
         }
     }
 

@@ -265,6 +265,12 @@ impl Status {
         g.plan = Some(plan);
     }
 
+    /// Records a repair of owned kernel state that someone else changed (it wrote something).
+    pub fn repaired(&self) {
+        self.metrics.repairs.inc();
+        self.progressed();
+    }
+
     /// Records a failed reconcile: counted by its step, shown as the last error.
     pub fn failed(&self, took: Duration, failure: &Failure) {
         self.count("error", took);
