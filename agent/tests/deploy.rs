@@ -240,3 +240,41 @@ fn every_object_of_the_base_is_in_the_daemonsets_namespace_or_cluster_scoped() {
     let requests = &container(daemonset(&objects))["resources"]["requests"];
     assert!(requests["memory"].is_string() && requests["cpu"].is_string());
 }
+
+#[test]
+fn the_metrics_components_scrape_the_pod_port_the_daemonset_serves() {
+    let objects = objects();
+    let ds = daemonset(&objects);
+    let port = &container(ds)["ports"][0];
+    let labels = &ds["spec"]["template"]["metadata"]["labels"];
+    let components = support::deploy_dir().join("components");
+    // The PodMonitor (no schema for kubernetes-validate): it selects the agents' pods and
+    // scrapes the named pod port.
+    let pm = support::yaml_documents(&components.join("pod-monitor/podmonitor.yaml"));
+    assert_eq!(pm.len(), 1);
+    assert_eq!(pm[0]["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(pm[0]["kind"], "PodMonitor");
+    let selector = pm[0]["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("matchLabels");
+    assert!(!selector.is_empty());
+    for (k, v) in selector {
+        assert_eq!(&labels[k], v, "the pods carry {k}");
+    }
+    let endpoints = pm[0]["spec"]["podMetricsEndpoints"]
+        .as_array()
+        .expect("endpoints");
+    assert_eq!(endpoints.len(), 1);
+    assert_eq!(endpoints[0]["port"], port["name"]);
+    assert_eq!(endpoints[0]["path"], "/metrics");
+    // The annotation form names the same port and path.
+    let k = support::yaml_documents(&components.join("scrape-annotations/kustomization.yaml"));
+    let patch = k[0]["patches"][0]["patch"].as_str().expect("a patch");
+    let port_number = port["containerPort"].as_u64().expect("a port");
+    assert!(
+        patch.contains(&format!("prometheus.io/port: \"{port_number}\"")),
+        "{patch}"
+    );
+    assert!(patch.contains("prometheus.io/path: /metrics"), "{patch}");
+    assert!(patch.contains("prometheus.io/scrape: \"true\""), "{patch}");
+}
