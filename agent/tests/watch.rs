@@ -315,3 +315,51 @@ async fn every_request_is_counted_once_with_its_code() {
     );
     task.abort();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_503_window_with_retry_after_is_counted_request_by_request() {
+    let mock = Mock::start().await;
+    mock.on(
+        "GET",
+        &sites(),
+        vec![
+            Reply::RetryAfter(503, 2),
+            Reply::RetryAfter(503, 1),
+            Reply::Json(200, support::list(vec![site("a", "10.0.0.0/16")], "1")),
+        ],
+    );
+    mock.on_watch(
+        &sites(),
+        vec![
+            Reply::RetryAfter(503, 1),
+            Reply::RetryAfter(503, 3),
+            Reply::RetryAfter(503, 1),
+            Reply::Watch(vec![], End::Close),
+            Reply::Watch(vec![], End::Hold),
+        ],
+    );
+    let metrics = ApiMetrics::default();
+    let (task, _rx) = start(client(&mock, &metrics));
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    let served = mock.requests();
+    let (lists, watches) = (
+        served.iter().filter(|r| !r.is_watch()).count(),
+        served.iter().filter(|r| r.is_watch()).count(),
+    );
+    assert_eq!(
+        (lists, watches),
+        (3, 5),
+        "the server served every scripted answer"
+    );
+    // What the metric says, request by request, against what the server answered.
+    assert_eq!(
+        metrics.snapshot(),
+        vec![
+            (("list".into(), "sites".into(), "200".into()), 1),
+            (("list".into(), "sites".into(), "503".into()), 2),
+            (("watch".into(), "sites".into(), "200".into()), 2),
+            (("watch".into(), "sites".into(), "503".into()), 3),
+        ]
+    );
+    task.abort();
+}
