@@ -32,7 +32,8 @@ fn filter() -> tracing_subscriber::EnvFilter {
         .unwrap_or_else(|_| EnvFilter::new(format!("{MUTED_LOG_TARGETS},info")))
 }
 
-/// Logs to standard error in `format`, every line bounded, filtered as [`filter`] says.
+/// Logs to standard error in `format`, every line bounded, filtered by [`MUTED_LOG_TARGETS`] and
+/// then `RUST_LOG` (`info` when unset or invalid).
 pub fn init(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter())
