@@ -103,4 +103,4 @@ pub mod stream;
 pub mod whatif;
 
 pub use plan::*;
-pub use solver::{DeviceNames, Settings, Solver};
+pub use solver::{ComponentCap, DeviceNames, Settings, Solver};

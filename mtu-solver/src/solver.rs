@@ -122,6 +122,13 @@ struct EdgeKey {
     q: Option<PoolId>,
 }
 
+/// A cap [`Solver::set_caps`] refuses: a Site's or a SitePeering's cap enters a direct-mesh
+/// component, whose cap the topology computes from all of them (set it on the topology with
+/// [`Topology::set_caps`] and plan on a new solver).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the cap of {0:?} enters a direct-mesh component: set it on the topology")]
+pub struct ComponentCap(pub ObjRef);
+
 /// The resolver over one topology. Memoizes what nodes share (pair caps, edge caps, reach along
 /// gateway paths, learned routes), so resolving every node costs little more than the output.
 pub struct Solver<'t> {
@@ -374,18 +381,16 @@ impl<'t> Solver<'t> {
     /// (an empty list). Forwarding, links, underlays, published values and the explanation
     /// arena are kept; the memos that depend on caps are dropped, so values the change does not
     /// touch come out as the same explanation nodes. Returns the replacements it undid, or
-    /// `Err(())` (nothing changed) when the list names a Site or SitePeering: their caps enter
-    /// direct-mesh components, which the topology computes.
-    #[allow(clippy::result_unit_err)]
+    /// [`ComponentCap`] (nothing changed) when the list names a Site or SitePeering.
     pub fn set_caps(
         &mut self,
         caps: &[(ObjRef, Option<Mtu>)],
-    ) -> Result<Vec<(ObjRef, Option<Mtu>)>, ()> {
-        if caps
+    ) -> Result<Vec<(ObjRef, Option<Mtu>)>, ComponentCap> {
+        if let Some((o, _)) = caps
             .iter()
-            .any(|(o, _)| matches!(o, ObjRef::Site(_) | ObjRef::SitePeering(_)))
+            .find(|(o, _)| matches!(o, ObjRef::Site(_) | ObjRef::SitePeering(_)))
         {
-            return Err(());
+            return Err(ComponentCap(*o));
         }
         let old: Vec<(ObjRef, Option<Mtu>)> = self.cap_overrides.drain().collect();
         let mut changed: SmallVec<[ObjRef; 4]> = old.iter().map(|(o, _)| *o).collect();

@@ -523,9 +523,10 @@ fn set_caps_refuses_component_caps_and_restores() {
         assert_eq!(s.expl.len(), len, "{name}: a re-plan grew the arena");
         // Site and SitePeering caps enter direct-mesh components: refused, nothing changes.
         let site = topology_core::model::ObjRef::Site(topology_core::ids::SiteId(0));
-        assert!(
-            s.set_caps(&[(site, topology_core::mtu::Mtu::cap(1300))])
-                .is_err()
+        assert_eq!(
+            s.set_caps(&[(site, topology_core::mtu::Mtu::cap(1300))]),
+            Err(mtu_solver::ComponentCap(site)),
+            "{name}: the refusal names the object"
         );
         assert_eq!(values(&s.plan_all()), before, "{name}");
         // A pool cap is taken, and undone by the list it returns.
