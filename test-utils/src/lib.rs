@@ -6,7 +6,7 @@
 //! Test oracles live outside the product crates: this crate is `publish = false` and only ever a
 //! dev-dependency of the product crates (`topology-core`, `mtu-solver`, `dataplane-linux`,
 //! `probe-linux`, `agent`), or a dependency of non-product packages (`benches`, `fuzz`). It is never a normal
-//! dependency of a product crate (`topology-core/tests/no_io.rs` checks this). The oracle uses
+//! dependency of a product crate (`tidy/tests/no_io.rs` checks this). The oracle uses
 //! only the public API of `topology-core`, so that it stays independent of the code it checks.
 
 pub mod apiserver;

@@ -6,17 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// The crates of the workspace whose modules the map names (the fuzz package aside: its
-/// targets are listed in `fuzz/README.md`).
-const CRATES: [&str; 7] = [
-    "topology-core",
-    "mtu-solver",
-    "dataplane-linux",
-    "probe-linux",
-    "agent",
-    "test-utils",
-    "benches",
-];
+use tidy::{CRATES, workspace_root};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -45,9 +35,7 @@ fn named_as(src: &Path, file: &Path) -> Option<String> {
 
 #[test]
 fn the_architecture_map_names_every_module() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace");
+    let root = workspace_root();
     let map = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("the map");
     let mut missing = Vec::new();
     let mut seen = 0;
