@@ -95,6 +95,7 @@ pub mod locality;
 pub mod overhead;
 pub mod plan;
 pub mod probe;
+mod raw;
 pub mod report;
 pub mod resolver;
 pub mod snapshot;

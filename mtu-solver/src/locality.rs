@@ -21,8 +21,8 @@
 //! structural, so a collision costs a re-resolve, never a missed change.
 
 use crate::plan::NodePlan;
+use crate::raw::{cap_slot, raw_cap};
 use crate::solver::Solver;
-use crate::whatif::apply::raw_cap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use topology_core::decode::{Meta, RawNode, RawObject};
@@ -488,7 +488,7 @@ fn entry(o: &RawObject) -> Entry {
     let shape = if cap == Cap::Set || !o.meta().diags.is_empty() {
         let mut c = o.clone();
         c.meta_mut().diags.clear();
-        if let Some(slot) = crate::whatif::apply::cap_slot(&mut c) {
+        if let Some(slot) = cap_slot(&mut c) {
             *slot = None;
         }
         digest(&c)

@@ -2,6 +2,7 @@
 
 use super::input::Input;
 use super::mutation::{Mutation, MutationError, no_such};
+use crate::raw::cap_slot;
 use topology_core::decode::{Member, RawCap, RawObject, RawRelation};
 use topology_core::mtu::{MAX_CAP, MIN_MTU};
 use topology_core::vocab::{Kind, POOL_LABEL_KEY};
@@ -36,29 +37,6 @@ fn set_cap(
         *slot = cap.clone();
     }
     Ok(())
-}
-
-pub(crate) fn cap_slot(o: &mut RawObject) -> Option<&mut Option<RawCap>> {
-    match o {
-        RawObject::Site(s) => Some(&mut s.cap),
-        RawObject::Pool(p) => Some(&mut p.cap),
-        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => {
-            Some(&mut r.cap)
-        }
-        _ => None,
-    }
-}
-
-/// The `tunnelMTU` of an object that has one (read-only [`cap_slot`]).
-pub(crate) fn raw_cap(o: &RawObject) -> Option<&Option<RawCap>> {
-    match o {
-        RawObject::Site(s) => Some(&s.cap),
-        RawObject::Pool(p) => Some(&p.cap),
-        RawObject::SitePeering(r) | RawObject::Assignment(r) | RawObject::PoolPeering(r) => {
-            Some(&r.cap)
-        }
-        _ => None,
-    }
 }
 
 fn relation(o: &mut RawObject) -> Option<&mut RawRelation> {

@@ -1,10 +1,10 @@
 //! Which questions are answered how: cap changes one solver can answer, and how two inputs
 //! differ (caps, underlays or structure) when they are compared.
 
-use super::apply::raw_cap;
 use super::input::Input;
 use super::mutation::Mutation;
 use crate::locality::{self, Fingerprint, ObjectKey};
+use crate::raw::raw_cap;
 use topology_core::decode::RawObject;
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::{MAX_CAP, MIN_MTU, Mtu};

@@ -5,7 +5,7 @@
 //! cluster). Other mutations re-resolve the nodes they can affect, or every node when the
 //! forwarding itself changes.
 
-pub(crate) mod apply;
+mod apply;
 mod classify;
 mod diff;
 mod digest;
