@@ -48,133 +48,170 @@ fn relation(o: &mut RawObject) -> Option<&mut RawRelation> {
 
 /// Applies one mutation to an input.
 pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
-    let label = |k: Kind, n: &str| format!("{k}/{n}");
     match m {
-        Mutation::SetCap { kind, name, mtu } => {
-            let cap = if (MIN_MTU..=MAX_CAP).contains(mtu) {
-                Some(RawCap {
-                    mtu: *mtu,
-                    invalid: None,
-                    loc: None,
-                })
-            } else if *mtu == 0 {
-                None
-            } else {
-                Some(RawCap {
-                    mtu: MIN_MTU,
-                    invalid: Some(mtu.to_string()),
-                    loc: None,
-                })
-            };
-            set_cap(input, *kind, name, cap)?;
-        }
+        Mutation::SetCap { kind, name, mtu } => set_cap(input, *kind, name, raw_cap_of(*mtu))?,
         Mutation::ClearCap { kind, name } => set_cap(input, *kind, name, None)?,
         Mutation::SetEnabled {
             kind,
             name,
             enabled,
-        } => {
-            for o in find(&mut input.objects, *kind, name)? {
-                let r = relation(o).ok_or_else(|| {
-                    MutationError::NotApplicable(format!(
-                        "only SitePeerings, SiteGatewayPoolAssignments and GatewayPoolPeerings can be enabled or disabled, not {}",
-                        label(*kind, name)
-                    ))
-                })?;
-                r.enabled = *enabled;
-            }
-        }
+        } => set_enabled(input, *kind, name, *enabled)?,
         Mutation::Member {
             kind,
             name,
             member_kind,
             member,
             add,
-        } => {
-            for o in find(&mut input.objects, *kind, name)? {
-                let k = o.kind();
-                let r = relation(o).ok_or_else(|| {
-                    MutationError::NotApplicable(format!("{} has no members", label(*kind, name)))
-                })?;
-                let (list, field) = match (member_kind, k) {
-                    (Kind::Site, Kind::SitePeering | Kind::SiteGatewayPoolAssignment) => {
-                        (&mut r.sites, "spec.sites")
-                    }
-                    (
-                        Kind::GatewayPool,
-                        Kind::GatewayPoolPeering | Kind::SiteGatewayPoolAssignment,
-                    ) => (&mut r.pools, "spec.gatewayPools"),
-                    _ => {
-                        return Err(MutationError::NotApplicable(format!(
-                            "{} has no {} members",
-                            label(*kind, name),
-                            member_kind
-                        )));
-                    }
-                };
-                if *add {
-                    if !list.iter().any(|x| &x.name == member) {
-                        let field = format!("{field}[{}]", list.len());
-                        list.push(Member {
-                            name: member.clone(),
-                            field,
-                            loc: None,
-                        });
-                    }
-                } else {
-                    list.retain(|x| &x.name != member);
-                }
-            }
-        }
-        Mutation::Demote { node } => {
-            let mut hit = false;
-            for o in input.objects.iter_mut() {
-                match o {
-                    RawObject::Node(n) if n.meta.name == *node => {
-                        n.labels.retain(|(k, _)| &**k != POOL_LABEL_KEY);
-                        n.labels.push((POOL_LABEL_KEY.into(), "".into()));
-                        hit = true;
-                    }
-                    RawObject::Pool(p) => {
-                        let before = p.status_nodes.len();
-                        p.status_nodes.retain(|s| s.name != *node);
-                        hit |= before != p.status_nodes.len();
-                    }
-                    _ => {}
-                }
-            }
-            if !hit {
-                return Err(no_such("node", node, []));
-            }
-        }
-        Mutation::Promote { node, pool } => {
-            if !input
-                .objects
-                .iter()
-                .any(|o| o.kind() == Kind::GatewayPool && o.name() == pool)
-            {
-                return Err(no_such(Kind::GatewayPool.to_string(), pool, []));
-            }
-            let mut hit = false;
-            for o in input.objects.iter_mut() {
-                if let RawObject::Node(n) = o
-                    && n.meta.name == *node
-                {
-                    n.labels.retain(|(k, _)| &**k != POOL_LABEL_KEY);
-                    n.labels.push((POOL_LABEL_KEY.into(), pool.as_str().into()));
-                    hit = true;
-                }
-            }
-            if !hit {
-                return Err(MutationError::NotApplicable(format!(
-                    "node {node} has no Node object to label (promotion needs one)"
-                )));
-            }
-        }
+        } => set_member(input, *kind, name, *member_kind, member, *add)?,
+        Mutation::Demote { node } => demote(input, node)?,
+        Mutation::Promote { node, pool } => promote(input, node, pool)?,
         Mutation::Underlay { node, mtu } => {
             input.settings.underlay_overrides.insert(node.clone(), *mtu);
         }
         Mutation::AgentMtu(v) => input.settings.cfg_mtu = *v,
+    }
+    Ok(())
+}
+
+/// `kind/name`, as errors name an object.
+fn label(kind: Kind, name: &str) -> String {
+    format!("{kind}/{name}")
+}
+
+/// The `tunnelMTU` a `set` writes: the value when it is a valid cap, none for 0, and otherwise
+/// the value kept as invalid text with 576 in its place (as the decoder reads such a field).
+fn raw_cap_of(mtu: u32) -> Option<RawCap> {
+    if (MIN_MTU..=MAX_CAP).contains(&mtu) {
+        Some(RawCap {
+            mtu,
+            invalid: None,
+            loc: None,
+        })
+    } else if mtu == 0 {
+        None
+    } else {
+        Some(RawCap {
+            mtu: MIN_MTU,
+            invalid: Some(mtu.to_string()),
+            loc: None,
+        })
+    }
+}
+
+/// Enables or disables every relation of `kind` named `name`.
+fn set_enabled(
+    input: &mut Input,
+    kind: Kind,
+    name: &str,
+    enabled: bool,
+) -> Result<(), MutationError> {
+    for o in find(&mut input.objects, kind, name)? {
+        let r = relation(o).ok_or_else(|| {
+            MutationError::NotApplicable(format!(
+                "only SitePeerings, SiteGatewayPoolAssignments and GatewayPoolPeerings can be enabled or disabled, not {}",
+                label(kind, name)
+            ))
+        })?;
+        r.enabled = enabled;
+    }
+    Ok(())
+}
+
+/// Adds `member` to (or removes it from) the Sites or pools of every relation of `kind` named
+/// `name`; an added member is appended with its field path, once.
+fn set_member(
+    input: &mut Input,
+    kind: Kind,
+    name: &str,
+    member_kind: Kind,
+    member: &str,
+    add: bool,
+) -> Result<(), MutationError> {
+    for o in find(&mut input.objects, kind, name)? {
+        let k = o.kind();
+        let r = relation(o).ok_or_else(|| {
+            MutationError::NotApplicable(format!("{} has no members", label(kind, name)))
+        })?;
+        let (list, field) = match (member_kind, k) {
+            (Kind::Site, Kind::SitePeering | Kind::SiteGatewayPoolAssignment) => {
+                (&mut r.sites, "spec.sites")
+            }
+            (Kind::GatewayPool, Kind::GatewayPoolPeering | Kind::SiteGatewayPoolAssignment) => {
+                (&mut r.pools, "spec.gatewayPools")
+            }
+            _ => {
+                return Err(MutationError::NotApplicable(format!(
+                    "{} has no {} members",
+                    label(kind, name),
+                    member_kind
+                )));
+            }
+        };
+        if add {
+            if !list.iter().any(|x| x.name == member) {
+                let field = format!("{field}[{}]", list.len());
+                list.push(Member {
+                    name: member.to_string(),
+                    field,
+                    loc: None,
+                });
+            }
+        } else {
+            list.retain(|x| x.name != member);
+        }
+    }
+    Ok(())
+}
+
+/// Demotes gateway `node`: its pool label emptied, and its name taken out of every pool's
+/// status; an error when neither names it.
+fn demote(input: &mut Input, node: &str) -> Result<(), MutationError> {
+    let mut hit = false;
+    for o in input.objects.iter_mut() {
+        match o {
+            RawObject::Node(n) if n.meta.name == *node => {
+                n.labels.retain(|(k, _)| &**k != POOL_LABEL_KEY);
+                n.labels.push((POOL_LABEL_KEY.into(), "".into()));
+                hit = true;
+            }
+            RawObject::Pool(p) => {
+                let before = p.status_nodes.len();
+                p.status_nodes.retain(|s| s.name != *node);
+                hit |= before != p.status_nodes.len();
+            }
+            _ => {}
+        }
+    }
+    if !hit {
+        return Err(no_such("node", node, []));
+    }
+    Ok(())
+}
+
+/// Promotes `node` into `pool` by its pool label; the pool must exist and the node have a Node
+/// object.
+fn promote(input: &mut Input, node: &str, pool: &str) -> Result<(), MutationError> {
+    if !input
+        .objects
+        .iter()
+        .any(|o| o.kind() == Kind::GatewayPool && o.name() == pool)
+    {
+        return Err(no_such(Kind::GatewayPool.to_string(), pool, []));
+    }
+    let mut hit = false;
+    for o in input.objects.iter_mut() {
+        if let RawObject::Node(n) = o
+            && n.meta.name == *node
+        {
+            n.labels.retain(|(k, _)| &**k != POOL_LABEL_KEY);
+            n.labels.push((POOL_LABEL_KEY.into(), pool.into()));
+            hit = true;
+        }
+    }
+    if !hit {
+        return Err(MutationError::NotApplicable(format!(
+            "node {node} has no Node object to label (promotion needs one)"
+        )));
     }
     Ok(())
 }
