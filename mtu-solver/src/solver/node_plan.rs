@@ -6,6 +6,7 @@ use super::{Replan, RouteClass, Solver, device_order, first_address, link_of};
 use crate::explain::{ExplId, Leaf};
 use crate::plan::*;
 use ipnet::IpNet;
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::fmt;
 use std::net::IpAddr;
@@ -22,6 +23,48 @@ type Direct = (IpNet, RouteType, usize);
 
 /// IPv6 needs every link of a path to carry at least this many octets (RFC 8200 §5).
 const IPV6_MIN_MTU: u32 = 1280;
+
+/// What the learned routes of one node share while they are made.
+struct LearnedMemo {
+    /// Per next-hop set of the class: the minimum of the node's links to it, once made.
+    via_min: Vec<Option<Option<ExplId>>>,
+    /// Per next-hop set of the class: its next hops per family (IPv4, IPv6), once made.
+    via_hops: Vec<[Option<Arc<[NextHop]>>; 2]>,
+    /// The node's distinct (links, rest) pairs and their minimum.
+    pairs: FxHashMap<(ExplId, ExplId), ExplId>,
+}
+
+/// Appends the routes of learned route `l` with its value and next hops: one for its prefix,
+/// or one per piece left when the Site's `localCidrs` are cut out of it.
+fn push_learned(
+    routes: &mut Vec<RoutePlan>,
+    l: &Learned,
+    kind: RouteKind,
+    mtu: Value,
+    next_hops: &Arc<[NextHop]>,
+    locals: &[IpNet],
+) {
+    let mut push = |destination: IpNet| {
+        routes.push(RoutePlan {
+            destination,
+            advertised: l.prefix,
+            ty: l.origin.ty,
+            kind,
+            mtu,
+            // Node IDs order like names: `via` is already in output order.
+            via: SmallVec::from_slice(&l.via),
+            distance: l.distance,
+            next_hops: next_hops.clone(),
+        })
+    };
+    if locals.is_empty() {
+        push(l.prefix);
+    } else {
+        for piece in cut(l.prefix, locals) {
+            push(piece);
+        }
+    }
+}
 
 impl Solver<'_> {
     /// Resolves every value of node `n`. The steps run in this order because each one adds to
@@ -210,53 +253,32 @@ impl Solver<'_> {
     ) -> (Arc<RouteClass>, Vec<Option<ExplId>>) {
         let topo = self.topo();
         let node = topo.node(n);
-        let worker = !node.is_gateway();
+        let kind = if node.is_gateway() {
+            RouteKind::Transit
+        } else {
+            RouteKind::Gateway
+        };
         let class = self.route_class(n);
         let locals = &topo.site(node.site).local_cidrs;
-        // Per next-hop set: the minimum of the links to it, and the next hops per family.
-        let mut via_min: Vec<Option<Option<ExplId>>> = vec![None; class.via_sets.len()];
-        let mut via_hops: Vec<[Option<std::sync::Arc<[NextHop]>>; 2]> =
-            vec![[None, None]; class.via_sets.len()];
-        // Distinct (links, rest) pairs of this node: most routes share a few.
-        let mut pairs = match kept.as_mut() {
-            Some(k) => std::mem::take(&mut k.pairs),
-            None => {
-                let mut p = std::mem::take(&mut self.scratch_pairs);
-                p.clear();
-                p
-            }
+        let mut memo = LearnedMemo {
+            via_min: vec![None; class.via_sets.len()],
+            via_hops: vec![[None, None]; class.via_sets.len()],
+            // Distinct (links, rest) pairs of this node: most routes share a few.
+            pairs: match kept.as_mut() {
+                Some(k) => std::mem::take(&mut k.pairs),
+                None => {
+                    let mut p = std::mem::take(&mut self.scratch_pairs);
+                    p.clear();
+                    p
+                }
+            },
         };
         let mut learned_values: Vec<Option<ExplId>> = Vec::with_capacity(class.learned.len());
         routes.reserve(class.learned.len());
         for (l, (v, rest)) in class.learned.iter().zip(class.rest.iter()) {
             let vi = *v as usize;
-            let links_e = match via_min.get(vi).copied().flatten() {
-                Some(x) => x,
-                None => {
-                    let via = class.via_sets.get(vi).map(|x| x.as_slice()).unwrap_or(&[]);
-                    let x = self.via_links(n, via, Some(links));
-                    if let Some(slot) = via_min.get_mut(vi) {
-                        *slot = Some(x);
-                    }
-                    x
-                }
-            };
-            let e = match (links_e, *rest) {
-                (Some(a), Some(b)) => Some(match pairs.get(&(a, b)) {
-                    Some(x) => *x,
-                    None => {
-                        // A node's links usually name the node itself (its own auto term), so
-                        // its pairs are its own: made without a global lookup (a few percent
-                        // of duplicates across nodes, against a hash probe per route). A
-                        // re-planned node keeps its pairs (below), so planning it again does
-                        // not grow the arena.
-                        let x = self.expl.min_pair(a, b);
-                        pairs.insert((a, b), x);
-                        x
-                    }
-                }),
-                (a, b) => a.or(b),
-            };
+            let links_e = self.via_min(n, links, &class, &mut memo, vi);
+            let e = self.route_pair(&mut memo.pairs, links_e, *rest);
             learned_values.push(e);
             let Some(e) = e else {
                 continue;
@@ -265,61 +287,94 @@ impl Solver<'_> {
                 mtu: self.expl.value(e),
                 expl: e,
             };
-            let v6 = matches!(l.prefix, IpNet::V6(_));
-            let next_hops = match via_hops
-                .get(vi)
-                .and_then(|h| h.get(usize::from(v6)))
-                .cloned()
-                .flatten()
-            {
-                Some(h) => h,
-                None => {
-                    let h: std::sync::Arc<[NextHop]> = l
-                        .via
-                        .iter()
-                        .filter_map(|g| link_of(links, *g))
-                        .map(|lp| self.next_hop(lp, v6))
-                        .collect();
-                    if let Some(slot) = via_hops
-                        .get_mut(vi)
-                        .and_then(|h| h.get_mut(usize::from(v6)))
-                    {
-                        *slot = Some(h.clone());
-                    }
-                    h
-                }
-            };
-            let kind = if worker {
-                RouteKind::Gateway
-            } else {
-                RouteKind::Transit
-            };
-            let mut push = |destination: IpNet| {
-                routes.push(RoutePlan {
-                    destination,
-                    advertised: l.prefix,
-                    ty: l.origin.ty,
-                    kind,
-                    mtu,
-                    // Node IDs order like names: `via` is already in output order.
-                    via: SmallVec::from_slice(&l.via),
-                    distance: l.distance,
-                    next_hops: next_hops.clone(),
-                })
-            };
-            if locals.is_empty() {
-                push(l.prefix);
-            } else {
-                for piece in cut(l.prefix, locals) {
-                    push(piece);
-                }
-            }
+            let next_hops = self.learned_next_hops(links, l, &mut memo, vi);
+            push_learned(routes, l, kind, mtu, &next_hops, locals);
         }
         match kept.as_mut() {
-            Some(k) => k.pairs = pairs,
-            None => self.scratch_pairs = pairs,
+            Some(k) => k.pairs = memo.pairs,
+            None => self.scratch_pairs = memo.pairs,
         }
         (class, learned_values)
+    }
+
+    /// The minimum of `n`'s links to the next-hop set `vi` of `class`, made once per set.
+    fn via_min(
+        &mut self,
+        n: NodeId,
+        links: &[LinkPlan],
+        class: &RouteClass,
+        memo: &mut LearnedMemo,
+        vi: usize,
+    ) -> Option<ExplId> {
+        if let Some(x) = memo.via_min.get(vi).copied().flatten() {
+            return x;
+        }
+        let via = class.via_sets.get(vi).map(|x| x.as_slice()).unwrap_or(&[]);
+        let x = self.via_links(n, via, Some(links));
+        if let Some(slot) = memo.via_min.get_mut(vi) {
+            *slot = Some(x);
+        }
+        x
+    }
+
+    /// A learned route's value, `min(links, rest)`, each distinct pair made once per node.
+    fn route_pair(
+        &mut self,
+        pairs: &mut FxHashMap<(ExplId, ExplId), ExplId>,
+        links: Option<ExplId>,
+        rest: Option<ExplId>,
+    ) -> Option<ExplId> {
+        match (links, rest) {
+            (Some(a), Some(b)) => Some(match pairs.get(&(a, b)) {
+                Some(x) => *x,
+                None => {
+                    // A node's links usually name the node itself (its own auto term), so its
+                    // pairs are its own: made without a global lookup (a few percent of
+                    // duplicates across nodes, against a hash probe per route). A re-planned
+                    // node keeps its pairs (`Replan`), so planning it again does not grow the
+                    // arena.
+                    let x = self.expl.min_pair(a, b);
+                    pairs.insert((a, b), x);
+                    x
+                }
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next hops of learned route `l` over the next-hop set `vi`, in the route's family:
+    /// made once per set and family.
+    fn learned_next_hops(
+        &self,
+        links: &[LinkPlan],
+        l: &Learned,
+        memo: &mut LearnedMemo,
+        vi: usize,
+    ) -> Arc<[NextHop]> {
+        let v6 = matches!(l.prefix, IpNet::V6(_));
+        let known = memo
+            .via_hops
+            .get(vi)
+            .and_then(|h| h.get(usize::from(v6)))
+            .cloned()
+            .flatten();
+        if let Some(h) = known {
+            return h;
+        }
+        let h: Arc<[NextHop]> = l
+            .via
+            .iter()
+            .filter_map(|g| link_of(links, *g))
+            .map(|lp| self.next_hop(lp, v6))
+            .collect();
+        if let Some(slot) = memo
+            .via_hops
+            .get_mut(vi)
+            .and_then(|h| h.get_mut(usize::from(v6)))
+        {
+            *slot = Some(h.clone());
+        }
+        h
     }
 
     /// Devices: the maximum of the links each carries.
