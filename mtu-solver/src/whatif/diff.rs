@@ -1,7 +1,7 @@
-//! Every value that differs between two inputs ([`diff`]), and the changes a what-if reports.
+//! Every value that differs between two inputs, compared on a solver for each, and the changes
+//! a what-if reports ([`Change`], [`WhatIf`]).
 
-use super::classify::{Difference, classify, shared_caps};
-use super::engine::per_value_shared;
+use super::classify::Difference;
 use super::input::Input;
 use super::reach::{change_reach, class_key};
 use crate::explain::ExplId;
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use topology_core::ids::NodeId;
-use topology_core::model::ObjRef;
+use topology_core::model::{ObjRef, Topology};
 use topology_core::net::{Learned, cut};
 
 /// One changed value. Serializes as an entry of `changes` in `what-if` output.
@@ -96,25 +96,18 @@ impl fmt::Display for WhatIf {
     }
 }
 
-/// Compares two complete inputs (`--after PATH`): the same as [`diff`].
-pub fn compare(base: &Input, after: &Input, full: bool) -> WhatIf {
-    diff(base, after, full)
-}
-
-/// Every value that differs between two inputs, computed at a cost that follows what changed:
-/// per value for cap changes, the nodes around a node for underlay changes, every node when
-/// links or paths may change.
-pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
-    let tb = base.topology();
-    let difference = classify(base, after);
-    if let Difference::Caps(objs) = &difference
-        && let Some(caps) = shared_caps(&tb, after, objs)
-    {
-        let mut s = Solver::new(&tb, base.settings.clone());
-        return per_value_shared(&mut s, &caps, full);
-    }
+/// Every value that differs between two inputs that differ by `difference` (`classify`), on a
+/// solver for each (`tb` is `base`'s topology): per value for cap changes, the nodes around a
+/// node for underlay changes, every node when links or paths may change.
+pub(super) fn two_inputs(
+    tb: &Topology,
+    base: &Input,
+    after: &Input,
+    difference: Difference,
+    full: bool,
+) -> WhatIf {
     let ta = after.topology();
-    let mut sb = Solver::new(&tb, base.settings.clone());
+    let mut sb = Solver::new(tb, base.settings.clone());
     let mut sa = Solver::new(&ta, after.settings.clone());
     match difference {
         Difference::Caps(objs) => {

@@ -1,12 +1,7 @@
 //! The per-value engine on one solver: cap changes answered on a solver switched to the changed
-//! caps, values before recovered from the explanations after; and the entry points that choose
-//! it or fall back to comparing two inputs.
+//! caps, values before recovered from the explanations after.
 
-use super::apply::apply;
-use super::classify::cap_replacements;
-use super::diff::{Change, WhatIf, diff};
-use super::input::{Base, Input};
-use super::mutation::{Mutation, MutationError, check_all};
+use super::diff::{Change, WhatIf};
 use super::reach::{change_reach, class_key, class_representatives};
 use crate::explain::{ExplId, Explanations, Kind as Kind2, Leaf};
 use crate::overhead::overhead;
@@ -21,45 +16,6 @@ use topology_core::ids::NodeId;
 use topology_core::model::{NodeInfo, ObjRef};
 use topology_core::mtu::Mtu;
 use topology_core::net::{Learned, cut};
-
-/// Runs a what-if: `mutations` applied in order to `base`.
-pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatIf, MutationError> {
-    let tb = base.topology();
-    check_all(base, &tb, mutations)?;
-    if let Some(caps) = cap_replacements(&tb, base, mutations) {
-        let mut s = Solver::new(&tb, base.settings.clone());
-        return Ok(per_value_shared(&mut s, &caps, full));
-    }
-    let mut after = base.clone();
-    for m in mutations {
-        apply(&mut after, m)?;
-    }
-    Ok(diff(base, &after, full))
-}
-
-/// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one
-/// gives the same answer; one that already resolved nodes answers faster, its memos being warm);
-/// a solver over any other topology is refused ([`MutationError::OtherTopology`]).
-/// Cap changes of assignments, pools and pool peerings are answered on that solver itself
-/// ([`Solver::set_caps`]): nothing is rebuilt, values the change cannot touch are never
-/// looked at, and the solver is back on the base caps afterwards. Other mutations fall back to
-/// [`what_if`].
-pub fn what_if_on(
-    solver: &mut Solver<'_>,
-    base: &Base,
-    mutations: &[Mutation],
-    full: bool,
-) -> Result<WhatIf, MutationError> {
-    if !std::ptr::eq(solver.topo(), base.topology()) {
-        return Err(MutationError::OtherTopology);
-    }
-    let base = base.input();
-    check_all(base, solver.topo(), mutations)?;
-    match cap_replacements(solver.topo(), base, mutations) {
-        Some(caps) => Ok(per_value_shared(solver, &caps, full)),
-        None => what_if(base, mutations, full),
-    }
-}
 
 /// How a change's explanation after is rendered.
 #[derive(Clone, Copy)]

@@ -10,15 +10,16 @@ mod classify;
 mod diff;
 mod digest;
 mod engine;
+mod entry;
 mod input;
 mod mutation;
 mod reach;
 mod text;
 
 pub use apply::apply;
-pub use diff::{Change, WhatIf, compare, diff};
+pub use diff::{Change, WhatIf};
 pub use digest::{Digest, DigestBuilder, Group, ItemKind, KindDigest};
-pub use engine::{what_if, what_if_on};
+pub use entry::{compare, diff, what_if, what_if_on};
 pub use input::{Base, Input};
 pub use mutation::{Mutation, MutationError, check, check_all, first_refused};
 pub use text::{ParseMutationError, VERBS};

@@ -1,0 +1,101 @@
+//! The entry points of a what-if ([`what_if`], [`what_if_on`]) and of a comparison ([`diff`],
+//! [`compare`]), and the one strategy they all try first ([`on_one_solver`]): cap changes one
+//! solver can answer are answered per value on one solver (`engine.rs`); any other question is
+//! answered by comparing the inputs before and after on a solver each (`diff.rs`).
+
+use super::apply::apply;
+use super::classify::{Difference, cap_replacements, classify, shared_caps};
+use super::diff::{WhatIf, two_inputs};
+use super::engine::per_value_shared;
+use super::input::{Base, Input};
+use super::mutation::{Mutation, MutationError, check_all};
+use crate::solver::{Settings, Solver};
+use topology_core::model::{ObjRef, Topology};
+use topology_core::mtu::Mtu;
+
+/// Runs a what-if: `mutations` applied in order to `base`.
+pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatIf, MutationError> {
+    let tb = base.topology();
+    check_all(base, &tb, mutations)?;
+    let caps = cap_replacements(&tb, base, mutations);
+    if let Some(w) = on_one_solver(OneSolver::Fresh(&tb, &base.settings), caps.as_deref(), full) {
+        return Ok(w);
+    }
+    let mut after = base.clone();
+    for m in mutations {
+        apply(&mut after, m)?;
+    }
+    Ok(diff(base, &after, full))
+}
+
+/// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one
+/// gives the same answer; one that already resolved nodes answers faster, its memos being warm);
+/// a solver over any other topology is refused ([`MutationError::OtherTopology`]).
+/// Cap changes of assignments, pools and pool peerings are answered on that solver itself
+/// ([`Solver::set_caps`]): nothing is rebuilt, values the change cannot touch are never
+/// looked at, and the solver is back on the base caps afterwards. Other mutations fall back to
+/// [`what_if`].
+pub fn what_if_on(
+    solver: &mut Solver<'_>,
+    base: &Base,
+    mutations: &[Mutation],
+    full: bool,
+) -> Result<WhatIf, MutationError> {
+    if !std::ptr::eq(solver.topo(), base.topology()) {
+        return Err(MutationError::OtherTopology);
+    }
+    let base = base.input();
+    check_all(base, solver.topo(), mutations)?;
+    let caps = cap_replacements(solver.topo(), base, mutations);
+    match on_one_solver(OneSolver::Given(solver), caps.as_deref(), full) {
+        Some(w) => Ok(w),
+        None => what_if(base, mutations, full),
+    }
+}
+
+/// Compares two complete inputs (`--after PATH`): the same as [`diff`].
+pub fn compare(base: &Input, after: &Input, full: bool) -> WhatIf {
+    diff(base, after, full)
+}
+
+/// Every value that differs between two inputs, computed at a cost that follows what changed:
+/// per value for cap changes, the nodes around a node for underlay changes, every node when
+/// links or paths may change.
+pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
+    let tb = base.topology();
+    let difference = classify(base, after);
+    let caps = match &difference {
+        Difference::Caps(objs) => shared_caps(&tb, after, objs),
+        _ => None,
+    };
+    if let Some(w) = on_one_solver(OneSolver::Fresh(&tb, &base.settings), caps.as_deref(), full) {
+        return w;
+    }
+    two_inputs(&tb, base, after, difference, full)
+}
+
+/// The solver a per-value answer runs on.
+enum OneSolver<'s, 't> {
+    /// A fresh solver over this topology with these settings, made only when it answers.
+    Fresh(&'t Topology, &'s Settings),
+    /// The caller's solver, its memos warm; it is back on its caps afterwards.
+    Given(&'s mut Solver<'t>),
+}
+
+/// The strategy every entry point tries first: the cap replacements `caps` are answered per
+/// value on one solver. `caps` is None when one solver cannot answer the question (a change
+/// other than caps, or a cap one solver cannot replace); the answer is then None, and the
+/// caller compares two inputs.
+fn on_one_solver(
+    solver: OneSolver<'_, '_>,
+    caps: Option<&[(ObjRef, Option<Mtu>)]>,
+    full: bool,
+) -> Option<WhatIf> {
+    let caps = caps?;
+    Some(match solver {
+        OneSolver::Fresh(topo, settings) => {
+            per_value_shared(&mut Solver::new(topo, settings.clone()), caps, full)
+        }
+        OneSolver::Given(s) => per_value_shared(s, caps, full),
+    })
+}
