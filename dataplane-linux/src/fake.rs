@@ -4,11 +4,16 @@
 //! fake dataplane.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use ipnet::IpNet;
 
 use crate::Kernel;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{CniState, KernelState, Link, LinkKind, Op, PodLink, ReadScope};
+use crate::model::{
+    CniState, KernelState, Link, LinkKind, Neighbour, Op, PodLink, ReadScope, Route, Rule,
+};
 
 const ENOENT: i32 = 2;
 const ESRCH: i32 = 3;
@@ -166,6 +171,7 @@ impl FakeKernel {
         self.state.link(name).is_some()
     }
 
+    /// Applies one write to the state, failing as the kernel would.
     fn simulate(&mut self, op: &Op) -> Result<()> {
         let what = op.to_string();
         match op {
@@ -175,118 +181,174 @@ impl FakeKernel {
                 mtu,
                 mac,
                 ..
-            } => {
-                if self.has_link(name) {
-                    return Err(Error::kernel(what, EEXIST));
-                }
-                self.add_link(name, LinkKind::Tunnel(*kind), *mtu);
-                self.link_mut(name)?.mac = Some(*mac);
-            }
+            } => self.create_link(name, LinkKind::Tunnel(*kind), *mtu, Some(*mac), what),
             Op::CreateBridge { name, mtu } => {
-                if self.has_link(name) {
-                    return Err(Error::kernel(what, EEXIST));
-                }
-                self.add_link(name, LinkKind::Bridge, *mtu);
+                self.create_link(name, LinkKind::Bridge, *mtu, None, what)
             }
-            Op::SetMtu { link, mtu } => self.link_mut(link)?.mtu = *mtu,
-            Op::SetMac { link, mac } => {
-                self.link_mut(link)?.mac = Some(*mac);
-                // Like the kernel (NETDEV_CHANGEADDR): the device's neighbours, permanent ones
-                // included, are flushed.
-                self.state.neighbours.retain(|n| &n.device != link);
+            Op::SetMtu { link, mtu } => {
+                self.link_mut(link)?.mtu = *mtu;
+                Ok(())
             }
-            Op::SetMaster { link, master } => {
-                if !self.has_link(master) {
-                    return Err(Error::kernel(what, ENODEV));
-                }
-                self.link_mut(link)?.master = Some(master.clone());
-            }
-            Op::DeleteLink { link } => {
-                if !self.has_link(link) {
-                    return Err(Error::kernel(what, ENODEV));
-                }
-                self.state.links.retain(|l| &l.name != link);
-                self.state
-                    .routes
-                    .retain(|r| r.hops.iter().all(|h| &h.device != link));
-                self.state.neighbours.retain(|n| &n.device != link);
-            }
-            Op::AddRule(r) => {
-                if self.state.rules.contains(r) {
-                    return Err(Error::kernel(what, EEXIST));
-                }
-                self.state.rules.push(*r);
-            }
-            Op::DeleteRule(r) => {
-                let before = self.state.rules.len();
-                self.state.rules.retain(|x| x != r);
-                if before == self.state.rules.len() {
-                    return Err(Error::kernel(what, ENOENT));
-                }
-            }
-            Op::ReplaceRoute(r) => {
-                for h in &r.hops {
-                    if !self.has_link(&h.device) {
-                        return Err(Error::kernel(what, ENODEV));
-                    }
-                }
-                self.state
-                    .routes
-                    .retain(|o| !(o.table == r.table && o.destination == r.destination));
-                self.state.routes.push(r.clone());
-            }
+            Op::SetMac { link, mac } => self.set_mac(link, *mac),
+            Op::SetMaster { link, master } => self.set_master(link, master, what),
+            Op::DeleteLink { link } => self.delete_link(link, what),
+            Op::AddRule(r) => self.add_rule(*r, what),
+            Op::DeleteRule(r) => self.delete_rule(r, what),
+            Op::ReplaceRoute(r) => self.replace_route(r, what),
             Op::DeleteRoute {
                 table,
                 destination,
                 protocol,
-            } => {
-                // Like the kernel: a delete naming a protocol (non-zero) matches only routes of
-                // that protocol.
-                let before = self.state.routes.len();
-                self.state.routes.retain(|o| {
-                    !(o.table == *table
-                        && o.destination == *destination
-                        && (*protocol == 0 || o.protocol == *protocol))
-                });
-                if before == self.state.routes.len() {
-                    return Err(Error::kernel(what, ESRCH));
-                }
-            }
-            Op::ReplaceNeighbour(n) => {
-                if !self.has_link(&n.device) {
-                    return Err(Error::kernel(what, ENODEV));
-                }
-                self.state
-                    .neighbours
-                    .retain(|o| !(o.device == n.device && o.address == n.address));
-                self.state.neighbours.push(n.clone());
-            }
+            } => self.delete_route(*table, destination, *protocol, what),
+            Op::ReplaceNeighbour(n) => self.replace_neighbour(n, what),
             Op::DeleteNeighbour { device, address } => {
-                let before = self.state.neighbours.len();
-                self.state
-                    .neighbours
-                    .retain(|o| !(&o.device == device && o.address == *address));
-                if before == self.state.neighbours.len() {
-                    return Err(Error::kernel(what, ENOENT));
-                }
+                self.delete_neighbour(device, *address, what)
             }
-            Op::SetPodMtu { netns, ifname, mtu } => {
-                let pl = self
-                    .state
-                    .pod_links
-                    .iter_mut()
-                    .find(|p| &p.netns == netns && &p.ifname == ifname && p.mtu.is_some())
-                    .ok_or_else(|| Error::kernel(what.clone(), ENODEV))?;
-                pl.mtu = Some(*mtu);
-            }
-            Op::SetCniMtu { path, mtu } => {
-                let f = self
-                    .cni_files
-                    .get_mut(path)
-                    .ok_or_else(|| Error::kernel(what.clone(), ENOENT))?;
-                *f = Some(*mtu);
+            Op::SetPodMtu { netns, ifname, mtu } => self.set_pod_mtu(netns, ifname, *mtu, what),
+            Op::SetCniMtu { path, mtu } => self.set_cni_mtu(path, *mtu, what),
+        }
+    }
+
+    /// A new device; one of that name already there is `EEXIST`.
+    fn create_link(
+        &mut self,
+        name: &str,
+        kind: LinkKind,
+        mtu: u32,
+        mac: Option<[u8; 6]>,
+        what: String,
+    ) -> Result<()> {
+        if self.has_link(name) {
+            return Err(Error::kernel(what, EEXIST));
+        }
+        self.add_link(name, kind, mtu);
+        if mac.is_some() {
+            self.link_mut(name)?.mac = mac;
+        }
+        Ok(())
+    }
+
+    fn set_mac(&mut self, link: &str, mac: [u8; 6]) -> Result<()> {
+        self.link_mut(link)?.mac = Some(mac);
+        // Like the kernel (NETDEV_CHANGEADDR): the device's neighbours, permanent ones
+        // included, are flushed.
+        self.state.neighbours.retain(|n| n.device != link);
+        Ok(())
+    }
+
+    fn set_master(&mut self, link: &str, master: &str, what: String) -> Result<()> {
+        if !self.has_link(master) {
+            return Err(Error::kernel(what, ENODEV));
+        }
+        self.link_mut(link)?.master = Some(master.to_string());
+        Ok(())
+    }
+
+    /// Deletes a device with its routes and neighbours, as the kernel does.
+    fn delete_link(&mut self, link: &str, what: String) -> Result<()> {
+        if !self.has_link(link) {
+            return Err(Error::kernel(what, ENODEV));
+        }
+        self.state.links.retain(|l| l.name != link);
+        self.state
+            .routes
+            .retain(|r| r.hops.iter().all(|h| h.device != link));
+        self.state.neighbours.retain(|n| n.device != link);
+        Ok(())
+    }
+
+    fn add_rule(&mut self, r: Rule, what: String) -> Result<()> {
+        if self.state.rules.contains(&r) {
+            return Err(Error::kernel(what, EEXIST));
+        }
+        self.state.rules.push(r);
+        Ok(())
+    }
+
+    fn delete_rule(&mut self, r: &Rule, what: String) -> Result<()> {
+        let before = self.state.rules.len();
+        self.state.rules.retain(|x| x != r);
+        if before == self.state.rules.len() {
+            return Err(Error::kernel(what, ENOENT));
+        }
+        Ok(())
+    }
+
+    fn replace_route(&mut self, r: &Route, what: String) -> Result<()> {
+        for h in &r.hops {
+            if !self.has_link(&h.device) {
+                return Err(Error::kernel(what, ENODEV));
             }
         }
+        self.state
+            .routes
+            .retain(|o| !(o.table == r.table && o.destination == r.destination));
+        self.state.routes.push(r.clone());
+        Ok(())
+    }
+
+    fn delete_route(
+        &mut self,
+        table: u32,
+        destination: &IpNet,
+        protocol: u8,
+        what: String,
+    ) -> Result<()> {
+        // Like the kernel: a delete naming a protocol (non-zero) matches only routes of
+        // that protocol.
+        let before = self.state.routes.len();
+        self.state.routes.retain(|o| {
+            !(o.table == table
+                && o.destination == *destination
+                && (protocol == 0 || o.protocol == protocol))
+        });
+        if before == self.state.routes.len() {
+            return Err(Error::kernel(what, ESRCH));
+        }
+        Ok(())
+    }
+
+    fn replace_neighbour(&mut self, n: &Neighbour, what: String) -> Result<()> {
+        if !self.has_link(&n.device) {
+            return Err(Error::kernel(what, ENODEV));
+        }
+        self.state
+            .neighbours
+            .retain(|o| !(o.device == n.device && o.address == n.address));
+        self.state.neighbours.push(n.clone());
+        Ok(())
+    }
+
+    fn delete_neighbour(&mut self, device: &str, address: IpAddr, what: String) -> Result<()> {
+        let before = self.state.neighbours.len();
+        self.state
+            .neighbours
+            .retain(|o| !(o.device == device && o.address == address));
+        if before == self.state.neighbours.len() {
+            return Err(Error::kernel(what, ENOENT));
+        }
+        Ok(())
+    }
+
+    /// A pod interface's MTU; a pod or interface the fake does not hold is `ENODEV`.
+    fn set_pod_mtu(&mut self, netns: &Path, ifname: &str, mtu: u32, what: String) -> Result<()> {
+        let pl = self
+            .state
+            .pod_links
+            .iter_mut()
+            .find(|p| p.netns == netns && p.ifname == ifname && p.mtu.is_some())
+            .ok_or_else(|| Error::kernel(what, ENODEV))?;
+        pl.mtu = Some(mtu);
+        Ok(())
+    }
+
+    /// A CNI file's MTU; a file the fake does not hold is `ENOENT`.
+    fn set_cni_mtu(&mut self, path: &Path, mtu: u32, what: String) -> Result<()> {
+        let f = self
+            .cni_files
+            .get_mut(path)
+            .ok_or_else(|| Error::kernel(what, ENOENT))?;
+        *f = Some(mtu);
         Ok(())
     }
 
