@@ -1,8 +1,7 @@
 //! The resolver: link, route, device, fabric and published MTUs of any node,
 //! each with an interned explanation. Pure: the topology and the settings are the only inputs.
 
-use crate::explain::{ExplId, Explanations, Leaf, Minus, UnderlaySource};
-use crate::overhead::overhead;
+use crate::explain::{ExplId, Explanations};
 use crate::plan::*;
 use ipnet::IpNet;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -11,13 +10,12 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use topology_core::ids::{NodeId, PoolId, SiteId};
 use topology_core::model::{ObjRef, Topology};
-use topology_core::mtu::{MIN_MTU, Mtu, UnderlayMtu};
-use topology_core::net::{
-    Dest, Learned, Link, LinkKind, LinkSettings, Net, ProtocolSource, SolePrefix,
-};
-use topology_core::vocab::Protocol;
+use topology_core::mtu::Mtu;
+use topology_core::net::{Dest, Learned, LinkSettings, Net, ProtocolSource, SolePrefix};
 
+mod caps;
 pub mod hops;
+mod links;
 mod node_plan;
 pub mod published;
 mod reach;
@@ -25,7 +23,7 @@ mod tables;
 
 pub use node_plan::may_find;
 use reach::{Known, PubKey, ReachMemo};
-use tables::{ClassRows, Sparse, pack_term, unpack_term};
+use tables::{ClassRows, Sparse};
 
 /// Default device names (agent settings).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -113,15 +111,6 @@ struct Replan {
     links: FxHashMap<(NodeId, ExplId), ExplId>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct EdgeKey {
-    kind: u8,
-    a: SiteId,
-    b: SiteId,
-    p: Option<PoolId>,
-    q: Option<PoolId>,
-}
-
 /// A cap [`Solver::set_caps`] refuses: a Site's or a SitePeering's cap enters a direct-mesh
 /// component, whose cap the topology computes from all of them (set it on the topology with
 /// [`Topology::set_caps`] and plan on a new solver).
@@ -143,7 +132,7 @@ pub struct Solver<'t> {
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
     /// Per direct-mesh component (by index): its term once computed, packed (`pack_term`).
     comp_leaves: Sparse<u32, 256>,
-    edges: FxHashMap<EdgeKey, Option<ExplId>>,
+    edges: FxHashMap<caps::EdgeKey, Option<ExplId>>,
     reach_memo: ReachMemo,
     /// `reach` along the paths towards one origin pool, without the delivery into the
     /// destination: shared by every destination forwarded towards that pool alone. Per gateway
@@ -226,384 +215,6 @@ impl<'t> Solver<'t> {
     /// The topology.
     pub fn topo(&self) -> &'t Topology {
         self.net.topo
-    }
-
-    /// `U(n)` and where it came from.
-    pub fn underlay(&mut self, n: NodeId) -> (UnderlayMtu, UnderlaySource) {
-        if let Some(x) = self.underlays.get(n.idx()) {
-            let (u, s) = unpack_underlay(x);
-            return (UnderlayMtu::or_min(u), s);
-        }
-        let node = self.topo().node(n);
-        let given = self
-            .settings
-            .underlay_overrides
-            .get(&*node.name)
-            .map(|v| (*v, UnderlaySource::Override))
-            .or_else(|| {
-                node.underlay.as_ref().map(|u| {
-                    let src = if u.invalid.is_some() {
-                        UnderlaySource::Invalid
-                    } else {
-                        UnderlaySource::Annotation
-                    };
-                    (u.mtu, src)
-                })
-            });
-        let max = node.underlay_max.as_ref().map(|u| {
-            let src = if u.invalid.is_some() {
-                UnderlaySource::Invalid
-            } else {
-                UnderlaySource::Max
-            };
-            (u.mtu, src)
-        });
-        let v = match (given, max) {
-            (Some(g), Some(m)) => {
-                if m.0 < g.0 {
-                    m
-                } else {
-                    g
-                }
-            }
-            (Some(g), None) => g,
-            (None, Some(m)) => m,
-            (None, None) => (
-                self.settings.default_underlay.max(MIN_MTU),
-                UnderlaySource::Default,
-            ),
-        };
-        if let Some(slot) = self.underlays.slot(n.idx()) {
-            *slot = Some(pack_underlay(v.0, v.1));
-        }
-        (UnderlayMtu::or_min(v.0), v.1)
-    }
-
-    pub(crate) fn cfg_of(&self, n: NodeId) -> u32 {
-        let name = &*self.topo().node(n).name;
-        self.settings
-            .cfg_overrides
-            .get(name)
-            .copied()
-            .unwrap_or(self.settings.cfg_mtu)
-    }
-
-    fn cfg_leaf(&mut self, n: NodeId) -> Option<ExplId> {
-        let v = self.cfg_of(n);
-        (v > 0).then(|| self.expl.leaf(Leaf::Cfg { node: n }, Mtu::cap_or_min(v)))
-    }
-
-    /// The term of an object's own cap.
-    pub fn cap_leaf(&mut self, obj: ObjRef) -> Option<ExplId> {
-        if let Some(x) = self.cap_leaves.get(&obj) {
-            return *x;
-        }
-        let r = self
-            .cap_value(obj)
-            .map(|m| self.expl.leaf(Leaf::Cap { obj }, m));
-        self.cap_leaves.insert(obj, r);
-        r
-    }
-
-    /// The term of `comp(s)`.
-    pub fn comp_leaf(&mut self, s: SiteId) -> Option<ExplId> {
-        let topo = self.topo();
-        let c = topo.comp(s);
-        if let Some(x) = unpack_term(self.comp_leaves.get(c.idx())) {
-            return x;
-        }
-        let comp = topo.component(c);
-        let first = comp.sites.first().copied().unwrap_or(s);
-        let r = match comp.cap {
-            None => None,
-            Some((_, obj)) if comp.sites.len() == 1 => self.cap_leaf(obj),
-            Some((m, obj)) => Some(self.expl.leaf(Leaf::Comp { site: first, obj }, m)),
-        };
-        if let Some(slot) = self.comp_leaves.slot(c.idx()) {
-            *slot = pack_term(r);
-        }
-        r
-    }
-
-    /// An object's cap in the current view (the topology's, or a what-if's replacement).
-    fn cap_value(&self, obj: ObjRef) -> Option<Mtu> {
-        match self.cap_overrides.get(&obj) {
-            Some(v) => *v,
-            None => self.topo().cap_of(obj).map(|c| c.mtu),
-        }
-    }
-
-    fn pair_cap_leaves(&mut self, caps: &[(Mtu, ObjRef)], out: &mut SmallVec<[ExplId; 8]>) {
-        for (_, o) in caps {
-            if let Some(l) = self.cap_leaf(*o) {
-                out.push(l);
-            }
-        }
-    }
-
-    /// Replaced caps of objects the topology lists without one (the pair memos list capped
-    /// objects only) that relate the edge: assignments of `(site, pool)` (`Some(site)`) or pool
-    /// peerings of `(p, q)` (`None`).
-    fn added_cap_leaves(
-        &mut self,
-        site: Option<SiteId>,
-        p: PoolId,
-        q: Option<PoolId>,
-        out: &mut SmallVec<[ExplId; 8]>,
-    ) {
-        if self.cap_overrides.is_empty() {
-            return;
-        }
-        let topo = self.topo();
-        let added: SmallVec<[ObjRef; 2]> = self
-            .cap_overrides
-            .iter()
-            .filter(|(o, v)| v.is_some() && topo.cap_of(**o).is_none())
-            .map(|(o, _)| *o)
-            .filter(|o| match (*o, site, q) {
-                (ObjRef::Assignment(a), Some(s), _) => {
-                    topo.assignments_of(s).contains(&a) && topo.assignments_of_pool(p).contains(&a)
-                }
-                (ObjRef::PoolPeering(r), None, Some(q)) => {
-                    topo.pool_peerings_of(p).contains(&r) && topo.pool_peerings_of(q).contains(&r)
-                }
-                _ => false,
-            })
-            .collect();
-        for o in added {
-            if let Some(l) = self.cap_leaf(o) {
-                out.push(l);
-            }
-        }
-    }
-
-    /// Replaces the caps of assignments, pools and pool peerings (a what-if), or restores them
-    /// (an empty list). Forwarding, links, underlays, published values and the explanation
-    /// arena are kept; the memos that depend on caps are dropped, so values the change does not
-    /// touch come out as the same explanation nodes. Returns the replacements it undid, or
-    /// [`ComponentCap`] (nothing changed) when the list names a Site or SitePeering.
-    pub fn set_caps(
-        &mut self,
-        caps: &[(ObjRef, Option<Mtu>)],
-    ) -> Result<Vec<(ObjRef, Option<Mtu>)>, ComponentCap> {
-        if let Some((o, _)) = caps
-            .iter()
-            .find(|(o, _)| matches!(o, ObjRef::Site(_) | ObjRef::SitePeering(_)))
-        {
-            return Err(ComponentCap(*o));
-        }
-        let old: Vec<(ObjRef, Option<Mtu>)> = self.cap_overrides.drain().collect();
-        let mut changed: SmallVec<[ObjRef; 4]> = old.iter().map(|(o, _)| *o).collect();
-        changed.extend(caps.iter().map(|(o, _)| *o));
-        self.cap_overrides = caps.iter().copied().collect();
-        let topo = self.topo();
-        for o in &changed {
-            self.cap_leaves.remove(o);
-        }
-        self.edges.clear();
-        self.deliveries.clear();
-        self.would_publish.clear();
-        self.link_memo.clear();
-        self.classes.clear();
-        // `reach` meets an assignment's cap only on the delivery into its Sites (never on the
-        // paths towards an origin pool: `toward_memo` stays).
-        if changed.iter().all(|o| matches!(o, ObjRef::Assignment(_))) {
-            let dests: FxHashSet<Dest> = changed
-                .iter()
-                .filter_map(|o| match o {
-                    ObjRef::Assignment(a) => Some(topo.assignment(*a).sites.iter()),
-                    _ => None,
-                })
-                .flatten()
-                .map(|s| Dest::Site(*s))
-                .collect();
-            let sole = self.net.sole_prefixes_leading_to(|d| dests.contains(&d));
-            self.reach_memo.forget_leading_to(&dests, &sole);
-        } else {
-            self.reach_memo.clear();
-            self.toward_memo.clear();
-        }
-        Ok(old)
-    }
-
-    /// The configured caps of a link (the `tunnelMTU` of its Sites, pools, peerings and
-    /// assignments, and the agent's `mtu`), symmetric: both ends get the same set.
-    /// `worker_site` is the worker's Site for uplinks and deliveries.
-    fn edge_caps(
-        &mut self,
-        kind: LinkKind,
-        a: SiteId,
-        b: SiteId,
-        p: Option<PoolId>,
-        q: Option<PoolId>,
-    ) -> Option<ExplId> {
-        let kind_code = match kind {
-            LinkKind::Mesh => 0u8,
-            LinkKind::Uplink | LinkKind::Delivery => 1,
-            LinkKind::PoolMesh => 2,
-            LinkKind::Transit => 3,
-        };
-        // Canonical orientation: uplink/delivery as (worker Site, gateway Site, pool).
-        let (a, b, p, q) = match kind_code {
-            1 => (a, b, p, None),
-            _ => {
-                if (a, p) <= (b, q) {
-                    (a, b, p, q)
-                } else {
-                    (b, a, q, p)
-                }
-            }
-        };
-        let key = EdgeKey {
-            kind: kind_code,
-            a,
-            b,
-            p,
-            q,
-        };
-        if let Some(x) = self.edges.get(&key) {
-            return *x;
-        }
-        let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
-        if let Some(l) = self.comp_leaf(a) {
-            kids.push(l);
-        }
-        if let Some(l) = self.comp_leaf(b) {
-            kids.push(l);
-        }
-        if a != b {
-            let pair = self.net.site_pair(a, b);
-            self.pair_cap_leaves(&pair.caps, &mut kids);
-        }
-        match kind_code {
-            1 => {
-                if let Some(p) = p {
-                    let s = self.net.sgpa(a, p);
-                    self.pair_cap_leaves(&s.caps, &mut kids);
-                    self.added_cap_leaves(Some(a), p, None, &mut kids);
-                    if let Some(l) = self.cap_leaf(ObjRef::Pool(p)) {
-                        kids.push(l);
-                    }
-                }
-            }
-            2 => {
-                if let Some(l) = p.and_then(|p| self.cap_leaf(ObjRef::Pool(p))) {
-                    kids.push(l);
-                }
-            }
-            3 => {
-                if let (Some(p), Some(q)) = (p, q) {
-                    let g = self.net.gpp(p, q);
-                    self.pair_cap_leaves(&g.caps, &mut kids);
-                    self.added_cap_leaves(None, p, Some(q), &mut kids);
-                    for x in [p, q] {
-                        if let Some(l) = self.cap_leaf(ObjRef::Pool(x)) {
-                            kids.push(l);
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-        let r = self.expl.min(&kids);
-        self.edges.insert(key, r);
-        r
-    }
-
-    /// Configured caps of the link `n–peer` of kind `kind`.
-    pub(crate) fn link_caps(&mut self, n: NodeId, peer: NodeId, kind: LinkKind) -> Option<ExplId> {
-        let topo = self.topo();
-        let (a, b) = (topo.node(n), topo.node(peer));
-        match kind {
-            LinkKind::Uplink => self.edge_caps(kind, a.site, b.site, b.pool(), None),
-            LinkKind::Delivery => self.edge_caps(kind, b.site, a.site, a.pool(), None),
-            _ => self.edge_caps(kind, a.site, b.site, a.pool(), b.pool()),
-        }
-    }
-
-    /// The auto term of a link: `min(U(a), U(b)) − O(P, outer family)`.
-    fn auto_leaf(
-        &mut self,
-        n: NodeId,
-        peer: NodeId,
-        protocol: Protocol,
-        ipv6_outer: bool,
-    ) -> ExplId {
-        let (ua, sa) = self.underlay(n);
-        let (ub, sb) = self.underlay(peer);
-        let (node, u, src) = if ua <= ub {
-            (n, ua, sa)
-        } else {
-            (peer, ub, sb)
-        };
-        let slot = auto_slot(protocol, ipv6_outer);
-        if let Some(Some(x)) = self.auto_leaves.get(node.idx()).get(slot) {
-            return ExplId(x.get().saturating_sub(1));
-        }
-        let o = overhead(protocol, ipv6_outer);
-        let x = self.expl.leaf(
-            Leaf::Auto {
-                node,
-                underlay: u.get(),
-                source: src,
-                protocol,
-                overhead: o,
-                ipv6_outer,
-            },
-            u.minus_overhead(o),
-        );
-        if let Some(a) = self
-            .auto_leaves
-            .slot(node.idx())
-            .and_then(|a| a.get_mut(slot))
-        {
-            *a = x.0.checked_add(1).and_then(std::num::NonZeroU32::new);
-        }
-        x
-    }
-
-    /// The MTU of the link from `n` to `peer` with its explanation (None when not linked).
-    pub fn link_value(&mut self, n: NodeId, peer: NodeId) -> Option<ExplId> {
-        if let Some(x) = self.link_memo.get(&(n, peer)) {
-            return *x;
-        }
-        let r = self.net.link(n, peer).map(|link| self.link_expl(n, &link));
-        self.link_memo.insert((n, peer), r);
-        r
-    }
-
-    fn link_expl(&mut self, n: NodeId, link: &Link) -> ExplId {
-        let auto = self.auto_leaf(n, link.peer, link.protocol, link.ipv6_outer);
-        let caps = self.link_caps(n, link.peer, link.kind);
-        self.link_min(n, auto, caps)
-    }
-
-    /// A link's MTU from its terms: `min(auto, cfg(n), configured caps)`.
-    fn link_min(&mut self, n: NodeId, auto: ExplId, caps: Option<ExplId>) -> ExplId {
-        let kids: SmallVec<[ExplId; 2]> = self.cfg_leaf(n).into_iter().chain(caps).collect();
-        // The auto term is always present, so the minimum always exists.
-        self.expl.min_with(auto, &kids)
-    }
-
-    fn device_of(&self, link: &Link) -> DeviceRef {
-        let topo = self.topo();
-        match link.protocol {
-            Protocol::WireGuard => {
-                let peer = topo.node(link.peer);
-                if peer.is_gateway() {
-                    DeviceRef::PerPeer {
-                        name: peer.wg_port.map(|p| format!("wg{p}")),
-                        peer: link.peer,
-                    }
-                } else {
-                    DeviceRef::Shared(self.shared_names[3].clone())
-                }
-            }
-            Protocol::Geneve => DeviceRef::Shared(self.shared_names[0].clone()),
-            Protocol::Vxlan => DeviceRef::Shared(self.shared_names[1].clone()),
-            Protocol::Ipip => DeviceRef::Shared(self.shared_names[2].clone()),
-            Protocol::None => DeviceRef::Underlay,
-        }
     }
 
     /// The route MTU of a learned route on node `n` (worker: gateway route; gateway: transit):
@@ -691,53 +302,6 @@ impl<'t> Solver<'t> {
         c
     }
 
-    /// `U(n) − O(protocol, family)` as a term naming node `n`.
-    fn underlay_minus(&mut self, n: NodeId, protocol: Protocol, ipv6_outer: bool) -> ExplId {
-        let (u, src) = self.underlay(n);
-        let o = overhead(protocol, ipv6_outer);
-        self.expl.leaf(
-            Leaf::Underlay {
-                node: n,
-                underlay: u.get(),
-                source: src,
-                minus: Some(Minus {
-                    protocol,
-                    overhead: o,
-                    ipv6_outer,
-                }),
-            },
-            u.minus_overhead(o),
-        )
-    }
-
-    /// The protocol a delivery link from gateway `g` into Site `d` would take, and whether its
-    /// outer family is IPv6 (by the gateway's own underlay address towards `d`: the worker end
-    /// is unknown while `d` has no worker).
-    fn hypothetical_delivery(&mut self, g: NodeId, d: SiteId) -> (Protocol, bool) {
-        let topo = self.topo();
-        let gn = topo.node(g);
-        let explicit = gn
-            .pool()
-            .and_then(|p| self.net.sgpa(d, p).protocol)
-            .map(|x| x.0)
-            .or_else(|| {
-                if gn.site == d {
-                    topo.site(d).protocol
-                } else {
-                    None
-                }
-            });
-        let external = gn.pool().is_some_and(|p| !topo.pool(p).internal);
-        let public = gn.site != d && !self.net.network_peered(gn.site, d) && external;
-        let ipv6_outer = self.net.outer_ipv6(self.net.underlay_addr(g, public), None);
-        let protocol = match explicit {
-            Some(p) => p,
-            None if public => self.settings.link.public_encap,
-            None => self.settings.link.private_encap,
-        };
-        (protocol, ipv6_outer)
-    }
-
     /// Plans of every node, in name order.
     pub fn plan_all(&mut self) -> Vec<NodePlan> {
         (0..self.topo().nodes.len())
@@ -745,55 +309,6 @@ impl<'t> Solver<'t> {
             .map(|n| self.plan(n))
             .collect()
     }
-}
-
-/// The sources in packing order.
-const UNDERLAY_SOURCES: [UnderlaySource; 5] = [
-    UnderlaySource::Annotation,
-    UnderlaySource::Max,
-    UnderlaySource::Default,
-    UnderlaySource::Override,
-    UnderlaySource::Invalid,
-];
-
-/// An underlay and its source as one non-zero word: the value in the low 32 bits, the source's
-/// index in `UNDERLAY_SOURCES` above it, and bit 63 set.
-fn pack_underlay(u: u32, s: UnderlaySource) -> std::num::NonZeroU64 {
-    let i = UNDERLAY_SOURCES.iter().position(|x| *x == s).unwrap_or(0) as u64;
-    // Bit 63 makes the word non-zero whatever the value.
-    std::num::NonZeroU64::new(1u64 << 63 | i << 32 | u64::from(u))
-        .unwrap_or(std::num::NonZeroU64::MIN)
-}
-
-fn unpack_underlay(x: std::num::NonZeroU64) -> (u32, UnderlaySource) {
-    let x = x.get();
-    let i = usize::try_from((x >> 32) & 0xff).unwrap_or(0);
-    let u = u32::try_from(x & u64::from(u32::MAX)).unwrap_or(0);
-    (
-        u,
-        UNDERLAY_SOURCES
-            .get(i)
-            .copied()
-            .unwrap_or(UnderlaySource::Default),
-    )
-}
-
-/// The index of a protocol in per-protocol arrays.
-fn protocol_slot(p: Protocol) -> usize {
-    match p {
-        Protocol::WireGuard => 0,
-        Protocol::Geneve => 1,
-        Protocol::Vxlan => 2,
-        Protocol::Ipip => 3,
-        Protocol::None => 4,
-    }
-}
-
-/// The index of an auto term in a node's array: per protocol, the IPv4 then the IPv6 column.
-fn auto_slot(p: Protocol, ipv6_outer: bool) -> usize {
-    protocol_slot(p)
-        .saturating_mul(2)
-        .saturating_add(usize::from(ipv6_outer))
 }
 
 /// The link to `peer` in links sorted by peer.
