@@ -60,6 +60,27 @@ pub fn desired_state(
     fallback_identity: IpAddr,
     fabric: &FabricOptions,
 ) -> DesiredState {
+    let (mut devices, wireguard_mtus) = plan_devices(plan);
+    let (routes, ip6tnl_mtu) = route_specs(plan, &devices);
+    if let Some(mtu) = ip6tnl_mtu {
+        devices.push(TunnelDevice {
+            name: IPIP_OVER_IPV6_DEVICE.to_string(),
+            kind: TunnelKind::Ip6Ip,
+            mtu,
+        });
+    }
+    DesiredState {
+        identity_addr: plan.identity_addr.unwrap_or(fallback_identity),
+        devices,
+        wireguard_mtus,
+        routes,
+        fabric: fabric_state(topo, plan, fabric),
+    }
+}
+
+/// The plan's devices the adapter programs: its shared tunnel devices, and the MTU of each named
+/// WireGuard device.
+fn plan_devices(plan: &NodePlan) -> (Vec<TunnelDevice>, Vec<WireguardMtu>) {
     let mut devices = Vec::new();
     let mut wireguard_mtus = Vec::new();
     for d in &plan.devices {
@@ -82,65 +103,84 @@ pub fn desired_state(
             _ => {}
         }
     }
+    (devices, wireguard_mtus)
+}
+
+/// The plan's routes with the next hops the adapter can program; a route left without any is
+/// left out. Also the MTU of the IPIP-over-IPv6 device, when a next hop needs it.
+fn route_specs(plan: &NodePlan, devices: &[TunnelDevice]) -> (Vec<RouteSpec>, Option<u32>) {
     let mut routes = Vec::new();
     let mut ip6tnl_mtu: Option<u32> = None;
     for r in &plan.routes {
-        let mut next_hops = Vec::new();
-        for nh in r.next_hops.iter() {
-            let device = match &nh.device {
-                DeviceRef::Shared(n) => n.to_string(),
-                DeviceRef::PerPeer { name: Some(n), .. } => n.clone(),
-                _ => continue,
-            };
-            let protocol = match tunnel_kind(nh.protocol) {
-                Some(k) => HopProtocol::Tunnel(k),
-                None if nh.protocol == Protocol::WireGuard => HopProtocol::WireGuard,
-                None => continue,
-            };
-            let (Some(peer_underlay), Some(pod_gateway)) = (nh.underlay_addr, nh.pod_gateway)
-            else {
-                continue;
-            };
-            let (device, protocol) = match protocol {
-                HopProtocol::Tunnel(TunnelKind::Ipip) if peer_underlay.is_ipv6() => {
-                    let mtu = devices
-                        .iter()
-                        .find(|d| d.name == device)
-                        .map(|d| d.mtu)
-                        .unwrap_or(r.mtu.mtu.get());
-                    ip6tnl_mtu = Some(ip6tnl_mtu.map_or(mtu, |m: u32| m.max(mtu)));
-                    (
-                        IPIP_OVER_IPV6_DEVICE.to_string(),
-                        HopProtocol::Tunnel(TunnelKind::Ip6Ip),
-                    )
-                }
-                p => (device, p),
-            };
-            next_hops.push(NextHop {
-                device,
-                protocol,
-                peer_underlay,
-                peer_identity: nh.identity_addr.unwrap_or(peer_underlay),
-                pod_gateway,
-            });
-        }
+        let route_mtu = r.mtu.mtu.get();
+        let next_hops: Vec<NextHop> = r
+            .next_hops
+            .iter()
+            .filter_map(|nh| next_hop(nh, route_mtu, devices, &mut ip6tnl_mtu))
+            .collect();
         if !next_hops.is_empty() {
             routes.push(RouteSpec {
                 destination: r.destination,
-                mtu: r.mtu.mtu.get(),
+                mtu: route_mtu,
                 next_hops,
             });
         }
     }
-    if let Some(mtu) = ip6tnl_mtu {
-        devices.push(TunnelDevice {
-            name: IPIP_OVER_IPV6_DEVICE.to_string(),
-            kind: TunnelKind::Ip6Ip,
-            mtu,
-        });
-    }
+    (routes, ip6tnl_mtu)
+}
+
+/// One next hop as the adapter programs it; `None` without a device name, an underlay address
+/// or a pod gateway, or over an unencapsulated link. An IPIP hop towards an IPv6 underlay leaves
+/// through [`IPIP_OVER_IPV6_DEVICE`], whose MTU `ip6tnl_mtu` raises to the shared device's (else
+/// the route's).
+fn next_hop(
+    nh: &mtu_solver::NextHop,
+    route_mtu: u32,
+    devices: &[TunnelDevice],
+    ip6tnl_mtu: &mut Option<u32>,
+) -> Option<NextHop> {
+    let device = match &nh.device {
+        DeviceRef::Shared(n) => n.to_string(),
+        DeviceRef::PerPeer { name: Some(n), .. } => n.clone(),
+        _ => return None,
+    };
+    let protocol = match tunnel_kind(nh.protocol) {
+        Some(k) => HopProtocol::Tunnel(k),
+        None if nh.protocol == Protocol::WireGuard => HopProtocol::WireGuard,
+        None => return None,
+    };
+    let (Some(peer_underlay), Some(pod_gateway)) = (nh.underlay_addr, nh.pod_gateway) else {
+        return None;
+    };
+    let (device, protocol) = match protocol {
+        HopProtocol::Tunnel(TunnelKind::Ipip) if peer_underlay.is_ipv6() => {
+            let mtu = devices
+                .iter()
+                .find(|d| d.name == device)
+                .map(|d| d.mtu)
+                .unwrap_or(route_mtu);
+            *ip6tnl_mtu = Some(ip6tnl_mtu.map_or(mtu, |m: u32| m.max(mtu)));
+            (
+                IPIP_OVER_IPV6_DEVICE.to_string(),
+                HopProtocol::Tunnel(TunnelKind::Ip6Ip),
+            )
+        }
+        p => (device, p),
+    };
+    Some(NextHop {
+        device,
+        protocol,
+        peer_underlay,
+        peer_identity: nh.identity_addr.unwrap_or(peer_underlay),
+        pod_gateway,
+    })
+}
+
+/// The pod side, when the agent manages a bridge: the fabric MTU, the pods, and the CNI
+/// configuration where the Site manages CNI.
+fn fabric_state(topo: &Topology, plan: &NodePlan, fabric: &FabricOptions) -> Option<Fabric> {
     let manage_cni = topo.site(plan.site).manage_cni;
-    let fabric = fabric.bridge.as_ref().map(|bridge| Fabric {
+    fabric.bridge.as_ref().map(|bridge| Fabric {
         bridge: bridge.clone(),
         mtu: plan.fabric.mtu.get(),
         cni_config: if manage_cni {
@@ -157,14 +197,7 @@ pub fn desired_state(
                 host_veth: None,
             })
             .collect(),
-    });
-    DesiredState {
-        identity_addr: plan.identity_addr.unwrap_or(fallback_identity),
-        devices,
-        wireguard_mtus,
-        routes,
-        fabric,
-    }
+    })
 }
 
 #[cfg(test)]
