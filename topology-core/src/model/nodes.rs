@@ -2,7 +2,8 @@
 //! gives, each with its addresses, its pool and its Site, found in that order from its sources;
 //! a node that belongs to no Site is left out with a finding.
 
-use super::{Builder, NodeInfo, NodeLabels, Role, Topology, warn};
+use super::build::{Builder, warn};
+use super::{NodeInfo, NodeLabels, Role, Topology};
 use crate::decode::{
     Addrs, Cidrs, RawGatewayPoolNode, RawNode, RawPool, RawSlice, RawSliceNode, RawStatusNode,
     site_label,

@@ -61,7 +61,7 @@ pub(super) struct Searches {
     blocked: rustc_hash::FxHashMap<(PoolId, Blocked), Arc<[u32]>>,
     /// Per origin pool: the shortest paths towards it traced in other pools' open searches
     /// (`toward.rs`).
-    pub(super) traces: Vec<SmallVec<[super::toward::Trace; 2]>>,
+    pub(super) traces: Vec<SmallVec<[Trace; 2]>>,
     scratch: Scratch,
 }
 
@@ -70,6 +70,16 @@ impl Searches {
     pub(super) fn open_search(&self, p: PoolId) -> Option<&Arc<[u32]>> {
         self.open.get(p.idx()).and_then(|s| s.as_ref())
     }
+}
+
+/// The shortest paths from a root pool to an origin pool, in the root's open search: what
+/// `toward.rs` reads a pool's next hops from when the origin pool's own search was not made.
+#[derive(Debug)]
+pub(super) struct Trace {
+    /// The root's open search.
+    pub(super) from_root: Arc<[u32]>,
+    /// The pools on the shortest paths from the root to the origin pool (bit set).
+    pub(super) marks: Arc<[u64]>,
 }
 
 /// The pool graph and the buffers a search reuses.

@@ -12,23 +12,13 @@
 //! trace covers a pool, a new one is rooted there; past a few roots per origin pool (one solver
 //! resolving many nodes), the origin pool's own search is made and used instead.
 
-use super::search::{Searches, UNREACHED, is_marked};
+use super::search::{Searches, Trace, UNREACHED, is_marked};
 use super::{GatewayClass, Net, Origin};
 use crate::ids::{NodeId, PoolId, SiteId};
 use smallvec::SmallVec;
-use std::sync::Arc;
 
 /// Traces kept per origin pool before its own search is made instead.
 const MAX_TRACES: usize = 4;
-
-/// The shortest paths from a root pool to an origin pool.
-#[derive(Debug)]
-pub(super) struct Trace {
-    /// The root's open search.
-    from_root: Arc<[u32]>,
-    /// The pools on the shortest paths from the root to the origin pool (bit set).
-    marks: Arc<[u64]>,
-}
 
 /// How to tell the next hops of one pool towards an origin pool.
 enum Step<'m> {

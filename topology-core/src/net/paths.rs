@@ -1,0 +1,280 @@
+//! Forwarding paths: every path a learned route's traffic takes from a node, hop by hop, counted
+//! and walked on demand.
+
+use super::*;
+use ipnet::IpNet;
+use smallvec::SmallVec;
+
+impl<'t> Net<'t> {
+    /// Forwarding paths of node `n` for a learned prefix: hop sequences (node IDs, first hop
+    /// first), the first `limit` of them in forwarding order, and how many there are in all
+    /// (saturating at `u64::MAX`; [`Net::forwarding_paths`] says whether it saturated).
+    pub fn paths(&self, n: NodeId, prefix: &IpNet, limit: usize) -> (Vec<Vec<NodeId>>, u64) {
+        let fp = self.forwarding_paths(n, prefix);
+        (fp.iter().take(limit).collect(), fp.total())
+    }
+
+    /// The forwarding paths of node `n` for a learned prefix, counted without being enumerated.
+    ///
+    /// Every ECMP branch follows each gateway's own selection until a gateway whose pool
+    /// originates the prefix delivers it (rule 6). The number of branches multiplies at every
+    /// hop (a chain of pools with `k` gateways each has `k^length` of them), so they are counted
+    /// by dynamic programming over (gateway, hop) states: each state's count is the sum of its
+    /// next hops' counts, computed once. A branch longer than the number of pools (possible only
+    /// if selections loop) ends where it is cut, so the state graph is finite and acyclic. Cost:
+    /// one state per gateway and hop count reached, each expanded once; paths themselves are
+    /// produced lazily by [`ForwardingPaths::iter`].
+    pub fn forwarding_paths(&self, n: NodeId, prefix: &IpNet) -> ForwardingPaths {
+        let mut fp = ForwardingPaths::default();
+        let Some(l) = self.learned_for(n, prefix) else {
+            return fp;
+        };
+        let origins = self.origins_of(prefix);
+        let max_depth = self.topo.pools.len();
+        // Per gateway: whether it delivers the prefix, else its selected next hops (none when it
+        // has no route: a dead end that contributes no path).
+        let mut hops: FxHashMap<NodeId, Option<SmallVec<[NodeId; 4]>>> = FxHashMap::default();
+        let mut index: FxHashMap<(NodeId, usize), usize> = FxHashMap::default();
+        // States layer by layer (layer `d`: the gateways reached after `d` earlier hops); every
+        // edge goes from one layer to the next, so counting the layers backwards is a
+        // topological order.
+        let mut layers: Vec<Vec<usize>> = Vec::new();
+        let mut current: Vec<usize> = Vec::new();
+        for g in &l.via {
+            let r = fp.state(&mut index, &mut current, *g, 0);
+            fp.roots.push(r);
+        }
+        let mut depth = 0usize;
+        while !current.is_empty() {
+            let mut next: Vec<usize> = Vec::new();
+            let child_depth = depth.saturating_add(1);
+            for &i in &current {
+                let Some(g) = fp.states.get(i).map(|s| s.node) else {
+                    continue;
+                };
+                let via = hops.entry(g).or_insert_with(|| {
+                    if origins.iter().any(|o| self.originates(g, o.dest)) {
+                        None
+                    } else {
+                        Some(
+                            self.learned_for(g, prefix)
+                                .map(|x| x.via)
+                                .unwrap_or_default(),
+                        )
+                    }
+                });
+                let children: SmallVec<[usize; 4]> = match via {
+                    Some(via) if depth <= max_depth => via
+                        .iter()
+                        .map(|h| fp.state(&mut index, &mut next, *h, child_depth))
+                        .collect(),
+                    // Delivers, or cut: the branch ends here.
+                    _ => {
+                        if let Some(s) = fp.states.get_mut(i) {
+                            s.terminal = true;
+                        }
+                        continue;
+                    }
+                };
+                if let Some(s) = fp.states.get_mut(i) {
+                    s.children = children;
+                }
+            }
+            layers.push(std::mem::replace(&mut current, next));
+            depth = child_depth;
+        }
+        for layer in layers.iter().rev() {
+            for &i in layer {
+                let (count, saturated) = fp.count_of(i);
+                if let Some(s) = fp.states.get_mut(i) {
+                    s.count = count;
+                    fp.saturated |= saturated;
+                }
+            }
+        }
+        for &r in &fp.roots {
+            let c = fp.states.get(r).map_or(0, |s| s.count);
+            match fp.total.checked_add(c) {
+                Some(t) => fp.total = t,
+                None => {
+                    fp.total = u64::MAX;
+                    fp.saturated = true;
+                }
+            }
+        }
+        fp
+    }
+}
+
+/// The forwarding paths of one learned route: how many there are, and each of them on demand
+/// ([`Net::forwarding_paths`]).
+#[derive(Clone, Debug, Default)]
+pub struct ForwardingPaths {
+    states: Vec<PathState>,
+    /// The states of the route's own next hops, in order.
+    roots: Vec<usize>,
+    total: u64,
+    saturated: bool,
+}
+
+/// A gateway reached after a given number of hops.
+#[derive(Clone, Debug)]
+struct PathState {
+    node: NodeId,
+    /// The branch ends here (the gateway delivers, or the branch is cut).
+    terminal: bool,
+    /// Next-hop states, in selection order (empty for a terminal state or a dead end).
+    children: SmallVec<[usize; 4]>,
+    /// Paths from here to a delivering gateway (1 for a terminal state, saturating).
+    count: u64,
+}
+
+impl ForwardingPaths {
+    /// How many forwarding paths there are in all (`u64::MAX` when [`Self::saturated`]).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether there are more paths than a `u64` counts: [`Self::total`] is then a lower bound.
+    pub fn saturated(&self) -> bool {
+        self.saturated
+    }
+
+    /// How many (gateway, hop) states were counted: the work [`Net::forwarding_paths`] did,
+    /// proportional to the gateways on the paths, not to the paths.
+    pub fn state_count(&self) -> usize {
+        self.states.len()
+    }
+
+    /// The paths in forwarding order (first next hop first, then each gateway's own selection
+    /// in order), produced one at a time: taking the first few costs their length times the
+    /// fan-out, whatever the total.
+    pub fn iter(&self) -> PathIter<'_> {
+        PathIter {
+            fp: self,
+            root: 0,
+            stack: Vec::new(),
+        }
+    }
+
+    /// The state for `(g, depth)`, created (and queued on `layer`) on first use.
+    fn state(
+        &mut self,
+        index: &mut FxHashMap<(NodeId, usize), usize>,
+        layer: &mut Vec<usize>,
+        g: NodeId,
+        depth: usize,
+    ) -> usize {
+        *index.entry((g, depth)).or_insert_with(|| {
+            let i = self.states.len();
+            self.states.push(PathState {
+                node: g,
+                terminal: false,
+                children: SmallVec::new(),
+                count: 0,
+            });
+            layer.push(i);
+            i
+        })
+    }
+
+    /// The count of state `i` from its children's (already computed) counts, and whether the
+    /// sum saturated.
+    fn count_of(&self, i: usize) -> (u64, bool) {
+        let Some(s) = self.states.get(i) else {
+            return (0, false);
+        };
+        if s.terminal {
+            return (1, false);
+        }
+        let mut sum: u64 = 0;
+        let mut saturated = false;
+        for c in &s.children {
+            let n = self.states.get(*c).map_or(0, |x| x.count);
+            match sum.checked_add(n) {
+                Some(x) => sum = x,
+                None => {
+                    sum = u64::MAX;
+                    saturated = true;
+                }
+            }
+        }
+        (sum, saturated)
+    }
+
+    fn terminal(&self, i: usize) -> bool {
+        self.states.get(i).is_some_and(|s| s.terminal)
+    }
+
+    fn leads_somewhere(&self, i: usize) -> bool {
+        self.states.get(i).is_some_and(|s| s.count > 0)
+    }
+}
+
+/// Forwarding paths one at a time, depth first; branches that reach no delivering gateway are
+/// skipped without being walked ([`ForwardingPaths::iter`]).
+#[derive(Clone, Debug)]
+pub struct PathIter<'a> {
+    fp: &'a ForwardingPaths,
+    /// The next root to start from.
+    root: usize,
+    /// The current branch: each state with the position of its next child to try.
+    stack: Vec<(usize, usize)>,
+}
+
+impl PathIter<'_> {
+    fn current(&self) -> Vec<NodeId> {
+        self.stack
+            .iter()
+            .filter_map(|(i, _)| self.fp.states.get(*i).map(|s| s.node))
+            .collect()
+    }
+}
+
+impl Iterator for PathIter<'_> {
+    type Item = Vec<NodeId>;
+
+    fn next(&mut self) -> Option<Vec<NodeId>> {
+        // The path returned last ended at a terminal state: leave it.
+        if self.stack.last().is_some_and(|(i, _)| self.fp.terminal(*i)) {
+            self.stack.pop();
+        }
+        loop {
+            let Some((top, pos)) = self.stack.last_mut() else {
+                let r = *self.fp.roots.get(self.root)?;
+                self.root = self.root.saturating_add(1);
+                if self.fp.leads_somewhere(r) {
+                    self.stack.push((r, 0));
+                    if self.fp.terminal(r) {
+                        return Some(self.current());
+                    }
+                }
+                continue;
+            };
+            let children = self
+                .fp
+                .states
+                .get(*top)
+                .map(|s| s.children.as_slice())
+                .unwrap_or_default();
+            let next = children
+                .iter()
+                .enumerate()
+                .skip(*pos)
+                .find(|(_, c)| self.fp.leads_somewhere(**c));
+            match next {
+                Some((k, c)) => {
+                    *pos = k.saturating_add(1);
+                    let c = *c;
+                    self.stack.push((c, 0));
+                    if self.fp.terminal(c) {
+                        return Some(self.current());
+                    }
+                }
+                None => {
+                    self.stack.pop();
+                }
+            }
+        }
+    }
+}
