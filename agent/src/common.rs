@@ -1,6 +1,7 @@
 //! What every offline command shares: loading, output and exit codes.
 
-use crate::cli::{Common, FailOn, SelectArgs};
+use crate::cli::FailOn;
+use crate::settings::Input;
 use anyhow::{Result, bail};
 use topology_core::decode::Decoded;
 use topology_core::diag::{Diagnostic, Severity};
@@ -47,29 +48,28 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
 
 /// Loads and decodes the inputs: the cluster with `--kubeconfig` / `--in-cluster` (read-only
 /// LISTs), else the `-f` files; exit 2 when nothing could be read or decoded.
-pub fn load(c: &Common) -> Result<Decoded> {
-    if c.kubeconfig.is_some() || c.in_cluster || c.context.is_some() {
-        let src = crate::k8s::client::Source {
-            kubeconfig: c.kubeconfig.clone(),
-            in_cluster: c.in_cluster,
-            context: c.context.clone(),
-        };
-        // Nothing could be read: the error's message is complete on one line (kubectl's words
-        // for a server's answer, the URL of an unreachable server, the contexts that exist).
-        let decoded = crate::k8s::live::load(&src).map_err(|e| usage(e.to_string()))?;
-        if decoded.objects.is_empty() && decoded.diagnostics.is_empty() {
-            bail!(usage(
-                "the cluster holds no objects of a kind this tool reads"
-            ));
+pub fn load(input: &Input) -> Result<Decoded> {
+    let files = match input {
+        Input::Files(files) => files,
+        Input::Cluster(src) => {
+            // Nothing could be read: the error's message is complete on one line (kubectl's
+            // words for a server's answer, the URL of an unreachable server, the contexts that
+            // exist).
+            let decoded = crate::k8s::live::load(src).map_err(|e| usage(e.to_string()))?;
+            if decoded.objects.is_empty() && decoded.diagnostics.is_empty() {
+                bail!(usage(
+                    "the cluster holds no objects of a kind this tool reads"
+                ));
+            }
+            return Ok(decoded);
         }
-        return Ok(decoded);
-    }
-    if c.files.is_empty() {
+    };
+    if files.is_empty() {
         bail!(usage(
             "nothing to read: give -f PATH, --kubeconfig or --in-cluster"
         ));
     }
-    load_files(&c.files)
+    load_files(files)
 }
 
 /// Loads and decodes files; exit 2 when nothing could be read or decoded.
@@ -107,12 +107,6 @@ pub fn some_resolved(topo: &Topology) -> Result<()> {
         Some(why) => Err(usage(why.to_string())),
         None => Ok(()),
     }
-}
-
-/// The node selector of a whole-cluster command's flags (`settings::selector`); exit 2 on a
-/// label selector that does not parse, before any input is read.
-pub fn selector(args: &SelectArgs) -> Result<NodeSelector> {
-    crate::settings::selector(args).map_err(|e| usage(e.to_string()))
 }
 
 /// The nodes `selector` selects in `topo`, sorted by name; exit 2 when it names a Site, pool or

@@ -1,8 +1,8 @@
 //! `unbounded-mtu explain`: why each value of a node is what it is, for a person.
 
-use crate::cli::ExplainArgs;
 use crate::common::{self, usage};
 use crate::output::{Format, TableStyle, diagnostics_table, write_data};
+use crate::settings;
 use anyhow::Result;
 use ipnet::IpNet;
 use mtu_solver::explain::ExplId;
@@ -138,13 +138,12 @@ enum Want {
 }
 
 /// Runs `explain`.
-pub fn run(args: &ExplainArgs) -> Result<()> {
-    let selector = common::selector(&args.select)?;
-    let decoded = common::load(&args.common)?;
+pub fn run(args: &settings::Explain) -> Result<()> {
+    let decoded = common::load(&args.offline.input)?;
     let topo = common::topology(&decoded)?;
-    let n = common::one_node(&topo, &selector)?;
+    let n = common::one_node(&topo, &args.selector)?;
     let want = question(&topo, args)?;
-    let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
+    let mut solver = Solver::new(&topo, args.offline.solver.clone());
     let plan: NodePlan = solver.plan(n);
     if let Some(Want::Peer(p)) = want {
         linked(&topo, n, &plan, p)?;
@@ -183,16 +182,16 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
         },
         values,
     };
-    match crate::settings::format(&args.out) {
+    match args.format {
         Format::Table(style) => common::write_text(&text(&doc, &diags, style))?,
         Format::Data(f) => write_data(&doc, f)?,
     }
-    common::fail_on(args.fail.fail_on, &diags)
+    common::fail_on(args.fail_on, &diags)
 }
 
 /// What is asked: a peer's link (`--peer`), the routes to a destination (`--destination`, a
 /// CIDR or an address), or every value (None).
-fn question(topo: &Topology, args: &ExplainArgs) -> Result<Option<Want>> {
+fn question(topo: &Topology, args: &settings::Explain) -> Result<Option<Want>> {
     if let Some(p) = &args.peer {
         let id = topo
             .find_node(p)

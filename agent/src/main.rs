@@ -2,6 +2,7 @@
 
 use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
+use unbounded_mtu::settings::{self, SettingsError};
 use unbounded_mtu::{agent, cli, common, explain, graph, probe, resolve, whatif};
 
 /// mimalloc rather than the C library's malloc: a resolve makes millions of small allocations
@@ -16,13 +17,23 @@ fn main() -> ExitCode {
     let matches = cli::Cli::command().get_matches();
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match &cli.command {
-        cli::Command::Resolve(a) => resolve::run(a),
+        cli::Command::Resolve(a) => settings::resolve(a)
+            .map_err(refused)
+            .and_then(|s| resolve::run(&s)),
         // The what-if flags apply in command-line order, which clap's matches record.
-        cli::Command::WhatIf(a) => whatif::run(a, matches.subcommand_matches("what-if")),
-        cli::Command::Explain(a) => explain::run(a),
-        cli::Command::Graph(a) => graph::run(a),
-        cli::Command::Probe(a) => probe::command::run(a),
-        cli::Command::Agent(a) => agent::main(a),
+        cli::Command::WhatIf(a) => settings::what_if(a, matches.subcommand_matches("what-if"))
+            .map_err(refused)
+            .and_then(|s| whatif::run(&s)),
+        cli::Command::Explain(a) => settings::explain(a)
+            .map_err(refused)
+            .and_then(|s| explain::run(&s)),
+        cli::Command::Graph(a) => settings::graph(a)
+            .map_err(refused)
+            .and_then(|s| graph::run(&s)),
+        cli::Command::Probe(a) => probe::run(&settings::probe_command(a)),
+        cli::Command::Agent(a) => settings::Agent::from_args(a)
+            .map_err(refused)
+            .and_then(agent::main),
         cli::Command::Completion(a) => common::completion(a.shell),
         cli::Command::Man(a) => common::man_page(a),
     };
@@ -41,6 +52,11 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Flags that make no settings: exit 2 with what is wrong, before any input is read.
+fn refused(e: SettingsError) -> anyhow::Error {
+    common::usage(e.to_string())
 }
 
 /// Whether the command ended because standard output was closed (`unbounded-mtu resolve | head

@@ -1,16 +1,20 @@
 //! Settings: the one place where command-line structures (`cli.rs`, low level: what the user
-//! typed) become the settings the commands run on (high level: solver, dataplane, fabric,
-//! source). Nothing else reads `Common` or `AgentArgs` fields, so a flag means the same in every
-//! command and every mode of the agent.
+//! typed) become the settings the commands run on (high level: input, solver, output, dataplane,
+//! fabric, source), as ripgrep turns its low-level arguments into high-level ones. Each command
+//! has its settings type, made once here from its clap structure before the command runs; no
+//! command reads a clap structure, so a flag means the same in every command and every mode of
+//! the agent.
 
 use crate::cli::{
-    AgentArgs, Common, Encap, Family, LogFormat, Output, OutputArgs, ProbeFlags, ProbeMethod,
-    SelectArgs,
+    AgentArgs, Common, Encap, ExplainArgs, ExplainLevel, FailOn, Family, GraphArgs, GraphFormat,
+    LogFormat, Output, OutputArgs, ProbeArgs, ProbeFailOn, ProbeFlags, ProbeMethod, ResolveArgs,
+    SelectArgs, SummaryMode, WhatIfArgs,
 };
 use crate::dataplane::FabricOptions;
 use crate::k8s::client;
 use crate::output::{DataFormat, Format, TableStyle};
-use crate::probe::runner::{self, MethodChoice};
+use crate::prober::{self, MethodChoice};
+use mtu_solver::whatif::Mutation;
 use std::path::PathBuf;
 use std::time::Duration;
 use topology_core::net::LinkSettings;
@@ -52,20 +56,265 @@ impl SolverFlags {
     }
 }
 
-/// Solver settings of the offline commands.
-pub fn offline(c: &Common) -> mtu_solver::Settings {
-    SolverFlags {
+/// Where an offline command reads its objects.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// The `-f` paths (`-` is standard input); empty when none was given, which loading refuses.
+    Files(Vec<String>),
+    /// A live cluster, read-only (`--kubeconfig`, `--context`, `--in-cluster`).
+    Cluster(client::Source),
+}
+
+/// What every offline command shares: where it reads and how it resolves.
+#[derive(Clone, Debug)]
+pub struct Offline {
+    /// Where the objects come from.
+    pub input: Input,
+    /// The solver's settings.
+    pub solver: mtu_solver::Settings,
+}
+
+/// The input and solver settings of the offline commands.
+fn offline(c: &Common) -> Offline {
+    let input = if c.kubeconfig.is_some() || c.in_cluster || c.context.is_some() {
+        Input::Cluster(client::Source {
+            kubeconfig: c.kubeconfig.clone(),
+            in_cluster: c.in_cluster,
+            context: c.context.clone(),
+        })
+    } else {
+        Input::Files(c.files.clone())
+    };
+    let solver = SolverFlags {
         underlay_mtu: c.underlay_mtu,
         mtu: c.mtu,
         family: c.tunnel_ip_family,
         public: c.public_encap,
         private: c.private_encap,
     }
-    .settings()
+    .settings();
+    Offline { input, solver }
+}
+
+/// `resolve`'s settings.
+#[derive(Clone, Debug)]
+pub struct Resolve {
+    /// Input and solver.
+    pub offline: Offline,
+    /// The nodes resolved.
+    pub selector: NodeSelector,
+    /// How the result is printed.
+    pub format: Format,
+    /// The severity that fails the command.
+    pub fail_on: FailOn,
+    /// A rollup instead of every node (`--summary`).
+    pub summary: Option<SummaryMode>,
+    /// Every explanation term, not only the bound one (`--explain full`).
+    pub full: bool,
+}
+
+/// `resolve`'s settings from its flags.
+pub fn resolve(a: &ResolveArgs) -> Result<Resolve, SettingsError> {
+    Ok(Resolve {
+        selector: selector(&a.select)?,
+        offline: offline(&a.common),
+        format: format(&a.out),
+        fail_on: a.fail.fail_on,
+        summary: a.summary,
+        full: a.explain == ExplainLevel::Full,
+    })
+}
+
+/// `explain`'s settings.
+#[derive(Clone, Debug)]
+pub struct Explain {
+    /// Input and solver.
+    pub offline: Offline,
+    /// The node explained (one).
+    pub selector: NodeSelector,
+    /// How the explanation is printed.
+    pub format: Format,
+    /// The severity that fails the command.
+    pub fail_on: FailOn,
+    /// Only the link to this peer (`--peer`).
+    pub peer: Option<String>,
+    /// Only the routes to this CIDR or address (`--destination`).
+    pub destination: Option<String>,
+    /// Forwarding paths listed per route (`--paths`).
+    pub paths: usize,
+}
+
+/// `explain`'s settings from its flags.
+pub fn explain(a: &ExplainArgs) -> Result<Explain, SettingsError> {
+    Ok(Explain {
+        selector: selector(&a.select)?,
+        offline: offline(&a.common),
+        format: format(&a.out),
+        fail_on: a.fail.fail_on,
+        peer: a.peer.clone(),
+        destination: a.destination.clone(),
+        paths: a.paths,
+    })
+}
+
+/// A what-if mutation and the flag that asked for it (`--set SitePeering/ab=1300`), for
+/// messages.
+pub type Asked = (String, Mutation);
+
+/// `what-if`'s settings.
+#[derive(Clone, Debug)]
+pub struct WhatIf {
+    /// Input and solver.
+    pub offline: Offline,
+    /// The nodes whose changes are shown.
+    pub selector: NodeSelector,
+    /// How the answer is printed.
+    pub format: Format,
+    /// The severity that fails the command.
+    pub fail_on: FailOn,
+    /// The mutations, in command-line order.
+    pub asked: Vec<Asked>,
+    /// The input compared with instead of mutations (`--after`).
+    pub after: Vec<String>,
+    /// Every explanation term (`--explain full`).
+    pub full: bool,
+    /// Every changed value below the digest: asked with `--details`, or the nodes shown
+    /// restricted by a selector (a few nodes' values are read one by one).
+    pub details: bool,
+    /// Totals only (`--summary`).
+    pub summary: bool,
+}
+
+/// `what-if`'s settings from its flags; `matches` (the subcommand's) give the mutation flags'
+/// command-line order.
+pub fn what_if(
+    a: &WhatIfArgs,
+    matches: Option<&clap::ArgMatches>,
+) -> Result<WhatIf, SettingsError> {
+    let asked = mutations(a, matches)?;
+    let selector = selector(&a.select)?;
+    Ok(WhatIf {
+        details: a.details || !selector.is_empty(),
+        selector,
+        asked,
+        offline: offline(&a.common),
+        format: format(&a.out),
+        fail_on: a.fail.fail_on,
+        after: a.after.clone(),
+        full: a.explain == ExplainLevel::Full,
+        summary: a.summary,
+    })
+}
+
+/// Parses the mutation flags, in the order of the command line: clap collects each flag
+/// separately, and `matches` (the `what-if` subcommand's) says where each value stood. Without
+/// them the flags apply in the order of the table in `cli.md`. Each flag's value is read by the
+/// library's textual form of a mutation, whose verb is the flag's name (`--set X` is `set X`).
+fn mutations(
+    a: &WhatIfArgs,
+    matches: Option<&clap::ArgMatches>,
+) -> Result<Vec<Asked>, SettingsError> {
+    let agent_mtu: Vec<String> = a.agent_mtu.iter().map(u32::to_string).collect();
+    let flags: [(&str, &[String]); 10] = [
+        ("--set", &a.set),
+        ("--clear", &a.clear),
+        ("--disable", &a.disable),
+        ("--enable", &a.enable),
+        ("--add-member", &a.add_member),
+        ("--remove-member", &a.remove_member),
+        ("--demote", &a.demote),
+        ("--promote", &a.promote),
+        ("--underlay", &a.underlay),
+        ("--agent-mtu", &agent_mtu),
+    ];
+    let mut order: Vec<(usize, Asked)> = Vec::new();
+    for (flag, values) in flags {
+        let verb = flag.trim_start_matches('-');
+        let id = verb.replace('-', "_");
+        for (nth, value) in values.iter().enumerate() {
+            let asked = format!("{flag} {value}");
+            let m: Mutation =
+                format!("{verb} {value}")
+                    .parse()
+                    .map_err(|source| SettingsError::Mutation {
+                        asked: asked.clone(),
+                        source,
+                    })?;
+            let at = matches
+                .and_then(|m| m.indices_of(&id))
+                .and_then(|mut i| i.nth(nth))
+                .unwrap_or(usize::MAX);
+            order.push((at, (asked, m)));
+        }
+    }
+    order.sort_by_key(|(at, _)| *at);
+    Ok(order.into_iter().map(|(_, asked)| asked).collect())
+}
+
+/// `graph`'s settings.
+#[derive(Clone, Debug)]
+pub struct Graph {
+    /// Input and solver.
+    pub offline: Offline,
+    /// The nodes whose Sites and pools are drawn.
+    pub selector: NodeSelector,
+    /// The severity that fails the command.
+    pub fail_on: FailOn,
+    /// DOT, SVG or a document.
+    pub format: GraphFormat,
+    /// One node's neighbourhood (`--around`).
+    pub around: Option<String>,
+}
+
+/// `graph`'s settings from its flags.
+pub fn graph(a: &GraphArgs) -> Result<Graph, SettingsError> {
+    let selector = selector(&a.select)?;
+    if a.around.is_some() && !selector.is_empty() {
+        return Err(SettingsError::AroundWithSelector);
+    }
+    Ok(Graph {
+        selector,
+        offline: offline(&a.common),
+        fail_on: a.fail.fail_on,
+        format: a.format,
+        around: a.around.clone(),
+    })
+}
+
+/// `probe`'s settings.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    /// Input and solver.
+    pub offline: Offline,
+    /// How the report is printed.
+    pub format: Format,
+    /// The node whose links are probed.
+    pub node: String,
+    /// Only the links to these peers (`--peer`).
+    pub peers: Vec<String>,
+    /// How links are probed, and from which network namespace (`--netns`).
+    pub run: prober::Settings,
+    /// Probed from another namespace than this host's (`--netns`): the host check is skipped.
+    pub elsewhere: bool,
+    /// The verdicts that fail the command.
+    pub fail_on: Vec<ProbeFailOn>,
+}
+
+/// `probe`'s settings from its flags.
+pub fn probe_command(a: &ProbeArgs) -> Probe {
+    Probe {
+        offline: offline(&a.common),
+        format: format(&a.out),
+        node: a.node.clone(),
+        peers: a.peers.clone(),
+        run: probe(&a.probe, a.netns.clone()),
+        elsewhere: a.netns.is_some(),
+        fail_on: a.fail_on.clone(),
+    }
 }
 
 /// How an offline command prints (`-o`, `--no-headers`).
-pub fn format(o: &OutputArgs) -> Format {
+fn format(o: &OutputArgs) -> Format {
     let table = |wide| {
         Format::Table(TableStyle {
             headers: !o.no_headers,
@@ -83,14 +332,14 @@ pub fn format(o: &OutputArgs) -> Format {
 /// The nodes a whole-cluster command acts on (`--site`, `--pool`, `-l`, `--node`): the
 /// library's selector, its label selectors read here; names are checked against the topology
 /// when it selects.
-pub fn selector(s: &SelectArgs) -> Result<NodeSelector, SettingsError> {
+fn selector(s: &SelectArgs) -> Result<NodeSelector, SettingsError> {
     NodeSelector::parse(&s.sites, &s.pools, &s.selectors, &s.nodes).map_err(SettingsError::Selector)
 }
 
 /// Probe settings from the probe flags, probing from `netns` (default: the current
 /// namespace).
-pub fn probe(f: &ProbeFlags, netns: Option<PathBuf>) -> runner::Settings {
-    runner::Settings {
+fn probe(f: &ProbeFlags, netns: Option<PathBuf>) -> prober::Settings {
+    prober::Settings {
         method: match f.probe_method {
             ProbeMethod::Auto => MethodChoice::Auto,
             ProbeMethod::Icmp => MethodChoice::Icmp,
@@ -111,7 +360,7 @@ pub struct Probing {
     /// How often the links are probed.
     pub interval: Duration,
     /// How probes are sent.
-    pub run: runner::Settings,
+    pub run: prober::Settings,
     /// A probed underlay below the assumed one lowers the node's underlay
     /// (`--underlay-from-probe`).
     pub lower_underlay: bool,
@@ -234,6 +483,19 @@ pub enum SettingsError {
     /// `-l` / `--selector` that is no label selector.
     #[error("--selector: {0}")]
     Selector(LabelSelectorError),
+    /// A what-if mutation flag whose value is no mutation.
+    #[error("{asked}: {source}")]
+    Mutation {
+        /// The flag and its value.
+        asked: String,
+        /// Why it is no mutation.
+        source: mtu_solver::whatif::ParseMutationError,
+    },
+    /// `graph --around` with node selectors.
+    #[error(
+        "--around draws one node's neighbourhood; it does not combine with --site, --pool, -l or --node"
+    )]
+    AroundWithSelector,
 }
 
 /// Input changes are debounced this long.

@@ -3,56 +3,14 @@
 
 mod table;
 
-use crate::cli::{ExplainLevel, WhatIfArgs};
 use crate::common::{self, usage};
 use crate::output::{Format, diagnostics_table, write_data};
+use crate::settings;
 use anyhow::Result;
 use mtu_solver::whatif::{self, Change, Digest, Input, KindDigest, Mutation};
 use serde::Serialize;
 use table::Shown;
 use topology_core::diag::Diagnostic;
-use topology_core::select::NodeSelector;
-
-/// A mutation and the flag that asked for it (`--set SitePeering/ab=1300`), for messages.
-pub type Asked = (String, Mutation);
-
-/// Parses the mutation flags, in the order of the command line: clap collects each flag
-/// separately, and `matches` (the `what-if` subcommand's) says where each value stood. Without
-/// them the flags apply in the order of the table in `cli.md`. Each flag's value is read by the
-/// library's textual form of a mutation, whose verb is the flag's name (`--set X` is `set X`).
-pub fn mutations(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<Vec<Asked>> {
-    let agent_mtu: Vec<String> = args.agent_mtu.iter().map(u32::to_string).collect();
-    let flags: [(&str, &[String]); 10] = [
-        ("--set", &args.set),
-        ("--clear", &args.clear),
-        ("--disable", &args.disable),
-        ("--enable", &args.enable),
-        ("--add-member", &args.add_member),
-        ("--remove-member", &args.remove_member),
-        ("--demote", &args.demote),
-        ("--promote", &args.promote),
-        ("--underlay", &args.underlay),
-        ("--agent-mtu", &agent_mtu),
-    ];
-    let mut order: Vec<(usize, Asked)> = Vec::new();
-    for (flag, values) in flags {
-        let verb = flag.trim_start_matches('-');
-        let id = verb.replace('-', "_");
-        for (nth, value) in values.iter().enumerate() {
-            let asked = format!("{flag} {value}");
-            let m: Mutation = format!("{verb} {value}")
-                .parse()
-                .map_err(|e| usage(format!("{asked}: {e}")))?;
-            let at = matches
-                .and_then(|m| m.indices_of(&id))
-                .and_then(|mut i| i.nth(nth))
-                .unwrap_or(usize::MAX);
-            order.push((at, (asked, m)));
-        }
-    }
-    order.sort_by_key(|(at, _)| *at);
-    Ok(order.into_iter().map(|(_, asked)| asked).collect())
-}
 
 /// The totals of `summary`, as the spec names them.
 #[derive(Serialize)]
@@ -75,27 +33,22 @@ struct Doc<'a> {
     diagnostics: Vec<mtu_solver::report::DiagOut>,
 }
 
-/// Whether the table lists every changed value below the digest: asked with `--details`, or
-/// the nodes shown restricted by a selector (a few nodes' values are read one by one).
-pub fn details_wanted(args: &WhatIfArgs, selector: &NodeSelector) -> bool {
-    args.details || !selector.is_empty()
-}
-
 /// Runs `what-if`.
-pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> {
-    let asked = mutations(args, matches)?;
-    let selector = common::selector(&args.select)?;
-    mtu_solver::load::stdin_once(&[&args.common.files, &args.after])
-        .map_err(|e| usage(e.to_string()))?;
-    let (result, diags) = answer(args, &asked, &selector)?;
+pub fn run(args: &settings::WhatIf) -> Result<()> {
+    let files: &[String] = match &args.offline.input {
+        settings::Input::Files(files) => files,
+        settings::Input::Cluster(_) => &[],
+    };
+    mtu_solver::load::stdin_once(&[files, &args.after]).map_err(|e| usage(e.to_string()))?;
+    let (result, diags) = answer(args)?;
     // One pass over the changes; the digest holds its groups, not the changes.
     let digest = Digest::of(&result.changes);
-    match crate::settings::format(&args.out) {
+    match args.format {
         Format::Table(style) => {
             let shown = if args.summary {
                 Shown::Totals
             } else {
-                Shown::digest_or_details(details_wanted(args, &selector))
+                Shown::digest_or_details(args.details)
             };
             let mut s = table::render(&digest, &result.changes, shown, style);
             s.push_str(&diagnostics_table(&diags, style));
@@ -119,21 +72,18 @@ pub fn run(args: &WhatIfArgs, matches: Option<&clap::ArgMatches>) -> Result<()> 
             write_data(&doc, f)?;
         }
     }
-    common::fail_on(args.fail.fail_on, &diags)
+    common::fail_on(args.fail_on, &diags)
 }
 
 /// Loads the input and answers the question (the mutations `asked`, or `--after`): the
 /// changes, and the diagnostics of the inputs read.
-fn answer(
-    args: &WhatIfArgs,
-    asked: &[Asked],
-    selector: &NodeSelector,
-) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> {
-    let decoded = common::load(&args.common)?;
+fn answer(args: &settings::WhatIf) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> {
+    let (asked, selector) = (&args.asked, &args.selector);
+    let decoded = common::load(&args.offline.input)?;
     let base = Input {
         objects: decoded.objects,
         diagnostics: decoded.diagnostics,
-        settings: crate::settings::offline(&args.common),
+        settings: args.offline.solver.clone(),
     };
     let base_topo = base.topology();
     common::some_resolved(&base_topo)?;
@@ -154,7 +104,7 @@ fn answer(
         return Err(usage(format!("{flag}: {e}")));
     }
     let mut diags = base_topo.diagnostics.clone();
-    let full = args.explain == ExplainLevel::Full;
+    let full = args.full;
     let mut result = if !args.after.is_empty() {
         if !muts.is_empty() {
             return Err(usage(

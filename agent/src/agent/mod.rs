@@ -13,6 +13,7 @@ pub mod failure;
 pub mod input;
 pub mod intake;
 pub mod logging;
+pub mod metrics;
 pub mod needs;
 pub mod node_watch;
 pub mod probing;
@@ -26,7 +27,6 @@ pub mod taint;
 #[cfg(test)]
 mod testing;
 
-use crate::cli::AgentArgs;
 use crate::common::{ExitError, usage};
 use crate::settings;
 use anyhow::{Context, Result};
@@ -57,9 +57,9 @@ impl Exit {
 /// Entry point of the subcommand: the settings from the flags (exit 2 when they cannot be
 /// made), the agent on a runtime of its own, and the outcome as an exit code (3 assignment
 /// changed, 4 Node deleted, 1 fatal error).
-pub fn main(args: &AgentArgs) -> Result<()> {
-    logging::init(args.log_format);
-    let settings = Arc::new(settings::Agent::from_args(args).map_err(|e| usage(e.to_string()))?);
+pub fn main(settings: settings::Agent) -> Result<()> {
+    logging::init(settings.log_format);
+    let settings = Arc::new(settings);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -190,7 +190,7 @@ struct Probes {
 type ProbeRun = (
     Vec<mtu_solver::probe::Target>,
     Duration,
-    Result<Vec<mtu_solver::probe::LinkProbe>, crate::probe::runner::ProbeError>,
+    Result<Vec<mtu_solver::probe::LinkProbe>, crate::prober::ProbeError>,
 );
 
 /// What woke the loop on the probes' side.
@@ -239,7 +239,7 @@ impl Probes {
         let run = self.settings.run.clone();
         self.running = Some(tokio::task::spawn_blocking(move || {
             let started = Instant::now();
-            let result = crate::probe::runner::probe_links(&targets, &run);
+            let result = crate::prober::probe_links(&targets, &run);
             (targets, started.elapsed(), result)
         }));
     }

@@ -28,9 +28,10 @@ mod json;
 pub mod layout;
 mod select;
 
-use crate::cli::{GraphArgs, GraphFormat};
+use crate::cli::GraphFormat;
 use crate::common::{self, usage};
 use crate::output::{DataFormat, TableStyle, diagnostics_table, write_data};
+use crate::settings;
 use anyhow::{Context, Result};
 use mtu_solver::Solver;
 use mtu_solver::report::DiagOut;
@@ -40,17 +41,10 @@ pub use dot::{Drawing, dot};
 pub use select::Selection;
 
 /// Runs `graph`.
-pub fn run(args: &GraphArgs) -> Result<()> {
-    let selector = common::selector(&args.select)?;
-    if args.around.is_some() && !selector.is_empty() {
-        return Err(usage(
-            "--around draws one node's neighbourhood; it does not combine with --site, --pool, \
-             -l or --node",
-        ));
-    }
-    let decoded = common::load(&args.common)?;
+pub fn run(args: &settings::Graph) -> Result<()> {
+    let decoded = common::load(&args.offline.input)?;
     let topo = common::topology(&decoded)?;
-    let mut solver = Solver::new(&topo, crate::settings::offline(&args.common));
+    let mut solver = Solver::new(&topo, args.offline.solver.clone());
     let selection = match &args.around {
         Some(name) => {
             let n = topo
@@ -58,18 +52,18 @@ pub fn run(args: &GraphArgs) -> Result<()> {
                 .map_err(|e| usage(format!("--around {name}: {e}")))?;
             Selection::around(&mut solver, n)
         }
-        None if selector.is_empty() => Selection::All,
-        None => Selection::nodes(&topo, &common::select(&topo, &selector)?),
+        None if args.selector.is_empty() => Selection::All,
+        None => Selection::nodes(&topo, &common::select(&topo, &args.selector)?),
     };
-    draw(&mut solver, &selection, args)?;
-    common::fail_on(args.fail.fail_on, &topo.diagnostics)
+    draw(&mut solver, &selection, args.format)?;
+    common::fail_on(args.fail_on, &topo.diagnostics)
 }
 
 /// Writes the picture (or its document) of the Sites and pools `selection` selects, in the
-/// format of `args`, and the input's diagnostics on standard error after a picture.
-pub fn draw(solver: &mut Solver<'_>, selection: &Selection, args: &GraphArgs) -> Result<()> {
+/// `format`, and the input's diagnostics on standard error after a picture.
+pub fn draw(solver: &mut Solver<'_>, selection: &Selection, format: GraphFormat) -> Result<()> {
     let topo = solver.topo();
-    let data = match args.format {
+    let data = match format {
         GraphFormat::Dot | GraphFormat::Svg => None,
         GraphFormat::Json => Some(DataFormat::Json),
         GraphFormat::Yaml => Some(DataFormat::Yaml),
@@ -80,7 +74,7 @@ pub fn draw(solver: &mut Solver<'_>, selection: &Selection, args: &GraphArgs) ->
         return write_data(&json::graph_doc(solver, diagnostics, selection), format);
     }
     let drawing = dot(solver, selection);
-    let bytes = match args.format {
+    let bytes = match format {
         GraphFormat::Svg => {
             if let Some(note) = layout::slow_note(drawing.size, drawing.engine) {
                 writeln!(std::io::stderr().lock(), "{note}")?;

@@ -1,11 +1,13 @@
 //! API status of failed requests, a LIST that tolerates malformed objects, and raw objects.
 
 use super::kinds::ResourceKind;
-use super::store::PAGE_SIZE;
 use kube::api::ListParams;
 use kube::core::{DynamicObject, ObjectList};
 use kube::{Client, Resource};
 use serde_json::Value;
+
+/// Items per LIST page (the tolerant LIST here and the reflectors' watchers).
+pub const PAGE_SIZE: u32 = 500;
 
 /// The API status of a failed request (`code`, `reason`), when the server sent one.
 #[derive(Clone, Debug, PartialEq, Eq)]

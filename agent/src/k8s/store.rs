@@ -8,6 +8,7 @@
 //! map and a string per key), and the agent reads an object's fields only when it changed: the
 //! turn's intake keeps what it decoded of the others.
 
+use super::api::PAGE_SIZE;
 use super::backoff::Backoff;
 use super::error::describe_watcher;
 use super::kinds::ResourceKind;
@@ -31,9 +32,6 @@ use tokio::time::Instant;
 
 /// Objects of one kind by name.
 pub type Objects = BTreeMap<String, Value>;
-
-/// Items per LIST page.
-pub const PAGE_SIZE: u32 = 500;
 
 /// A random watch timeout in [600, 1200) seconds (twice the usual range).
 pub fn watch_timeout() -> u32 {

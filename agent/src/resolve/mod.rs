@@ -11,7 +11,6 @@ mod nodes;
 mod rollup;
 mod summary;
 
-use crate::cli::{ExplainLevel, ResolveArgs};
 use crate::common;
 use crate::output::Format;
 use anyhow::Result;
@@ -25,17 +24,16 @@ use topology_core::model::Topology;
 pub use crate::cli::SummaryMode;
 
 /// Runs `resolve`.
-pub fn run(args: &ResolveArgs) -> Result<()> {
-    let selector = common::selector(&args.select)?;
-    let decoded = common::load(&args.common)?;
+pub fn run(args: &crate::settings::Resolve) -> Result<()> {
+    let decoded = common::load(&args.offline.input)?;
     let topo = common::topology(&decoded)?;
     let job = Job {
         topo: &topo,
-        settings: crate::settings::offline(&args.common),
-        nodes: common::select(&topo, &selector)?,
-        full: args.explain == ExplainLevel::Full,
+        settings: args.offline.solver.clone(),
+        nodes: common::select(&topo, &args.selector)?,
+        full: args.full,
     };
-    let format = crate::settings::format(&args.out);
+    let format = args.format;
     let diags = match args.summary {
         None => match format {
             Format::Table(style) => nodes::write(&job, style)?,
@@ -43,7 +41,7 @@ pub fn run(args: &ResolveArgs) -> Result<()> {
         },
         Some(mode) => summary::write(&job, mode, format)?,
     };
-    common::fail_on(args.fail.fail_on, &diags)
+    common::fail_on(args.fail_on, &diags)
 }
 
 /// What one `resolve` resolves.

@@ -14,8 +14,8 @@ pub use serve::{Endpoints, ServeError, Servers, respond, respond_on, serve, serv
 
 use super::adopt::BrokenAssignment;
 use super::failure::{Failure, Step};
+use super::metrics::{ItemLabel, Metrics, PeerLabel, ResultLabel, StepLabel};
 use crate::k8s::metrics::ApiMetrics;
-use crate::metrics::{ItemLabel, Metrics, PeerLabel, ResultLabel, StepLabel};
 use mtu_solver::report::ResolveOut;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

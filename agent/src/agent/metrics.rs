@@ -87,7 +87,7 @@ impl Metrics {
         let reconciles = Family::<ResultLabel, Counter>::default();
         let reconcile_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         let errors = Family::<StepLabel, Counter>::default();
-        for step in crate::agent::failure::Step::ALL {
+        for step in super::failure::Step::ALL {
             drop(errors.get_or_create(&StepLabel {
                 step: step.as_str().into(),
             }));

@@ -1,18 +1,21 @@
-//! `unbounded-mtu probe`: one node's plan checked on the wire, link by link.
+//! `unbounded-mtu probe`: one node's plan checked on the wire, link by link. What to probe and
+//! how results are judged live in `mtu_solver::probe`; the links are probed by `prober.rs`, which
+//! the agent's background probes share.
 
-use super::runner;
-use crate::cli::{ProbeArgs, ProbeFailOn};
+use crate::cli::ProbeFailOn;
 use crate::common::{self, ExitError, counted, usage};
 use crate::output::{Format, TableStyle, diagnostics_table, table, write_data};
+use crate::prober;
+use crate::settings;
 use anyhow::{Result, bail};
 use mtu_solver::probe::{ProbeReport, Verdict};
 use mtu_solver::resolver::Resolver;
 use topology_core::diag::Severity;
 
 /// Runs `probe`.
-pub fn run(args: &ProbeArgs) -> Result<()> {
-    let decoded = common::load(&args.common)?;
-    let resolver = Resolver::new(decoded, crate::settings::offline(&args.common));
+pub fn run(args: &settings::Probe) -> Result<()> {
+    let decoded = common::load(&args.offline.input)?;
+    let resolver = Resolver::new(decoded, args.offline.solver.clone());
     common::some_resolved(resolver.topology())?;
     let mut targets = resolver
         .probe_targets(&args.node)
@@ -34,14 +37,13 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
         }
         targets.retain(|t| args.peers.iter().any(|p| **p == *t.peer));
     }
-    if args.netns.is_none() {
+    if !args.elsewhere {
         this_host_is(resolver.topology(), &args.node)?;
     }
-    let settings = crate::settings::probe(&args.probe, args.netns.clone());
-    let links = runner::probe_links(&targets, &settings).map_err(|e| usage(e.to_string()))?;
+    let links = prober::probe_links(&targets, &args.run).map_err(|e| usage(e.to_string()))?;
     let diags = resolver.diagnostics();
     let report = ProbeReport::new(args.node.as_str().into(), links, &diags);
-    match crate::settings::format(&args.out) {
+    match args.format {
         Format::Table(style) => {
             let mut text = render_table(&report, style);
             if !diags.is_empty() {
