@@ -9,7 +9,7 @@ use mtu_solver::load;
 use mtu_solver::resolver::{Destination, QueryError, Resolver};
 use mtu_solver::whatif::{Mutation, MutationError};
 use mtu_solver::{Settings, report};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn example(name: &str) -> PathBuf {
@@ -103,15 +103,14 @@ fn unknown_nodes_and_destinations_are_errors_naming_what_exists() {
 #[test]
 fn explain_lists_every_carrying_route_longest_match_first() {
     let mut nested = 0;
-    for ex in [
-        "01-single-site",
-        "02-mesh-peering-cap",
-        "03-hub-and-spoke",
-        "04-transit-chain",
-        "05-network-only-peering",
-        "06-routed-local-published",
-        "07-nat-and-unmanaged-cni",
-    ] {
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(example(""))
+        .expect("examples")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 7, "examples: {examples:?}");
+    for ex in &examples {
         nested += carrying_routes_of(ex);
     }
     assert!(
@@ -122,8 +121,8 @@ fn explain_lists_every_carrying_route_longest_match_first() {
 
 /// Checks `explain` for every route's first address on every node of example `ex`; returns how
 /// many answers held more than one route.
-fn carrying_routes_of(ex: &str) -> usize {
-    let decoded = load::load(&[example(ex)]).expect("example");
+fn carrying_routes_of(ex: &Path) -> usize {
+    let decoded = load::load(&[ex.to_path_buf()]).expect("example");
     let resolver = Resolver::new(decoded, Settings::default());
     let mut nested = 0;
     for node in resolver

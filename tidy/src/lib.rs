@@ -79,14 +79,19 @@ pub struct SourceFile {
     pub lines: usize,
 }
 
+/// Every `.rs` file of `krate`'s `src/`, in path order.
+pub fn source_paths(krate: &str) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    rust_files(&workspace_root().join(krate).join("src"), &mut paths);
+    paths.sort();
+    paths
+}
+
 /// Every source file of `krate`'s `src/`, parsed, in path order.
 pub fn crate_sources(krate: &str) -> Result<Vec<SourceFile>, ReadError> {
     let root = workspace_root();
     let src = root.join(krate).join("src");
-    let mut paths = Vec::new();
-    rust_files(&src, &mut paths);
-    paths.sort();
-    paths
+    source_paths(krate)
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).map_err(|source| ReadError::Io {

@@ -4,23 +4,9 @@
 
 #![allow(clippy::disallowed_methods)] // tests may read files
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use tidy::{CRATES, workspace_root};
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+use tidy::{CRATES, source_paths, workspace_root};
 
 /// How the map names the module of `file` under `src`: `None` for a crate root.
 fn named_as(src: &Path, file: &Path) -> Option<String> {
@@ -41,8 +27,7 @@ fn the_architecture_map_names_every_module() {
     let mut seen = 0;
     for krate in CRATES {
         let src = root.join(krate).join("src");
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
+        let files = source_paths(krate);
         assert!(!files.is_empty(), "{krate} has no src/");
         for f in files {
             if let Some(name) = named_as(&src, &f) {
