@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use topology_core::ids::{NodeId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::Mtu;
-use topology_core::vocab::Protocol;
+use topology_core::vocab::{PATH_MTU_ANNOTATION, Protocol};
 
 /// An interned explanation node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -65,6 +65,25 @@ pub enum Leaf {
         underlay: u32,
         /// Where that underlay came from.
         source: UnderlaySource,
+        /// The link's protocol.
+        protocol: Protocol,
+        /// Its overhead.
+        overhead: u32,
+        /// The overhead is the IPv6-outer column.
+        ipv6_outer: bool,
+    },
+    /// The probed path MTU of a pair minus the link's overhead (D13): `P(a,b) − O`.
+    Path {
+        /// The pair's lower end (node IDs order like names), so both ends name one term.
+        a: NodeId,
+        /// The pair's higher end.
+        b: NodeId,
+        /// The node whose `path-mtu` annotation holds the value.
+        by: NodeId,
+        /// The path MTU (576 when the written value was invalid).
+        mtu: u32,
+        /// The written value was invalid (fails closed to 576).
+        invalid: bool,
         /// The link's protocol.
         protocol: Protocol,
         /// Its overhead.
@@ -433,6 +452,7 @@ impl Explanations {
             Kind::Leaf(l) => match l {
                 Leaf::Cfg { .. } => "cfg".to_string(),
                 Leaf::Auto { .. } => "auto".to_string(),
+                Leaf::Path { .. } => "path".to_string(),
                 Leaf::Underlay { .. } => "underlay".to_string(),
                 Leaf::Cap { obj } => format!("{} spec.tunnelMTU", topo.label(*obj)),
                 Leaf::Comp { obj, .. } => format!("{} spec.tunnelMTU", topo.label(*obj)),
@@ -458,6 +478,7 @@ impl Explanations {
                 .published_loc
                 .as_ref()
                 .map(|l| l.to_string()),
+            Kind::Leaf(Leaf::Path { by, .. }) => topo.node(*by).loc.as_ref().map(|l| l.to_string()),
             _ => None,
         }
     }
@@ -495,6 +516,10 @@ impl Explanations {
             }
             Kind::Leaf(Leaf::Auto { node, source, .. })
             | Kind::Leaf(Leaf::Underlay { node, source, .. }) => annotation(node, source),
+            Kind::Leaf(Leaf::Path { by, .. }) => Some((
+                format!("Node/{}", topo.node(*by).name),
+                format!("metadata.annotations.{PATH_MTU_ANNOTATION}"),
+            )),
             Kind::Leaf(Leaf::Published { gateway, .. }) => {
                 topo.node(*gateway).published_by.as_ref().map(|g| {
                     (
@@ -536,6 +561,30 @@ impl Explanations {
                     topo.node(*n).name,
                     underlay,
                     under(source),
+                    protocol,
+                    overhead,
+                    family_note(*ipv6_outer)
+                ),
+                Leaf::Path {
+                    a,
+                    b,
+                    by,
+                    mtu,
+                    invalid,
+                    protocol,
+                    overhead,
+                    ipv6_outer,
+                } => format!(
+                    "path {}↔{} {}{} (probed by {}) − {} overhead {}{}",
+                    topo.node(*a).name,
+                    topo.node(*b).name,
+                    mtu,
+                    if *invalid {
+                        " (invalid, fails closed to 576)"
+                    } else {
+                        ""
+                    },
+                    topo.node(*by).name,
                     protocol,
                     overhead,
                     family_note(*ipv6_outer)

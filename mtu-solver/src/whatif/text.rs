@@ -20,10 +20,10 @@ const DEMOTE: &str = "demote NODE";
 const PROMOTE: &str = "promote NODE=POOL";
 const UNDERLAY: &str = "underlay NODE=MTU";
 const AGENT_MTU: &str = "agent-mtu MTU";
+const PATH: &str = "path NODE=PEER:MTU";
 
 /// The verbs a mutation's text starts with.
-pub const VERBS: &str =
-    "set, clear, enable, disable, add-member, remove-member, demote, promote, underlay, agent-mtu";
+pub const VERBS: &str = "set, clear, enable, disable, add-member, remove-member, demote, promote, underlay, agent-mtu, path";
 
 /// Why a mutation's text does not parse. Every variant but [`UnknownVerb`](Self::UnknownVerb)
 /// names the form the verb expects (`set KIND/NAME=MTU`).
@@ -178,6 +178,20 @@ impl FromStr for Mutation {
                     mtu,
                 })
             }
+            "path" => {
+                let (node, rest) = arg.split_eq()?;
+                let (peer, value) = rest.split_once(':').ok_or_else(|| arg.malformed())?;
+                let mtu = arg.mtu(
+                    value,
+                    |v| v == 0 || (576..=65535).contains(&v),
+                    "576..65535 (0 clears the entry)",
+                )?;
+                Ok(Mutation::PathMtu {
+                    node: arg.name(node)?,
+                    peer: arg.name(peer)?,
+                    mtu: (mtu > 0).then_some(mtu),
+                })
+            }
             "agent-mtu" => {
                 let ok = |v: u32| v == 0 || (576..=9000).contains(&v);
                 let mtu = arg.mtu(argument, ok, "576..9000 (0 = none)")?;
@@ -203,6 +217,7 @@ fn form_of(verb: &str) -> Option<&'static str> {
         "promote" => PROMOTE,
         "underlay" => UNDERLAY,
         "agent-mtu" => AGENT_MTU,
+        "path" => PATH,
         _ => return None,
     })
 }
@@ -297,6 +312,9 @@ impl fmt::Display for Mutation {
             Mutation::Promote { node, pool } => write!(f, "promote {node}={pool}"),
             Mutation::Underlay { node, mtu } => write!(f, "underlay {node}={mtu}"),
             Mutation::AgentMtu(mtu) => write!(f, "agent-mtu {mtu}"),
+            Mutation::PathMtu { node, peer, mtu } => {
+                write!(f, "path {node}={peer}:{}", mtu.unwrap_or(0))
+            }
         }
     }
 }
@@ -362,6 +380,16 @@ mod tests {
             },
             Mutation::AgentMtu(1400),
             Mutation::AgentMtu(0),
+            Mutation::PathMtu {
+                node: "a".into(),
+                peer: "b".into(),
+                mtu: Some(1400),
+            },
+            Mutation::PathMtu {
+                node: "a".into(),
+                peer: "b".into(),
+                mtu: None,
+            },
         ]
     }
 
