@@ -8,6 +8,7 @@ use ipnet::IpNet;
 use mtu_solver::explain::ExplId;
 use mtu_solver::report::hops::HopOut;
 use mtu_solver::report::{Renderer, TermOut};
+use mtu_solver::resolver::{Destination, routes_carrying};
 use mtu_solver::solver::hops::{Hop, HopTo, RouteHops};
 use mtu_solver::{NodePlan, RouteKind, Solver};
 use serde::Serialize;
@@ -70,11 +71,11 @@ fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet)
         s.push_str(" -> ");
         s.push_str(&describe(topo, *h));
     }
-    let origins = solver.net.origins_of(prefix);
+    let origins = solver.net().origins_of(prefix);
     let last = hops.last().copied();
     let end = origins
         .iter()
-        .find(|o| last.is_some_and(|g| solver.net.originates(g, o.dest)))
+        .find(|o| last.is_some_and(|g| solver.net().originates(g, o.dest)))
         .map(|o| match o.dest {
             topology_core::net::Dest::Site(d) => format!(" -> Site {}", topo.site(d).name),
             topology_core::net::Dest::Pool(p) => {
@@ -90,14 +91,14 @@ fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet)
 }
 
 fn explained(r: &Renderer<'_, '_>, solver: &Solver<'_>, item: String, e: ExplId) -> Explained {
-    let node = solver.expl.get(e);
+    let node = solver.explanations().get(e);
     // Each cap or published term also says where it was written.
     Explained {
         item,
         value: node.value.get(),
         bound: r.located_term(node.bound),
         terms: solver
-            .expl
+            .explanations()
             .leaves(e)
             .into_iter()
             .map(|t| r.located_term(t))
@@ -125,15 +126,22 @@ fn on_paths(n: NodeId, paths: &[Vec<NodeId>], hop: &Hop) -> bool {
 fn wanted_route(dest: &IpNet, want: &Option<Want>) -> bool {
     match want {
         None => true,
-        Some(Want::Net(n)) => dest == n,
-        Some(Want::Addr(a)) => dest.contains(a),
+        Some(Want::To(d)) => d.carried_by(dest),
         Some(Want::Peer(_)) => false,
     }
 }
 
+/// The order the routes are listed in: for a destination, every route that carries it, longest
+/// match first (the library's rule, as `Resolver::explain` answers); otherwise the plan's order.
+fn listed_order(plan: &NodePlan, want: &Option<Want>) -> Vec<usize> {
+    match want {
+        Some(Want::To(d)) => routes_carrying(plan.routes.iter().map(|r| Some(r.destination)), *d),
+        _ => (0..plan.routes.len()).collect(),
+    }
+}
+
 enum Want {
-    Net(IpNet),
-    Addr(IpAddr),
+    To(Destination),
     Peer(NodeId),
 }
 
@@ -156,7 +164,7 @@ pub fn run(args: &settings::Explain) -> Result<()> {
     if want.is_none() {
         values.extend(node_values(&r, &solver, &plan));
     }
-    if let Some(Want::Net(_) | Want::Addr(_)) = want
+    if let Some(Want::To(_)) = want
         && matched == 0
     {
         return Err(usage(format!(
@@ -202,9 +210,9 @@ fn question(topo: &Topology, args: &settings::Explain) -> Result<Option<Want>> {
         return Ok(None);
     };
     if let Ok(net) = d.parse::<IpNet>() {
-        Ok(Some(Want::Net(net.trunc())))
+        Ok(Some(Want::To(Destination::Prefix(net.trunc()))))
     } else if let Ok(a) = d.parse::<IpAddr>() {
-        Ok(Some(Want::Addr(a)))
+        Ok(Some(Want::To(Destination::Addr(a))))
     } else {
         Err(usage(format!(
             "--destination {d}: neither a CIDR nor an IP address"
@@ -258,7 +266,7 @@ fn shown_routes(
             out.push(None);
             continue;
         }
-        let fp = solver.net.forwarding_paths(n, &rt.advertised);
+        let fp = solver.net().forwarding_paths(n, &rt.advertised);
         let walked: Vec<Vec<NodeId>> = fp.iter().take(max_paths).collect();
         let shown = walked
             .iter()
@@ -318,7 +326,10 @@ fn route_values(
 ) -> (Vec<Explained>, usize) {
     let topo = solver.topo();
     let mut values = Vec::new();
-    for (rt, detail) in plan.routes.iter().zip(shown) {
+    for i in listed_order(plan, want) {
+        let (Some(rt), Some(detail)) = (plan.routes.get(i), shown.get(i)) else {
+            continue;
+        };
         let via_peer = matches!(want, Some(Want::Peer(p)) if rt.kind == RouteKind::Direct && rt.via.contains(p));
         if !(wanted_route(&rt.destination, want) || via_peer) {
             continue;

@@ -85,7 +85,7 @@ fn answer(args: &settings::WhatIf) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> 
         diagnostics: decoded.diagnostics,
         settings: args.offline.solver.clone(),
     };
-    let base_topo = base.topology();
+    let base_topo = base.build_topology();
     common::some_resolved(&base_topo)?;
     // Selectors choose whose changes are printed (names sorted), not what is computed.
     let shown: Option<Vec<&str>> = match selector.is_empty() {
@@ -118,7 +118,7 @@ fn answer(args: &settings::WhatIf) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> 
             settings: base.settings.clone(),
         };
         // The diagnostics of both inputs, each once.
-        diags.extend(after.topology().diagnostics);
+        diags.extend(after.build_topology().diagnostics);
         topology_core::diag::sort_diagnostics(&mut diags);
         diags.dedup();
         whatif::compare(&base, &after, full)

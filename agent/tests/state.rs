@@ -187,7 +187,7 @@ proptest! {
         which in any::<prop::sample::Index>(),
     ) {
         let mut input = Input { objects: objects(&spec), diagnostics: Vec::new(), settings: Default::default() };
-        let names: Vec<String> = input.topology().nodes.iter().map(|n| n.name.to_string()).collect();
+        let names: Vec<String> = input.build_topology().nodes.iter().map(|n| n.name.to_string()).collect();
         let Some(node) = names.get(which.index(names.len().max(1))) else { return Ok(()) };
         let s = agent(node);
         let mut tracker = Tracker::default();

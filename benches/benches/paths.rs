@@ -29,7 +29,7 @@ fn every_route(topo: &Topology, w: NodeId) -> usize {
     let plan = solver.plan(w);
     let mut hops = 0usize;
     for rt in plan.routes.iter().filter(|r| r.kind != RouteKind::Direct) {
-        let fp = solver.net.forwarding_paths(w, &rt.advertised);
+        let fp = solver.net().forwarding_paths(w, &rt.advertised);
         hops += fp.iter().take(SHOWN).map(|p| p.len()).sum::<usize>();
     }
     hops

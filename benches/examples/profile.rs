@@ -73,7 +73,7 @@ fn main() {
                 let d = thread_cpu().saturating_sub(t);
                 println!(
                     "count: {d:?}, {values} values, {links} links, {} explanation nodes",
-                    s.expl.len()
+                    s.explanations().len()
                 );
             }
             "whatif-warm" => {

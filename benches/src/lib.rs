@@ -78,7 +78,7 @@ impl Fixture {
     /// A new build of the cluster's topology: none of its indexes built on first use yet, as
     /// after the build of a reconcile or a CLI run (node IDs equal those of [`Self::topo`]).
     pub fn fresh_topology(&self) -> Topology {
-        self.base.input().topology()
+        self.base.input().build_topology()
     }
 
     /// Every node of `k` Sites spread evenly over the cluster, in node order: resolving all

@@ -19,18 +19,18 @@ fuzz_target!(|t: FTopo| {
     let plans = solver.plan_all();
     for p in &plans {
         assert_eq!(
-            solver.expl.value(p.fabric.expl),
+            solver.explanations().value(p.fabric.expl),
             p.fabric.mtu,
             "fabric explanation"
         );
         for l in &p.links {
-            assert_eq!(solver.expl.value(l.mtu.expl), l.mtu.mtu, "link explanation");
+            assert_eq!(solver.explanations().value(l.mtu.expl), l.mtu.mtu, "link explanation");
             assert!(p.fabric.mtu <= l.mtu.mtu, "fabric above a link");
         }
         for r in &p.routes {
             assert_ne!(r.destination.prefix_len(), 0, "a default route");
             assert_eq!(
-                solver.expl.value(r.mtu.expl),
+                solver.explanations().value(r.mtu.expl),
                 r.mtu.mtu,
                 "route explanation"
             );

@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
 
     // Why the route to the destination is what it is, every term.
-    let route = resolver.explain(&node, destination)?;
+    let route = &resolver.explain(&node, destination)?[0];
     println!(
         "route {} via {:?}: {}",
         route.destination, route.via, route.mtu

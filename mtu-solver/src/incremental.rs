@@ -67,7 +67,7 @@ pub struct State {
 impl State {
     /// Resolves an input from scratch.
     pub fn full(input: &Input) -> State {
-        let topo = input.topology();
+        let topo = input.build_topology();
         let mut solver = Solver::new(&topo, input.settings.clone());
         let mut nodes = BTreeMap::new();
         let mut diagnostics = topo.diagnostics.clone();
@@ -194,7 +194,7 @@ impl Incremental {
         let mut nodes = self.state.nodes.clone();
         apply_changes(&mut nodes, w.changes);
         // Diagnostics are a linear function of the input: recompute them whole.
-        let topo = next.topology();
+        let topo = next.build_topology();
         let mut diagnostics = topo.diagnostics.clone();
         if topo.nodes.iter().any(may_find) {
             let mut solver = Solver::new(&topo, next.settings.clone());

@@ -64,7 +64,7 @@
 //!
 //! // Why the route to wb's pods is 1400: the SitePeering's tunnelMTU.
 //! let to_wb: Destination = "10.8.1.9".parse()?;
-//! let route = resolver.explain("wa", to_wb)?;
+//! let route = &resolver.explain("wa", to_wb)?[0];
 //! assert_eq!(route.explanation.bound.object.as_deref(), Some("SitePeering/ab"));
 //!
 //! // What if the peering's cap were 1300? Both nodes' links and routes follow.

@@ -36,24 +36,25 @@ pub enum QueryError {
     },
 }
 
-/// Which of the routes to `prefixes` carries `destination`: an address by the longest prefix
-/// that contains it (the last of equal ones), a prefix by equality.
-fn carrying(
+/// The routes among `prefixes` (a plan's, in its order) that carry `destination`, by index:
+/// longest prefix first, routes of equal length in the plan's order. The first is the one the
+/// kernel forwards by. This is what `explain` answers for a destination, in the binary and in
+/// [`Resolver::explain`].
+pub fn routes_carrying(
     prefixes: impl Iterator<Item = Option<IpNet>>,
     destination: Destination,
-) -> Option<usize> {
-    prefixes
+) -> Vec<usize> {
+    let mut found: Vec<(u8, usize)> = prefixes
         .enumerate()
         .filter_map(|(i, p)| {
             let prefix = p?;
-            let fits = match destination {
-                Destination::Addr(a) => prefix.contains(&a),
-                Destination::Prefix(p) => prefix == p,
-            };
-            fits.then_some((prefix.prefix_len(), i))
+            destination
+                .carried_by(&prefix)
+                .then_some((prefix.prefix_len(), i))
         })
-        .max_by_key(|(len, _)| *len)
-        .map(|(_, i)| i)
+        .collect();
+    found.sort_by_key(|(len, _)| std::cmp::Reverse(*len));
+    found.into_iter().map(|(_, i)| i).collect()
 }
 
 fn no_route(node: &str, destination: Destination) -> QueryError {
@@ -83,6 +84,17 @@ pub enum Destination {
     Addr(IpAddr),
     /// A prefix.
     Prefix(IpNet),
+}
+
+impl Destination {
+    /// Whether a route to `prefix` carries this destination: an address inside it, or a prefix
+    /// equal to it.
+    pub fn carried_by(&self, prefix: &IpNet) -> bool {
+        match self {
+            Destination::Addr(a) => prefix.contains(a),
+            Destination::Prefix(p) => prefix == p,
+        }
+    }
 }
 
 impl std::str::FromStr for Destination {
@@ -148,7 +160,7 @@ impl std::str::FromStr for Destination {
 /// assert_eq!(n1.links[0].mtu, 1442);
 /// // Why the route to n2's pods is what it is.
 /// let to_n2: Destination = "10.9.2.7".parse().unwrap();
-/// let route = resolver.explain("n1", to_n2).unwrap();
+/// let route = &resolver.explain("n1", to_n2).unwrap()[0];
 /// assert_eq!(route.explanation.bound.term, "auto");
 /// // A cap on the Site: every value at most 1400.
 /// let cap = mtu_solver::whatif::Mutation::SetCap {
@@ -232,21 +244,33 @@ impl Resolver {
     /// What changes if `mutations` are applied, in order. A mutation that names
     /// something the cluster does not have, or a cap outside 576..9000, is refused.
     pub fn what_if(&self, mutations: &[Mutation]) -> Result<WhatIf, MutationError> {
-        whatif::what_if(self.base.input(), mutations, true)
+        whatif::what_if_over(self.base.input(), self.base.topology(), mutations, true)
     }
 
-    /// The route of `node` that carries `destination`, with every term of its explanation.
-    pub fn explain(&self, node: &str, destination: Destination) -> Result<RouteOut, QueryError> {
+    /// Every route of `node` that carries `destination`, longest match first (the first is the
+    /// one the kernel forwards by; [`routes_carrying`]), each with every term of its
+    /// explanation: what the binary's `explain --destination` lists. Never empty: a node with
+    /// no such route is [`QueryError::NoRoute`].
+    pub fn explain(
+        &self,
+        node: &str,
+        destination: Destination,
+    ) -> Result<Vec<RouteOut>, QueryError> {
         let out = self.plan(node)?;
         let prefixes = out.routes.iter().map(|r| r.destination.parse().ok());
-        let i = carrying(prefixes, destination).ok_or_else(|| no_route(node, destination))?;
-        out.routes
+        let order = routes_carrying(prefixes, destination);
+        let mut routes: Vec<Option<RouteOut>> = out.routes.into_iter().map(Some).collect();
+        let found: Vec<RouteOut> = order
             .into_iter()
-            .nth(i)
-            .ok_or_else(|| no_route(node, destination))
+            .filter_map(|i| routes.get_mut(i).and_then(Option::take))
+            .collect();
+        if found.is_empty() {
+            return Err(no_route(node, destination));
+        }
+        Ok(found)
     }
 
-    /// The hops of the route [`Self::explain`] answers with (none for a direct route), the
+    /// The hops of the first route [`Self::explain`] answers with (none for a direct route), the
     /// binding ones marked, and the `W-PUBLISHED-STALE` findings of the gateways whose published
     /// values they read.
     pub fn explain_hops(
@@ -258,8 +282,9 @@ impl Resolver {
         let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
         let plan = solver.plan(id);
         let prefixes = plan.routes.iter().map(|r| Some(r.destination));
-        let route = carrying(prefixes, destination)
-            .and_then(|i| plan.routes.get(i))
+        let route = routes_carrying(prefixes, destination)
+            .first()
+            .and_then(|i| plan.routes.get(*i))
             .ok_or_else(|| no_route(node, destination))?;
         let hops = solver.route_hops(id, route);
         let r = Renderer::new(&solver, true);

@@ -122,11 +122,11 @@ pub struct ComponentCap(pub ObjRef);
 /// gateway paths, learned routes), so resolving every node costs little more than the output.
 pub struct Solver<'t> {
     /// The lazily memoizing view of the topology.
-    pub net: Net<'t>,
+    pub(crate) net: Net<'t>,
     /// Settings.
-    pub settings: Settings,
+    pub(crate) settings: Settings,
     /// The explanation arena.
-    pub expl: Explanations,
+    pub(crate) expl: Explanations,
     /// Per node (by index): `U(n)` and its source once computed, packed (`pack_underlay`).
     underlays: Sparse<Option<std::num::NonZeroU64>, 64>,
     cap_leaves: FxHashMap<ObjRef, Option<ExplId>>,
@@ -212,7 +212,23 @@ impl<'t> Solver<'t> {
         }
     }
 
-    /// The topology.
+    /// The lazily memoizing view of the topology it resolves over: links, learned routes,
+    /// paths.
+    pub fn net(&self) -> &Net<'t> {
+        &self.net
+    }
+
+    /// The settings it resolves with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The explanation arena: every value's explanation, by the ID its value carries.
+    pub fn explanations(&self) -> &Explanations {
+        &self.expl
+    }
+
+    /// The topology it resolves.
     pub fn topo(&self) -> &'t Topology {
         self.net.topo
     }

@@ -62,17 +62,27 @@ fn resolve_regressions() {
         let plans = solver.plan_all();
         for p in &plans {
             assert_eq!(
-                solver.expl.value(p.fabric.expl),
+                solver.explanations().value(p.fabric.expl),
                 p.fabric.mtu,
                 "{}",
                 f.display()
             );
             for l in &p.links {
-                assert_eq!(solver.expl.value(l.mtu.expl), l.mtu.mtu, "{}", f.display());
+                assert_eq!(
+                    solver.explanations().value(l.mtu.expl),
+                    l.mtu.mtu,
+                    "{}",
+                    f.display()
+                );
                 assert!(p.fabric.mtu <= l.mtu.mtu, "{}", f.display());
             }
             for r in &p.routes {
-                assert_eq!(solver.expl.value(r.mtu.expl), r.mtu.mtu, "{}", f.display());
+                assert_eq!(
+                    solver.explanations().value(r.mtu.expl),
+                    r.mtu.mtu,
+                    "{}",
+                    f.display()
+                );
             }
         }
         let mut r = Renderer::new(&solver, false);

@@ -119,7 +119,7 @@ impl<'a, 's, 't> Ctx<'a, 's, 't> {
         self.topo.node(id).name.to_string()
     }
     fn bound(&mut self, e: mtu_solver::explain::ExplId) -> String {
-        let b = self.solver.expl.get(e).bound;
+        let b = self.solver.explanations().get(e).bound;
         self.r.term(b).term
     }
     fn device_label(&self, d: &DeviceRef) -> String {
@@ -206,7 +206,7 @@ fn check_line(
                 .iter()
                 .find(|l| c.name(l.peer) == peer)
                 .ok_or_else(|| "no such link".to_string())?;
-            let b = c.solver.expl.get(l.mtu.expl).bound;
+            let b = c.solver.explanations().get(l.mtu.expl).bound;
             let got = c.r.term(b).source;
             if got == rest(3) {
                 Ok(())

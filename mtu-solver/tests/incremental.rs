@@ -161,7 +161,7 @@ proptest! {
         let objs = objects(&spec);
         let base = input(objs.clone());
         let before = values(&base);
-        let topo = base.topology();
+        let topo = base.build_topology();
         let mut lowered = base.clone();
         lowered.settings.cfg_mtu = cfg;
         if !topo.nodes.is_empty() {
@@ -196,8 +196,8 @@ proptest! {
         let mut after = base.clone();
         let m = if clear { Mutation::ClearCap { kind, name: name.clone() } } else { Mutation::SetCap { kind, name: name.clone(), mtu } };
         apply(&mut after, &m).unwrap();
-        let tb: Topology = base.topology();
-        let ta: Topology = after.topology();
+        let tb: Topology = base.build_topology();
+        let ta: Topology = after.build_topology();
         let Some(o) = tb.obj_ref(kind, &name) else { return Ok(()) };
         let mut sb = Solver::new(&tb, base.settings.clone());
         let mut sa = Solver::new(&ta, after.settings.clone());
@@ -211,7 +211,7 @@ proptest! {
             for ((kb, vb, eb), (ka, va, ea)) in ib.iter().zip(ia.iter()) {
                 prop_assert_eq!(kb, ka);
                 if vb != va {
-                    let listed = sb.expl.objects(*eb, &tb).contains(&o) || sa.expl.objects(*ea, &ta).contains(&o);
+                    let listed = sb.explanations().objects(*eb, &tb).contains(&o) || sa.explanations().objects(*ea, &ta).contains(&o);
                     prop_assert!(listed, "{} {:?} changed {} -> {} but its explanation does not list {}/{}", tb.node(n).name, kb, vb, va, kind, name);
                 }
             }

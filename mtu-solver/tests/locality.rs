@@ -32,7 +32,7 @@ struct Kept {
 
 /// Resolves `node` on `input`: its values (`None` when the node is gone) and the footprint.
 fn resolve(input: &Input, node: &str) -> (Option<Vec<(Item, u32)>>, Footprint) {
-    let topo = input.topology();
+    let topo = input.build_topology();
     let Some(id) = topo.node_id(node) else {
         return (None, Footprint::default());
     };
@@ -156,7 +156,7 @@ proptest! {
     #[test]
     fn kept_plans_equal_full_resolves(spec in arb_spec(), events in prop::collection::vec(arb_ev(), 1..12)) {
         let base = Input { objects: objects(&spec), diagnostics: Vec::new(), settings: Default::default() };
-        let names: Vec<String> = base.topology().nodes.iter().map(|n| n.name.to_string()).collect();
+        let names: Vec<String> = base.build_topology().nodes.iter().map(|n| n.name.to_string()).collect();
         let mut kept: Vec<Kept> = names.iter().map(|n| keep(&base, n)).collect();
         let mut input = base;
         for ev in &events {
@@ -250,7 +250,7 @@ proptest! {
     ) {
         let nodes = if together { Nodes::Together } else { Nodes::Each };
         let mut input = Input { objects: objects(&spec), diagnostics: Vec::new(), settings: Default::default() };
-        let names: Vec<String> = input.topology().nodes.iter().map(|n| n.name.to_string()).collect();
+        let names: Vec<String> = input.build_topology().nodes.iter().map(|n| n.name.to_string()).collect();
         let mut parts = parts_of(&input.objects, nodes);
         let mut tracker = Tracker::default();
         tracker.reset(parts.values());
@@ -326,17 +326,17 @@ proptest! {
         events in prop::collection::vec(arb_ev(), 1..10),
     ) {
         let mut input = Input { objects: objects(&spec), diagnostics: Vec::new(), settings: Default::default() };
-        let mut kept = input.topology();
+        let mut kept = input.build_topology();
         let mut marked = Fingerprint::of(&input.objects, &input.diagnostics);
         for ev in &events {
             happen(&mut input, ev);
             let now = Fingerprint::of(&input.objects, &input.diagnostics);
             let delta = marked.delta(&now);
             if !delta.take_caps(&mut kept, &input.objects) {
-                kept = input.topology();
+                kept = input.build_topology();
             }
             marked = now;
-            prop_assert_eq!(rendered(&kept), rendered(&input.topology()), "after {:?}", ev);
+            prop_assert_eq!(rendered(&kept), rendered(&input.build_topology()), "after {:?}", ev);
         }
     }
 }
@@ -401,12 +401,12 @@ status: {addresses: [{type: InternalIP, address: 10.1.0.5}]}
         let mut after = base.clone();
         apply(&mut after, &m).expect("applies");
         let delta = fp(&base).delta(&fp(&after));
-        let mut kept = base.topology();
+        let mut kept = base.build_topology();
         assert!(delta.take_caps(&mut kept, &after.objects), "{m:?}");
-        assert_eq!(rendered(&kept), rendered(&after.topology()), "{m:?}");
+        assert_eq!(rendered(&kept), rendered(&after.build_topology()), "{m:?}");
         assert_ne!(
             rendered(&kept),
-            rendered(&base.topology()),
+            rendered(&base.build_topology()),
             "{m:?} changes a value"
         );
     }
@@ -420,7 +420,7 @@ status: {addresses: [{type: InternalIP, address: 10.1.0.5}]}
         },
     )
     .expect("applies");
-    let mut kept = base.topology();
+    let mut kept = base.build_topology();
     assert!(
         !fp(&base)
             .delta(&fp(&toggled))

@@ -458,7 +458,7 @@ fn explanations(yaml: &str, knobs: &Knobs) -> Result<(), String> {
     let t = topology_of(yaml);
     let mut solver = Solver::new(&t, knobs.settings());
     let ps = solver.plan_all();
-    let ex = &solver.expl;
+    let ex = solver.explanations();
     let check_min = |what: String, v: &mtu_solver::Value| -> Result<(), String> {
         let node = ex.get(v.expl);
         if node.value != v.mtu {

@@ -98,6 +98,71 @@ fn unknown_nodes_and_destinations_are_errors_naming_what_exists() {
     ));
 }
 
+/// `explain` for a destination answers every route that carries it, longest match first: for
+/// every node and every route's first address, the routes containing that address, no other.
+#[test]
+fn explain_lists_every_carrying_route_longest_match_first() {
+    let mut nested = 0;
+    for ex in [
+        "01-single-site",
+        "02-mesh-peering-cap",
+        "03-hub-and-spoke",
+        "04-transit-chain",
+        "05-network-only-peering",
+        "06-routed-local-published",
+        "07-nat-and-unmanaged-cni",
+    ] {
+        nested += carrying_routes_of(ex);
+    }
+    assert!(
+        nested > 0,
+        "no destination carried by two routes: the test shows nothing"
+    );
+}
+
+/// Checks `explain` for every route's first address on every node of example `ex`; returns how
+/// many answers held more than one route.
+fn carrying_routes_of(ex: &str) -> usize {
+    let decoded = load::load(&[example(ex)]).expect("example");
+    let resolver = Resolver::new(decoded, Settings::default());
+    let mut nested = 0;
+    for node in resolver
+        .node_names()
+        .map(str::to_string)
+        .collect::<Vec<_>>()
+    {
+        let plan = resolver.plan(&node).unwrap();
+        for r in &plan.routes {
+            let net: ipnet::IpNet = r.destination.parse().unwrap();
+            let addr = net.network();
+            let routes = resolver.explain(&node, Destination::Addr(addr)).unwrap();
+            let want = plan
+                .routes
+                .iter()
+                .filter(|x| {
+                    x.destination
+                        .parse::<ipnet::IpNet>()
+                        .unwrap()
+                        .contains(&addr)
+                })
+                .count();
+            assert_eq!(routes.len(), want, "{node} -> {addr}");
+            let lens: Vec<u8> = routes
+                .iter()
+                .map(|x| x.destination.parse::<ipnet::IpNet>().unwrap().prefix_len())
+                .collect();
+            assert!(
+                lens.windows(2).all(|w| w[0] >= w[1]),
+                "{node} -> {addr}: {lens:?}"
+            );
+            nested += usize::from(routes.len() > 1);
+            let exact = resolver.explain(&node, Destination::Prefix(net)).unwrap();
+            assert!(exact.iter().all(|x| x.destination == r.destination));
+        }
+    }
+    nested
+}
+
 #[test]
 fn what_ifs_are_checked_against_the_resolver_s_own_cluster() {
     let decoded = load::load(&[example("04-transit-chain")]).expect("example");

@@ -274,7 +274,7 @@ fn relationship_mutations_equal_two_full_resolves() {
 #[test]
 fn node_mutations_equal_two_full_resolves() {
     for (name, base) in examples() {
-        let topo = base.topology();
+        let topo = base.build_topology();
         let pools: Vec<String> = topo.pools.iter().map(|p| p.name.to_string()).collect();
         for n in &topo.nodes {
             let node = n.name.to_string();
@@ -513,14 +513,18 @@ fn values(p: &[mtu_solver::NodePlan]) -> Vec<u32> {
 #[test]
 fn set_caps_refuses_component_caps_and_restores() {
     for (name, base) in examples() {
-        let topo = base.topology();
+        let topo = base.build_topology();
         let mut s = Solver::new(&topo, base.settings.clone());
         let before = values(&s.plan_all());
         // Planning again gives the same values and, once re-planned, no new explanation nodes.
         assert_eq!(values(&s.plan_all()), before, "{name}");
-        let len = s.expl.len();
+        let len = s.explanations().len();
         assert_eq!(values(&s.plan_all()), before, "{name}");
-        assert_eq!(s.expl.len(), len, "{name}: a re-plan grew the arena");
+        assert_eq!(
+            s.explanations().len(),
+            len,
+            "{name}: a re-plan grew the arena"
+        );
         // Site and SitePeering caps enter direct-mesh components: refused, nothing changes.
         let site = topology_core::model::ObjRef::Site(topology_core::ids::SiteId(0));
         assert_eq!(
@@ -566,11 +570,11 @@ fn repeated_what_ifs_on_one_solver_do_not_grow_it() {
         }];
         let first = key(&what_if_on(&mut s, &base, &muts, true).unwrap());
         let _ = what_if_on(&mut s, &base, &muts, true).unwrap();
-        let len = s.expl.len();
+        let len = s.explanations().len();
         let third = key(&what_if_on(&mut s, &base, &muts, true).unwrap());
         assert_eq!(first, third, "{name}");
         assert_eq!(
-            s.expl.len(),
+            s.explanations().len(),
             len,
             "{name}: the same what-if grew the solver"
         );

@@ -196,6 +196,17 @@ struct GatewayClass {
 /// read by index and borrowed (a walk asks once per gateway class it passes).
 type TransitPeers = Box<[OnceCell<Box<[GatewayClass]>>]>;
 
+/// What a [`Net`] has memoized so far ([`Net::memo_stats`]): an embedder that keeps one view
+/// for many queries reads here what it holds; the pair memos hold only the pairs queried, and
+/// a worker whose Site has no assignment builds no gateway-only index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoStats {
+    /// Entries of the pair memos (two Sites, two pools).
+    pub pair_entries: usize,
+    /// Whether any gateway-only index (the prefix table, served Sites, searches, …) was built.
+    pub gateway_indexes: bool,
+}
+
 /// The lazily memoizing view over a topology.
 pub struct Net<'t> {
     /// The topology.
@@ -270,16 +281,19 @@ impl<'t> Net<'t> {
         }
     }
 
-    /// Entries held by the pair memos (for the complexity tests).
-    pub fn pair_memo_len(&self) -> usize {
-        self.site_pairs
-            .borrow()
-            .len()
-            .saturating_add(self.gpp.borrow().len())
+    /// What the view holds so far: how much a caller's queries made it remember.
+    pub fn memo_stats(&self) -> MemoStats {
+        MemoStats {
+            pair_entries: self
+                .site_pairs
+                .borrow()
+                .len()
+                .saturating_add(self.gpp.borrow().len()),
+            gateway_indexes: self.gateway_indexes_built(),
+        }
     }
 
-    /// Whether any gateway-only index has been built (for the complexity tests).
-    pub fn gateway_indexes_built(&self) -> bool {
+    fn gateway_indexes_built(&self) -> bool {
         self.topo.prefix_table_built()
             || self.served.get().is_some()
             || self.gateway_sites.get().is_some()

@@ -29,23 +29,23 @@ fn site_peering_index_is_linear() {
         let links = net.links(NodeId::from_idx(0));
         assert_eq!(links.len(), n - 1);
         assert!(
-            net.pair_memo_len() < n,
+            net.memo_stats().pair_entries < n,
             "memo {} > pairs queried {}",
-            net.pair_memo_len(),
+            net.memo_stats().pair_entries,
             n - 1
         );
         // Symmetric: asking the reverse pairs adds nothing.
         let s0 = t.node(NodeId::from_idx(0)).site;
-        let before = net.pair_memo_len();
+        let before = net.memo_stats().pair_entries;
         for l in &links {
             let s = t.node(l.peer).site;
             assert!(net.mesh_peered(s, s0));
         }
-        assert_eq!(net.pair_memo_len(), before);
+        assert_eq!(net.memo_stats().pair_entries, before);
         // A worker whose Site has no assignment pays nothing for gateway paths.
         assert!(net.learned(NodeId::from_idx(0)).is_empty());
         assert!(
-            !net.gateway_indexes_built(),
+            !net.memo_stats().gateway_indexes,
             "a worker without assignments built gateway indexes"
         );
     }
@@ -68,9 +68,9 @@ fn pool_peering_index_is_linear() {
         assert!(links.len() >= n - 1);
         // Transit pairs memoized: at most the pool pairs this gateway's links queried.
         assert!(
-            net.pair_memo_len() <= 2 * n,
+            net.memo_stats().pair_entries <= 2 * n,
             "memo {} for one gateway",
-            net.pair_memo_len()
+            net.memo_stats().pair_entries
         );
     }
 }

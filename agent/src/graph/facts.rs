@@ -75,7 +75,7 @@ pub(super) fn gather(solver: &mut Solver<'_>) -> Facts {
         let a = topo.node(n);
         for l in &plan.links {
             let b = topo.node(l.peer);
-            let (mtu, bound) = (l.mtu.mtu.get(), solver.expl.get(l.mtu.expl).bound);
+            let (mtu, bound) = (l.mtu.mtu.get(), solver.explanations().get(l.mtu.expl).bound);
             match l.kind {
                 LinkKind::Mesh if a.site == b.site => lower_in(&mut f.in_site, a.site, mtu, bound),
                 LinkKind::Mesh => lower_in(&mut f.site_site, ordered(a.site, b.site), mtu, bound),
@@ -103,11 +103,11 @@ pub(super) fn gather(solver: &mut Solver<'_>) -> Facts {
         }
         if a.pool().is_none() {
             for rt in &plan.routes {
-                let bound = solver.expl.get(rt.mtu.expl).bound;
+                let bound = solver.explanations().get(rt.mtu.expl).bound;
                 let dests: Vec<SiteId> = match rt.kind {
                     RouteKind::Direct => rt.via.iter().map(|v| topo.node(*v).site).collect(),
                     RouteKind::Gateway | RouteKind::Transit => solver
-                        .net
+                        .net()
                         .origins_of(&rt.advertised)
                         .iter()
                         .filter_map(|o| match o.dest {
@@ -126,7 +126,7 @@ pub(super) fn gather(solver: &mut Solver<'_>) -> Facts {
         if let (Some(p), Some(published)) = (a.pool(), &plan.published) {
             for pb in published {
                 let mtu = pb.mtu.mtu.get();
-                let origins = solver.net.origins_of(&pb.destination);
+                let origins = solver.net().origins_of(&pb.destination);
                 for o in origins.iter() {
                     let target = match o.dest {
                         Dest::Site(t) => Target::Site(t),
@@ -161,7 +161,7 @@ pub(super) fn gather(solver: &mut Solver<'_>) -> Facts {
 
 /// The object whose cap a term is, if it is one.
 pub(super) fn cap_object(solver: &Solver<'_>, term: ExplId) -> Option<ObjRef> {
-    match &solver.expl.get(term).kind {
+    match &solver.explanations().get(term).kind {
         EKind::Leaf(Leaf::Cap { obj }) | EKind::Leaf(Leaf::Comp { obj, .. }) => Some(*obj),
         _ => None,
     }
@@ -171,7 +171,7 @@ pub(super) fn cap_object(solver: &Solver<'_>, term: ExplId) -> Option<ObjRef> {
 pub(super) fn bound_text(solver: &Solver<'_>, term: ExplId) -> String {
     let topo = solver.topo();
     let name = |n: &NodeId| topo.node(*n).name.to_string();
-    match &solver.expl.get(term).kind {
+    match &solver.explanations().get(term).kind {
         EKind::Leaf(Leaf::Cap { obj }) => format!("{} cap", topo.label(*obj)),
         EKind::Leaf(Leaf::Comp { obj, .. }) => format!("{} cap (component)", topo.label(*obj)),
         EKind::Leaf(Leaf::Auto {
@@ -199,7 +199,7 @@ pub(super) fn bound_text(solver: &Solver<'_>, term: ExplId) -> String {
         EKind::Leaf(Leaf::Published { gateway, .. }) => {
             format!("the value {} published", name(gateway))
         }
-        _ => solver.expl.term_name(term, topo),
+        _ => solver.explanations().term_name(term, topo),
     }
 }
 

@@ -826,7 +826,7 @@ fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
         cold_changes = w.map(|w| w.changes.len()).unwrap_or(0);
         // The full re-resolve it replaces: build the topology, resolve every node.
         let ((), s) = timed(|| {
-            let topo = f.input().topology();
+            let topo = f.input().build_topology();
             let mut solver = Solver::new(&topo, Settings::default());
             std::hint::black_box(solver.plan_all());
         });
@@ -1180,7 +1180,7 @@ fn peering_size(
     let ((plan, a), d) = timed(|| counted(|| solver.plan(node)));
     t.info(
         &format!("pair memo after one node, {n}-member {kind}"),
-        format!("{}", solver.net.pair_memo_len()),
+        format!("{}", solver.net().memo_stats().pair_entries),
         format!(
             "resolve one node {} ({} values; {})",
             both(d),

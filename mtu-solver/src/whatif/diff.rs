@@ -106,7 +106,7 @@ pub(super) fn two_inputs(
     difference: Difference,
     full: bool,
 ) -> WhatIf {
-    let ta = after.topology();
+    let ta = after.build_topology();
     let mut sb = Solver::new(tb, base.settings.clone());
     let mut sa = Solver::new(&ta, after.settings.clone());
     match difference {

@@ -15,10 +15,20 @@ use topology_core::mtu::Mtu;
 
 /// Runs a what-if: `mutations` applied in order to `base`.
 pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatIf, MutationError> {
-    let tb = base.topology();
-    check_all(base, &tb, mutations)?;
-    let caps = cap_replacements(&tb, base, mutations);
-    if let Some(w) = on_one_solver(OneSolver::Fresh(&tb, &base.settings), caps.as_deref(), full) {
+    what_if_over(base, &base.build_topology(), mutations, full)
+}
+
+/// [`what_if`] over the topology already built from `base` (a [`Base`]'s), so a caller that
+/// holds one does not build it again.
+pub(crate) fn what_if_over(
+    base: &Input,
+    tb: &Topology,
+    mutations: &[Mutation],
+    full: bool,
+) -> Result<WhatIf, MutationError> {
+    check_all(base, tb, mutations)?;
+    let caps = cap_replacements(tb, base, mutations);
+    if let Some(w) = on_one_solver(OneSolver::Fresh(tb, &base.settings), caps.as_deref(), full) {
         return Ok(w);
     }
     let mut after = base.clone();
@@ -62,7 +72,7 @@ pub fn compare(base: &Input, after: &Input, full: bool) -> WhatIf {
 /// per value for cap changes, the nodes around a node for underlay changes, every node when
 /// links or paths may change.
 pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
-    let tb = base.topology();
+    let tb = base.build_topology();
     let difference = classify(base, after);
     let caps = match &difference {
         Difference::Caps(objs) => shared_caps(&tb, after, objs),

@@ -17,8 +17,9 @@ pub struct Input {
 }
 
 impl Input {
-    /// Builds the validated topology of this input.
-    pub fn topology(&self) -> Topology {
+    /// Builds the validated topology of this input (a whole build each call: keep the result,
+    /// or hold a [`Base`], which keeps it).
+    pub fn build_topology(&self) -> Topology {
         Topology::build(self.objects.iter(), self.diagnostics.iter().cloned())
     }
 }
@@ -59,7 +60,7 @@ pub struct Base {
 impl Base {
     /// The base of `input`.
     pub fn new(input: Input) -> Base {
-        let topology = input.topology();
+        let topology = input.build_topology();
         Base { input, topology }
     }
 

@@ -19,6 +19,7 @@ mod text;
 pub use apply::apply;
 pub use diff::{Change, WhatIf};
 pub use digest::{Digest, DigestBuilder, Group, ItemKind, KindDigest};
+pub(crate) use entry::what_if_over;
 pub use entry::{compare, diff, what_if, what_if_on};
 pub use input::{Base, Input};
 pub use mutation::{Mutation, MutationError, check, check_all, first_refused};
