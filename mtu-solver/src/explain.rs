@@ -134,6 +134,101 @@ pub struct Minus {
     pub ipv6_outer: bool,
 }
 
+/// Where a leaf term came from, in words, reproducing its arithmetic. Sources name objects and
+/// fields, not file positions: output must not depend on where (or in which order) objects were
+/// read; `Explanations::term_location` gives the position.
+fn leaf_source(l: &Leaf, value: Mtu, topo: &Topology) -> String {
+    let loc = |o: &ObjRef| {
+        topo.cap_of(*o)
+            .and_then(|c| c.invalid.as_ref())
+            .map(|inv| format!(" (invalid {inv}, fails closed to 576)"))
+            .unwrap_or_default()
+    };
+    let under = |s: &UnderlaySource| s.note();
+    match l {
+        Leaf::Cfg { node: n } => {
+            format!("agent config mtu {} on {}", value, topo.node(*n).name)
+        }
+        Leaf::Auto {
+            node: n,
+            underlay,
+            source,
+            protocol,
+            overhead,
+            ipv6_outer,
+        } => format!(
+            "underlay of {} {}{} − {} overhead {}{}",
+            topo.node(*n).name,
+            underlay,
+            under(source),
+            protocol,
+            overhead,
+            family_note(*ipv6_outer)
+        ),
+        Leaf::Path {
+            a,
+            b,
+            by,
+            mtu,
+            invalid,
+            protocol,
+            overhead,
+            ipv6_outer,
+        } => format!(
+            "path {}↔{} {}{} (probed by {}) − {} overhead {}{}",
+            topo.node(*a).name,
+            topo.node(*b).name,
+            mtu,
+            if *invalid {
+                " (invalid, fails closed to 576)"
+            } else {
+                ""
+            },
+            topo.node(*by).name,
+            protocol,
+            overhead,
+            family_note(*ipv6_outer)
+        ),
+        Leaf::Underlay {
+            node: n,
+            underlay,
+            source,
+            minus,
+        } => match minus {
+            Some(m) => format!(
+                "underlay of {} {}{} − {} overhead {}{}",
+                topo.node(*n).name,
+                underlay,
+                under(source),
+                m.protocol,
+                m.overhead,
+                family_note(m.ipv6_outer)
+            ),
+            None => format!(
+                "underlay of {} {}{}",
+                topo.node(*n).name,
+                underlay,
+                under(source)
+            ),
+        },
+        Leaf::Cap { obj } => {
+            format!("{} spec.tunnelMTU {}{}", topo.label(*obj), value, loc(obj))
+        }
+        Leaf::Comp { site, obj } => format!(
+            "direct-mesh component of Site/{}: {} spec.tunnelMTU {}{}",
+            topo.site(*site).name,
+            topo.label(*obj),
+            value,
+            loc(obj)
+        ),
+        Leaf::Published { gateway, prefix } => format!(
+            "published by gateway {} for {} (GatewayPoolNode annotation)",
+            topo.node(*gateway).name,
+            prefix
+        ),
+    }
+}
+
 /// ` (IPv6 outer)` after an overhead of the IPv6 column: the family is named where it is not
 /// the IPv4 default.
 fn family_note(ipv6_outer: bool) -> &'static str {
@@ -535,103 +630,8 @@ impl Explanations {
     /// Where a term came from, in words, reproducing its arithmetic.
     pub fn term_source(&self, id: ExplId, topo: &Topology) -> String {
         let node = self.get(id);
-        // Sources name objects and fields, not file positions: output must not depend on where
-        // (or in which order) objects were read. `term_location` gives the position.
-        let loc = |o: &ObjRef| {
-            topo.cap_of(*o)
-                .and_then(|c| c.invalid.as_ref())
-                .map(|inv| format!(" (invalid {inv}, fails closed to 576)"))
-                .unwrap_or_default()
-        };
-        let under = |s: &UnderlaySource| s.note();
         match &node.kind {
-            Kind::Leaf(l) => match l {
-                Leaf::Cfg { node: n } => {
-                    format!("agent config mtu {} on {}", node.value, topo.node(*n).name)
-                }
-                Leaf::Auto {
-                    node: n,
-                    underlay,
-                    source,
-                    protocol,
-                    overhead,
-                    ipv6_outer,
-                } => format!(
-                    "underlay of {} {}{} − {} overhead {}{}",
-                    topo.node(*n).name,
-                    underlay,
-                    under(source),
-                    protocol,
-                    overhead,
-                    family_note(*ipv6_outer)
-                ),
-                Leaf::Path {
-                    a,
-                    b,
-                    by,
-                    mtu,
-                    invalid,
-                    protocol,
-                    overhead,
-                    ipv6_outer,
-                } => format!(
-                    "path {}↔{} {}{} (probed by {}) − {} overhead {}{}",
-                    topo.node(*a).name,
-                    topo.node(*b).name,
-                    mtu,
-                    if *invalid {
-                        " (invalid, fails closed to 576)"
-                    } else {
-                        ""
-                    },
-                    topo.node(*by).name,
-                    protocol,
-                    overhead,
-                    family_note(*ipv6_outer)
-                ),
-                Leaf::Underlay {
-                    node: n,
-                    underlay,
-                    source,
-                    minus,
-                } => match minus {
-                    Some(m) => format!(
-                        "underlay of {} {}{} − {} overhead {}{}",
-                        topo.node(*n).name,
-                        underlay,
-                        under(source),
-                        m.protocol,
-                        m.overhead,
-                        family_note(m.ipv6_outer)
-                    ),
-                    None => format!(
-                        "underlay of {} {}{}",
-                        topo.node(*n).name,
-                        underlay,
-                        under(source)
-                    ),
-                },
-                Leaf::Cap { obj } => {
-                    format!(
-                        "{} spec.tunnelMTU {}{}",
-                        topo.label(*obj),
-                        node.value,
-                        loc(obj)
-                    )
-                }
-                Leaf::Comp { site, obj } => format!(
-                    "direct-mesh component of Site/{}: {} spec.tunnelMTU {}{}",
-                    topo.site(*site).name,
-                    topo.label(*obj),
-                    node.value,
-                    loc(obj)
-                ),
-                Leaf::Published { gateway, prefix } => format!(
-                    "published by gateway {} for {} (GatewayPoolNode annotation)",
-                    topo.node(*gateway).name,
-                    prefix
-                ),
-            },
+            Kind::Leaf(l) => leaf_source(l, node.value, topo),
             Kind::Link { peer, inner, .. } => format!(
                 "link MTU to {} {} (bound by {})",
                 topo.node(*peer).name,

@@ -453,18 +453,18 @@ impl Solver<'_> {
         {
             kids.push(c);
         }
-        let link_term = |i: usize, l: &LinkPlan| {
-            unpathed
-                .iter()
-                .find(|(at, _)| *at == i)
-                .map_or(l.mtu.expl, |(_, e)| *e)
-        };
+        // `unpathed` is in link order: walked beside the links.
+        let mut pathed = unpathed.iter().peekable();
         for (i, l) in links.iter().enumerate() {
-            kids.push(link_term(i, l));
+            match pathed.next_if(|(at, _)| *at == i) {
+                Some((_, e)) => kids.push(*e),
+                None => kids.push(l.mtu.expl),
+            }
         }
-        let base = match links.first() {
-            Some(l) => link_term(0, l),
-            None => {
+        let base = match (links.first(), unpathed.first()) {
+            (Some(_), Some((0, e))) => *e,
+            (Some(l), _) => l.mtu.expl,
+            (None, _) => {
                 // No link yet: the family of the node's own (private) underlay address.
                 let ipv6_outer = self.net.outer_ipv6(self.net.underlay_addr(n, false), None);
                 self.underlay_minus(n, Protocol::WireGuard, ipv6_outer)

@@ -141,25 +141,7 @@ impl FromStr for Mutation {
                     enabled,
                 })
             }
-            "add-member" | "remove-member" => {
-                let (object, member) = arg.split_eq()?;
-                let (kind, name) = arg.kind_name(object)?;
-                let (member_kind, member) = arg.kind_name(member)?;
-                if !matches!(member_kind, Kind::Site | Kind::GatewayPool) {
-                    return Err(ParseMutationError::NotAMemberKind {
-                        kind: member_kind,
-                        form,
-                    });
-                }
-                let add = verb == "add-member";
-                Ok(Mutation::Member {
-                    kind,
-                    name,
-                    member_kind,
-                    member,
-                    add,
-                })
-            }
+            "add-member" | "remove-member" => arg.member(verb == "add-member"),
             "demote" => Ok(Mutation::Demote {
                 node: argument.to_string(),
             }),
@@ -178,20 +160,7 @@ impl FromStr for Mutation {
                     mtu,
                 })
             }
-            "path" => {
-                let (node, rest) = arg.split_eq()?;
-                let (peer, value) = rest.split_once(':').ok_or_else(|| arg.malformed())?;
-                let mtu = arg.mtu(
-                    value,
-                    |v| v == 0 || (576..=65535).contains(&v),
-                    "576..65535 (0 clears the entry)",
-                )?;
-                Ok(Mutation::PathMtu {
-                    node: arg.name(node)?,
-                    peer: arg.name(peer)?,
-                    mtu: (mtu > 0).then_some(mtu),
-                })
-            }
+            "path" => arg.path_mtu(),
             "agent-mtu" => {
                 let ok = |v: u32| v == 0 || (576..=9000).contains(&v);
                 let mtu = arg.mtu(argument, ok, "576..9000 (0 = none)")?;
@@ -264,6 +233,42 @@ impl<'a> Argument<'a> {
             form: self.form,
         })?;
         Ok((kind, self.name(n)?))
+    }
+
+    /// `KIND/NAME=KIND/MEMBER`, the member a Site or a GatewayPool.
+    fn member(&self, add: bool) -> Result<Mutation, ParseMutationError> {
+        let (object, member) = self.split_eq()?;
+        let (kind, name) = self.kind_name(object)?;
+        let (member_kind, member) = self.kind_name(member)?;
+        if !matches!(member_kind, Kind::Site | Kind::GatewayPool) {
+            return Err(ParseMutationError::NotAMemberKind {
+                kind: member_kind,
+                form: self.form,
+            });
+        }
+        Ok(Mutation::Member {
+            kind,
+            name,
+            member_kind,
+            member,
+            add,
+        })
+    }
+
+    /// `NODE=PEER:MTU`, MTU in 576..65535 or 0 (the entry cleared).
+    fn path_mtu(&self) -> Result<Mutation, ParseMutationError> {
+        let (node, rest) = self.split_eq()?;
+        let (peer, value) = rest.split_once(':').ok_or_else(|| self.malformed())?;
+        let mtu = self.mtu(
+            value,
+            |v| v == 0 || (576..=65535).contains(&v),
+            "576..65535 (0 clears the entry)",
+        )?;
+        Ok(Mutation::PathMtu {
+            node: self.name(node)?,
+            peer: self.name(peer)?,
+            mtu: (mtu > 0).then_some(mtu),
+        })
     }
 
     /// An MTU that `accepts` (described by `range`).

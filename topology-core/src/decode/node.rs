@@ -70,6 +70,8 @@ impl Cx {
     fn path_mtus(&mut self, value: &str, line: u32, strings: &mut Interner) -> RawPathMtus {
         let field = format_args!("metadata.annotations.{PATH_MTU_ANNOTATION}");
         let mut entries: Vec<RawPathEntry> = Vec::new();
+        // Entry by peer: a long annotation costs a lookup per entry, not a scan.
+        let mut at: rustc_hash::FxHashMap<Arc<str>, usize> = rustc_hash::FxHashMap::default();
         for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             let Some((peer, mtu)) = entry
                 .split_once('=')
@@ -115,10 +117,13 @@ impl Cx {
                     }
                 }
             };
-            match entries.iter_mut().find(|e| e.peer == found.peer) {
+            match at.get(&found.peer).and_then(|i| entries.get_mut(*i)) {
                 Some(e) if found.mtu < e.mtu => *e = found,
                 Some(_) => {}
-                None => entries.push(found),
+                None => {
+                    at.insert(found.peer.clone(), entries.len());
+                    entries.push(found);
+                }
             }
         }
         RawPathMtus { entries, line }
