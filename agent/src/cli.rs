@@ -413,6 +413,10 @@ pub struct WhatIfArgs {
     /// Change the agent `mtu` of every node (0 = none).
     #[arg(long = "agent-mtu", value_name = "N", value_parser = parse_cfg_mtu)]
     pub agent_mtu: Option<u32>,
+    /// Set what NODE's path-mtu annotation says about PEER (the probed path MTU bounding their
+    /// link; 0 clears the entry): NODE=PEER:MTU.
+    #[arg(long = "path", value_name = "NODE=PEER:MTU")]
+    pub path: Vec<String>,
     /// Compare against a second set of manifests instead (file, directory or -).
     #[arg(long = "after", value_name = "PATH")]
     pub after: Vec<String>,

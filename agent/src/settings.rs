@@ -215,7 +215,7 @@ fn mutations(
     matches: Option<&clap::ArgMatches>,
 ) -> Result<Vec<Asked>, SettingsError> {
     let agent_mtu: Vec<String> = a.agent_mtu.iter().map(u32::to_string).collect();
-    let flags: [(&str, &[String]); 10] = [
+    let flags: [(&str, &[String]); 11] = [
         ("--set", &a.set),
         ("--clear", &a.clear),
         ("--disable", &a.disable),
@@ -226,6 +226,7 @@ fn mutations(
         ("--promote", &a.promote),
         ("--underlay", &a.underlay),
         ("--agent-mtu", &agent_mtu),
+        ("--path", &a.path),
     ];
     let mut order: Vec<(usize, Asked)> = Vec::new();
     for (flag, values) in flags {

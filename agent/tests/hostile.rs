@@ -301,6 +301,39 @@ fn generated_monsters() {
     assert_eq!(o.code, 1, "errors fail the command: {}", o.stderr);
     has(&o, "E-CIDR", "Site/big", "spec.nodeCidrs[0]", Some(6));
     has(&o, "E-PROTOCOL", "Site/big", "spec.tunnelProtocol", Some(7));
+    // A path-mtu annotation of 60,000 entries, every one about a node that does not exist but
+    // one, each peer named twice: read within the bound (a lookup per entry, not a scan), one
+    // warning per peer.
+    let entries: Vec<String> = (0..30_000)
+        .flat_map(|i| [format!("ghost-{i}=1400"), format!("ghost-{i}=1300")])
+        .chain(["b=1400".to_string(), "b=1350".to_string()])
+        .collect();
+    let f = dir.join("long-path-mtu.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {{name: s}}\nspec: {{nodeCidrs: [10.0.0.0/24], podCidrAssignments: [{{cidrBlocks: [10.9.0.0/16]}}]}}\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  annotations:\n    mtu.unbounded-cloud.io/path-mtu: \"{}\"\nspec: {{podCIDR: 10.9.0.0/24}}\nstatus: {{addresses: [{{type: InternalIP, address: 10.0.0.1}}]}}\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: b}}\nspec: {{podCIDR: 10.9.1.0/24}}\nstatus: {{addresses: [{{type: InternalIP, address: 10.0.0.2}}]}}\n",
+            entries.join(",")
+        ),
+    )
+    .unwrap();
+    let o = run(&f);
+    assert_eq!(o.code, 0, "warnings do not fail the command: {}", o.stderr);
+    has(
+        &o,
+        "W-PATH-MTU-PEER",
+        "Node/a",
+        "metadata.annotations.mtu.unbounded-cloud.io/path-mtu",
+        Some(11),
+    );
+    assert_eq!(
+        diags(&o)
+            .iter()
+            .filter(|d| d["code"] == "W-PATH-MTU-PEER")
+            .count(),
+        30_000,
+        "one warning per peer that does not exist"
+    );
     // Pseudo-random binary garbage, several seeds.
     let mut x: u64 = 0x9e3779b97f4a7c15;
     for i in 0..5 {

@@ -1,5 +1,6 @@
 //! `what-if` digests on the shipped examples: the table shows totals and the digest by default,
-//! every value with `--details` and the totals alone with `--summary`
+//! every value with `--details` and the totals alone with `--summary`; a probed path MTU
+//! (`--path`) lowers one link and the routes over it, on both ends, and nothing else
 //! (`tests/whatif-digest/*.txt`: the command on the first line after `$ `, the expected standard
 //! output below it); the JSON document keeps `changes` and `summary`, adds `digest`, whose
 //! groups are the changes counted, and leaves `changes` out with `--summary`.

@@ -264,6 +264,7 @@ impl FTopo {
                         .map(|(p, m)| (published_prefix(*p, ns, np), m.value()))
                         .collect()
                 }),
+                path_mtu: Vec::new(),
             });
         }
         nodes.sort_by_key(|n| (n.site, n.index));

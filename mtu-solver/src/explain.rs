@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use topology_core::ids::{NodeId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::Mtu;
-use topology_core::vocab::Protocol;
+use topology_core::vocab::{PATH_MTU_ANNOTATION, Protocol};
 
 /// An interned explanation node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -72,6 +72,25 @@ pub enum Leaf {
         /// The overhead is the IPv6-outer column.
         ipv6_outer: bool,
     },
+    /// The probed path MTU of a pair minus the link's overhead (D13): `P(a,b) − O`.
+    Path {
+        /// The pair's lower end (node IDs order like names), so both ends name one term.
+        a: NodeId,
+        /// The pair's higher end.
+        b: NodeId,
+        /// The node whose `path-mtu` annotation holds the value.
+        by: NodeId,
+        /// The path MTU (576 when the written value was invalid).
+        mtu: u32,
+        /// The written value was invalid (fails closed to 576).
+        invalid: bool,
+        /// The link's protocol.
+        protocol: Protocol,
+        /// Its overhead.
+        overhead: u32,
+        /// The overhead is the IPv6-outer column.
+        ipv6_outer: bool,
+    },
     /// A node's own underlay (minus an overhead when one applies).
     Underlay {
         /// The node.
@@ -113,6 +132,101 @@ pub struct Minus {
     pub overhead: u32,
     /// The overhead is the IPv6-outer column.
     pub ipv6_outer: bool,
+}
+
+/// Where a leaf term came from, in words, reproducing its arithmetic. Sources name objects and
+/// fields, not file positions: output must not depend on where (or in which order) objects were
+/// read; `Explanations::term_location` gives the position.
+fn leaf_source(l: &Leaf, value: Mtu, topo: &Topology) -> String {
+    let loc = |o: &ObjRef| {
+        topo.cap_of(*o)
+            .and_then(|c| c.invalid.as_ref())
+            .map(|inv| format!(" (invalid {inv}, fails closed to 576)"))
+            .unwrap_or_default()
+    };
+    let under = |s: &UnderlaySource| s.note();
+    match l {
+        Leaf::Cfg { node: n } => {
+            format!("agent config mtu {} on {}", value, topo.node(*n).name)
+        }
+        Leaf::Auto {
+            node: n,
+            underlay,
+            source,
+            protocol,
+            overhead,
+            ipv6_outer,
+        } => format!(
+            "underlay of {} {}{} − {} overhead {}{}",
+            topo.node(*n).name,
+            underlay,
+            under(source),
+            protocol,
+            overhead,
+            family_note(*ipv6_outer)
+        ),
+        Leaf::Path {
+            a,
+            b,
+            by,
+            mtu,
+            invalid,
+            protocol,
+            overhead,
+            ipv6_outer,
+        } => format!(
+            "path {}↔{} {}{} (probed by {}) − {} overhead {}{}",
+            topo.node(*a).name,
+            topo.node(*b).name,
+            mtu,
+            if *invalid {
+                " (invalid, fails closed to 576)"
+            } else {
+                ""
+            },
+            topo.node(*by).name,
+            protocol,
+            overhead,
+            family_note(*ipv6_outer)
+        ),
+        Leaf::Underlay {
+            node: n,
+            underlay,
+            source,
+            minus,
+        } => match minus {
+            Some(m) => format!(
+                "underlay of {} {}{} − {} overhead {}{}",
+                topo.node(*n).name,
+                underlay,
+                under(source),
+                m.protocol,
+                m.overhead,
+                family_note(m.ipv6_outer)
+            ),
+            None => format!(
+                "underlay of {} {}{}",
+                topo.node(*n).name,
+                underlay,
+                under(source)
+            ),
+        },
+        Leaf::Cap { obj } => {
+            format!("{} spec.tunnelMTU {}{}", topo.label(*obj), value, loc(obj))
+        }
+        Leaf::Comp { site, obj } => format!(
+            "direct-mesh component of Site/{}: {} spec.tunnelMTU {}{}",
+            topo.site(*site).name,
+            topo.label(*obj),
+            value,
+            loc(obj)
+        ),
+        Leaf::Published { gateway, prefix } => format!(
+            "published by gateway {} for {} (GatewayPoolNode annotation)",
+            topo.node(*gateway).name,
+            prefix
+        ),
+    }
 }
 
 /// ` (IPv6 outer)` after an overhead of the IPv6 column: the family is named where it is not
@@ -433,6 +547,7 @@ impl Explanations {
             Kind::Leaf(l) => match l {
                 Leaf::Cfg { .. } => "cfg".to_string(),
                 Leaf::Auto { .. } => "auto".to_string(),
+                Leaf::Path { .. } => "path".to_string(),
                 Leaf::Underlay { .. } => "underlay".to_string(),
                 Leaf::Cap { obj } => format!("{} spec.tunnelMTU", topo.label(*obj)),
                 Leaf::Comp { obj, .. } => format!("{} spec.tunnelMTU", topo.label(*obj)),
@@ -458,6 +573,7 @@ impl Explanations {
                 .published_loc
                 .as_ref()
                 .map(|l| l.to_string()),
+            Kind::Leaf(Leaf::Path { by, .. }) => topo.node(*by).loc.as_ref().map(|l| l.to_string()),
             _ => None,
         }
     }
@@ -495,6 +611,10 @@ impl Explanations {
             }
             Kind::Leaf(Leaf::Auto { node, source, .. })
             | Kind::Leaf(Leaf::Underlay { node, source, .. }) => annotation(node, source),
+            Kind::Leaf(Leaf::Path { by, .. }) => Some((
+                format!("Node/{}", topo.node(*by).name),
+                format!("metadata.annotations.{PATH_MTU_ANNOTATION}"),
+            )),
             Kind::Leaf(Leaf::Published { gateway, .. }) => {
                 topo.node(*gateway).published_by.as_ref().map(|g| {
                     (
@@ -510,79 +630,8 @@ impl Explanations {
     /// Where a term came from, in words, reproducing its arithmetic.
     pub fn term_source(&self, id: ExplId, topo: &Topology) -> String {
         let node = self.get(id);
-        // Sources name objects and fields, not file positions: output must not depend on where
-        // (or in which order) objects were read. `term_location` gives the position.
-        let loc = |o: &ObjRef| {
-            topo.cap_of(*o)
-                .and_then(|c| c.invalid.as_ref())
-                .map(|inv| format!(" (invalid {inv}, fails closed to 576)"))
-                .unwrap_or_default()
-        };
-        let under = |s: &UnderlaySource| s.note();
         match &node.kind {
-            Kind::Leaf(l) => match l {
-                Leaf::Cfg { node: n } => {
-                    format!("agent config mtu {} on {}", node.value, topo.node(*n).name)
-                }
-                Leaf::Auto {
-                    node: n,
-                    underlay,
-                    source,
-                    protocol,
-                    overhead,
-                    ipv6_outer,
-                } => format!(
-                    "underlay of {} {}{} − {} overhead {}{}",
-                    topo.node(*n).name,
-                    underlay,
-                    under(source),
-                    protocol,
-                    overhead,
-                    family_note(*ipv6_outer)
-                ),
-                Leaf::Underlay {
-                    node: n,
-                    underlay,
-                    source,
-                    minus,
-                } => match minus {
-                    Some(m) => format!(
-                        "underlay of {} {}{} − {} overhead {}{}",
-                        topo.node(*n).name,
-                        underlay,
-                        under(source),
-                        m.protocol,
-                        m.overhead,
-                        family_note(m.ipv6_outer)
-                    ),
-                    None => format!(
-                        "underlay of {} {}{}",
-                        topo.node(*n).name,
-                        underlay,
-                        under(source)
-                    ),
-                },
-                Leaf::Cap { obj } => {
-                    format!(
-                        "{} spec.tunnelMTU {}{}",
-                        topo.label(*obj),
-                        node.value,
-                        loc(obj)
-                    )
-                }
-                Leaf::Comp { site, obj } => format!(
-                    "direct-mesh component of Site/{}: {} spec.tunnelMTU {}{}",
-                    topo.site(*site).name,
-                    topo.label(*obj),
-                    node.value,
-                    loc(obj)
-                ),
-                Leaf::Published { gateway, prefix } => format!(
-                    "published by gateway {} for {} (GatewayPoolNode annotation)",
-                    topo.node(*gateway).name,
-                    prefix
-                ),
-            },
+            Kind::Leaf(l) => leaf_source(l, node.value, topo),
             Kind::Link { peer, inner, .. } => format!(
                 "link MTU to {} {} (bound by {})",
                 topo.node(*peer).name,

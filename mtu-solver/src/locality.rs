@@ -44,7 +44,7 @@ pub enum Difference {
     /// Only caps (or the findings of objects whose shape is unchanged) of these objects; empty:
     /// the inputs are equal.
     Caps(Vec<ObjectKey>),
-    /// Only the underlays of these Nodes.
+    /// Only the underlays or probed path MTUs of these Nodes.
     Underlays(Vec<ObjectKey>),
     /// Anything else: links or paths may change.
     Structure,
@@ -496,7 +496,11 @@ fn entry(o: &RawObject) -> Entry {
         whole
     };
     let bare = match o {
-        RawObject::Node(n) if n.underlay.is_some() || n.underlay_max.is_some() => node_bare(n),
+        RawObject::Node(n)
+            if n.underlay.is_some() || n.underlay_max.is_some() || n.path_mtu.is_some() =>
+        {
+            node_bare(n)
+        }
         _ => shape,
     };
     Entry {
@@ -509,7 +513,7 @@ fn entry(o: &RawObject) -> Entry {
     }
 }
 
-/// A Node's digest without its underlays and findings, field by field (Nodes are most of a
+/// A Node's digest without its underlays, probed path MTUs and findings, field by field (Nodes are most of a
 /// cluster: no copy). The pattern names every field, so a field added to [`RawNode`] must be
 /// placed here before this compiles.
 fn node_bare(n: &RawNode) -> u128 {
@@ -522,6 +526,7 @@ fn node_bare(n: &RawNode) -> u128 {
         labels,
         underlay: _,
         underlay_max: _,
+        path_mtu: _,
         internal_ips,
         external_ips,
         pod_cidrs,

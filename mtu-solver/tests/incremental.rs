@@ -184,6 +184,48 @@ proptest! {
         }
     }
 
+    /// Invariant 2 with probed path MTUs (D13): writing a lower `path-mtu` entry about a peer,
+    /// and lowering every entry written, raises no value; and the fabric does not move, since a
+    /// path MTU bounds the routes over its link, not pods.
+    #[test]
+    fn path_mtus_are_monotone_and_leave_the_fabric(
+        spec in arb_spec(),
+        a in any::<prop::sample::Index>(),
+        b in any::<prop::sample::Index>(),
+        p in 576u32..9000,
+    ) {
+        let objs = objects(&spec);
+        let base = input(objs.clone());
+        let before = values(&base);
+        let topo = base.build_topology();
+        let mut lowered = base.clone();
+        for o in lowered.objects.iter_mut() {
+            if let RawObject::Node(n) = o
+                && let Some(paths) = n.path_mtu.as_mut()
+            {
+                for e in paths.entries.iter_mut() {
+                    e.mtu = e.mtu.saturating_sub(100).max(576);
+                }
+            }
+        }
+        if topo.nodes.len() > 1 {
+            let (x, y) = (a.index(topo.nodes.len()), b.index(topo.nodes.len()));
+            let (na, nb) = (&topo.nodes[x], &topo.nodes[y]);
+            let cur = topo.path_mtu(NodeId::from_idx(x), NodeId::from_idx(y)).map_or(u32::MAX, |c| c.mtu);
+            let m = Mutation::PathMtu { node: na.name.to_string(), peer: nb.name.to_string(), mtu: Some(p.min(cur).max(576)) };
+            // A node without a Node object (slice entries only) has nowhere to write it.
+            let _ = apply(&mut lowered, &m);
+        }
+        let after = values(&lowered);
+        prop_assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>());
+        for (k, v) in &after {
+            prop_assert!(*v <= before[k], "{:?} rose from {} to {}", k, before[k], v);
+            if k.1 == Item::Fabric {
+                prop_assert_eq!(*v, before[k], "{:?}: a path MTU moved the fabric", k);
+            }
+        }
+    }
+
     /// Invariant 4: changing the cap of O changes only values whose explanation lists O (before
     /// or after), directly or inside a component cap.
     #[test]

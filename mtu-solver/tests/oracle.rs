@@ -252,7 +252,16 @@ fn safety(yaml: &str, knobs: &Knobs) -> Result<(), String> {
                     rl.caps
                 ));
             }
-            if p.fabric.mtu.get() > m {
+            // The fabric is bounded by the link without its probed path MTU (`mtu.md` §5, D13):
+            // a path MTU bounds the routes over the link, which the kernel enforces per route.
+            if p.fabric.mtu.get() > rl.unpathed {
+                return Err(format!(
+                    "node {n}: fabric {} above link MTU {} (without its path MTU)",
+                    p.fabric.mtu.get(),
+                    rl.unpathed
+                ));
+            }
+            if p.fabric.mtu.get() > m && t.path_mtu(p.node, l.peer).is_none() {
                 return Err(format!(
                     "node {n}: fabric {} above link MTU {m}",
                     p.fabric.mtu.get()

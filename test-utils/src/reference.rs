@@ -117,10 +117,12 @@ pub struct RefLink {
     pub public: bool,
     /// Configured caps (`mtu.md` §3), every one.
     pub caps: Vec<u32>,
-    /// `min(U(a), U(b)) − O(P)`.
+    /// `min(U(a), U(b), P(a,b)) − O(P)`.
     pub auto: u32,
     /// Link MTU.
     pub mtu: u32,
+    /// The link's MTU without its path MTU: what enters the fabric (`mtu.md` §5).
+    pub unpathed: u32,
 }
 
 /// Route kinds.
@@ -369,6 +371,23 @@ impl Cx<'_> {
             .min()
             .unwrap_or(self.s.default_underlay.max(576))
     }
+    /// `P(a,b)`: the lowest entry either node's `path-mtu` annotation holds about the other,
+    /// read from the raw entries by name (`model.md`).
+    fn path_mtu(&self, a: NodeId, b: NodeId) -> Option<u32> {
+        let about = |x: NodeId, y: NodeId| {
+            self.t
+                .node(x)
+                .path_mtu
+                .iter()
+                .filter(|(p, _)| self.t.node(*p).name == self.t.node(y).name)
+                .map(|(_, e)| e.mtu)
+                .min()
+        };
+        match (about(a, b), about(b, a)) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        }
+    }
     fn cfg(&self, n: NodeId) -> Option<u32> {
         let v = self
             .s
@@ -525,13 +544,15 @@ impl Cx<'_> {
     fn make_link(&self, a: NodeId, b: NodeId, kind: LinkKind) -> RefLink {
         let (protocol, public) = self.protocol(a, b, kind);
         let caps = self.link_caps(a, b, kind);
-        let auto = self
-            .underlay(a)
-            .min(self.underlay(b))
-            .saturating_sub(overhead(protocol, self.ipv6_outer(a, b, public)));
+        let o = overhead(protocol, self.ipv6_outer(a, b, public));
+        let underlays = self.underlay(a).min(self.underlay(b));
+        let path = self.path_mtu(a, b);
+        let auto = underlays.min(path.unwrap_or(u32::MAX)).saturating_sub(o);
         let mut mtu = auto;
+        let mut unpathed = underlays.saturating_sub(o);
         for c in caps.iter().copied().chain(self.cfg(a)) {
             mtu = mtu.min(c);
+            unpathed = unpathed.min(c);
         }
         RefLink {
             peer: b,
@@ -541,6 +562,7 @@ impl Cx<'_> {
             caps,
             auto,
             mtu,
+            unpathed,
         }
     }
 
@@ -941,7 +963,8 @@ pub fn compute(t: &Topology, settings: &RefSettings) -> Reference {
         if let Some(p) = cx.pool_of(*n) {
             fabric_terms.extend(cx.r.pool_cap[p]);
         }
-        fabric_terms.extend(my_links.iter().map(|l| l.mtu));
+        // Links enter the fabric without their probed path MTU (`mtu.md` §5, D13).
+        fabric_terms.extend(my_links.iter().map(|l| l.unpathed));
         if my_links.is_empty() {
             fabric_terms.push(
                 cx.underlay(*n)

@@ -62,6 +62,7 @@ codes! {
     Cidr => "E-CIDR", Error, "a CIDR or address does not parse";
     CapRange => "E-CAP-RANGE", Error, "`tunnelMTU` outside 576..9000 (not 0); counts as 576";
     UnderlayRange => "E-UNDERLAY-RANGE", Error, "an underlay annotation outside 576..65535 or not an integer; counts as 576";
+    PathMtu => "E-PATH-MTU", Error, "a `path-mtu` annotation entry that does not parse or whose value is outside 576..65535; counts as 576 for the peer it names, dropped when it names none";
     Protocol => "E-PROTOCOL", Error, "unknown `tunnelProtocol`";
     Duplicate => "E-DUPLICATE", Error, "two different objects of one kind share a name; every copy is ignored";
     CidrOverlap => "E-CIDR-OVERLAP", Error, "two Sites' node CIDRs, or two Sites' pod blocks, overlap";
@@ -74,6 +75,7 @@ codes! {
     TooFewMembers => "W-TOO-FEW-MEMBERS", Warning, "a relationship is left with too few existing members";
     DuplicateMember => "W-DUPLICATE-MEMBER", Warning, "a member is listed twice";
     NoSite => "W-NO-SITE", Warning, "a node belongs to no Site";
+    PathMtuPeer => "W-PATH-MTU-PEER", Warning, "a `path-mtu` annotation entry names a node that does not exist (or the node itself); ignored";
     MultiSite => "W-MULTI-SITE", Warning, "a node matches several Sites";
     MultiPool => "W-MULTI-POOL", Warning, "a node matches several pools";
     ProtocolConflict => "W-PROTOCOL-CONFLICT", Warning, "objects of one tier disagree on a link's protocol";

@@ -18,8 +18,10 @@ use std::sync::Arc;
 mod build;
 mod caps;
 mod nodes;
+mod paths;
 pub(crate) mod prefixes;
 pub use nodes::NoneResolved;
+pub use paths::{PairPath, PathMtu};
 
 /// A name that names nothing (a node, or an object of a kind), with the closest names that do
 /// exist: the error every command and library call gives for it.
@@ -163,6 +165,9 @@ pub struct NodeInfo {
     pub underlay: Option<RawUnderlay>,
     /// `underlay-mtu-max` annotation.
     pub underlay_max: Option<RawUnderlay>,
+    /// What its `path-mtu` annotation says about existing peers, sorted by peer (D13; the pair's
+    /// path MTU is [`Topology::path_mtu`]).
+    pub path_mtu: Vec<(NodeId, PathMtu)>,
     /// WireGuard port of the gateway (pool status).
     pub wg_port: Option<u16>,
     /// What this gateway published (GatewayPoolNode annotation), sorted by prefix.

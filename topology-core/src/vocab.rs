@@ -23,6 +23,10 @@ pub const UNDERLAY_ANNOTATION: &str = "mtu.unbounded-cloud.io/underlay-mtu";
 /// Annotation: an operator's bound on a node's underlay MTU.
 pub const UNDERLAY_MAX_ANNOTATION: &str = "mtu.unbounded-cloud.io/underlay-mtu-max";
 
+/// Annotation: what the underlay path from a node to particular peers carries, as its agent's
+/// probes found it (`PEER=MTU` entries, comma-separated).
+pub const PATH_MTU_ANNOTATION: &str = "mtu.unbounded-cloud.io/path-mtu";
+
 /// Annotation on a GatewayPoolNode: what the gateway published.
 pub const FORWARDING_ANNOTATION: &str = "mtu.unbounded-cloud.io/forwarding-mtus";
 

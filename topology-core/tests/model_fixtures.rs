@@ -92,6 +92,17 @@ pub fn render(t: &Topology) -> String {
                 }
             }
         }
+        if !n.path_mtu.is_empty() {
+            let entries: Vec<String> = n
+                .path_mtu
+                .iter()
+                .map(|(p, e)| {
+                    let invalid = if e.invalid { " (invalid)" } else { "" };
+                    format!("{}={}{invalid}", t.node(*p).name, e.mtu)
+                })
+                .collect();
+            let _ = write!(out, " path-mtu=[{}]", entries.join(", "));
+        }
         out.push('\n');
     }
     for s in &t.sites {
@@ -257,6 +268,7 @@ fixtures! {
     cidr_overlap => "cidr-overlap.yaml",
     protocol => "protocol.yaml",
     underlay => "underlay.yaml",
+    path_mtu => "path-mtu.yaml",
     components => "components.yaml",
     list => "list.yaml",
     json_input => "json-input.json",
@@ -545,4 +557,26 @@ spec: {tunnelMTU: 1400.0}
             "cap {cap:?}, {ft} E-FIELD-TYPE"
         );
     }
+}
+
+/// `P(a,b)` is the lowest entry either node publishes about the other, the same from both ends,
+/// with the node that published it; a pair neither end names has none (`model.md`, D13).
+#[test]
+fn a_pair_s_path_mtu_is_the_lowest_either_end_publishes() {
+    let path = fixture_dir().join("path-mtu.yaml");
+    let bytes = std::fs::read(&path).expect("fixture");
+    let d = decode([("path-mtu.yaml", bytes.as_slice())]);
+    let t = Topology::build(&d.objects, d.diagnostics);
+    let id = |n: &str| t.node_id(n).expect(n);
+    let p = |a: &str, b: &str| {
+        let x = t.path_mtu(id(a), id(b));
+        assert_eq!(x, t.path_mtu(id(b), id(a)), "{a}-{b} differs by direction");
+        x.map(|x| (x.mtu, t.node(x.by).name.to_string(), x.invalid))
+    };
+    // n1 says 1380 (its lowest of two), n2 says 575: invalid, 576 counts.
+    assert_eq!(p("n1", "n2"), Some((576, "n2".into(), true)));
+    // n3's entry for n1 has no value and is dropped: n1's 1450 counts.
+    assert_eq!(p("n1", "n3"), Some((1450, "n1".into(), false)));
+    assert_eq!(p("n3", "n4"), Some((65535, "n3".into(), false)));
+    assert_eq!(p("n1", "n4"), None);
 }

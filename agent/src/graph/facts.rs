@@ -184,6 +184,14 @@ pub(super) fn bound_text(solver: &Solver<'_>, term: ExplId) -> String {
             "underlay of {} {underlay} − {protocol} {overhead}",
             name(node)
         ),
+        EKind::Leaf(Leaf::Path {
+            a,
+            b,
+            mtu,
+            protocol,
+            overhead,
+            ..
+        }) => format!("path {}↔{} {mtu} − {protocol} {overhead}", name(a), name(b)),
         EKind::Leaf(Leaf::Underlay { node, underlay, .. }) => {
             format!("underlay of {} {underlay}", name(node))
         }

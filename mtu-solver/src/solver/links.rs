@@ -1,7 +1,7 @@
 //! The terms of a link: underlays (`U(n)`, from an override, the annotation, the maximum or
 //! the default), the auto term `min(U(a), U(b)) − O(protocol, outer family)` memoized per node,
-//! protocol and column, the agent's `mtu`, a link's MTU from them and its caps, and the device
-//! that carries it. Also the terms of a delivery no link carries yet (a gateway's published
+//! protocol and column, the pair's probed path MTU `P(a,b) − O` as its own term (D13), the
+//! agent's `mtu`, a link's MTU from them and its caps, and the device that carries it. Also the terms of a delivery no link carries yet (a gateway's published
 //! value for a Site without workers): `U(n) − O` and the protocol that delivery would take.
 
 use super::Solver;
@@ -134,7 +134,42 @@ impl Solver<'_> {
     fn link_expl(&mut self, n: NodeId, link: &Link) -> ExplId {
         let auto = self.auto_leaf(n, link.peer, link.protocol, link.ipv6_outer);
         let caps = self.link_caps(n, link.peer, link.kind);
-        self.link_min(n, auto, caps)
+        let unpathed = self.link_min(n, auto, caps);
+        self.with_path(n, link, unpathed).0
+    }
+
+    /// The link's MTU with the pair's probed path MTU (`min(link, P(a,b) − O)`, D13), and the
+    /// value without it when there is one (what enters the fabric, `mtu.md` §5): a pair without
+    /// a path MTU keeps `unpathed` as it is.
+    pub(super) fn with_path(
+        &mut self,
+        n: NodeId,
+        link: &Link,
+        unpathed: ExplId,
+    ) -> (ExplId, Option<ExplId>) {
+        let Some(p) = self.topo().path_mtu(n, link.peer) else {
+            return (unpathed, None);
+        };
+        let o = overhead(link.protocol, link.ipv6_outer);
+        let (a, b) = if n <= link.peer {
+            (n, link.peer)
+        } else {
+            (link.peer, n)
+        };
+        let path = self.expl.leaf(
+            Leaf::Path {
+                a,
+                b,
+                by: p.by,
+                mtu: p.mtu,
+                invalid: p.invalid,
+                protocol: link.protocol,
+                overhead: o,
+                ipv6_outer: link.ipv6_outer,
+            },
+            UnderlayMtu::or_min(p.mtu).minus_overhead(o),
+        );
+        (self.expl.min_with(unpathed, &[path]), Some(unpathed))
     }
 
     /// A link's MTU from its terms: `min(auto, cfg(n), configured caps)`.

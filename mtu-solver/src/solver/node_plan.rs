@@ -73,7 +73,7 @@ impl Solver<'_> {
     pub fn plan(&mut self, n: NodeId) -> NodePlan {
         let node = self.topo().node(n);
         let first = self.first_plan(n);
-        let (links, direct) = self.plan_links(n);
+        let (links, direct, unpathed) = self.plan_links(n);
         let mut routes = self.direct_routes(&links, direct);
         // A node planned before starts from the explanation nodes its last plan made.
         let mut kept = if first {
@@ -88,7 +88,7 @@ impl Solver<'_> {
         if let Some(k) = kept {
             self.replans.insert(n, k);
         }
-        let fabric = self.plan_fabric(n, &links);
+        let fabric = self.plan_fabric(n, &links, &unpathed);
         let published = node
             .pool()
             .map(|p| self.published(n, p, &links, &class.learned, &learned_values));
@@ -132,8 +132,9 @@ impl Solver<'_> {
         }
     }
 
-    /// The links of `n`, sorted by peer, and the direct routes over them.
-    fn plan_links(&mut self, n: NodeId) -> (Vec<LinkPlan>, Vec<Direct>) {
+    /// The links of `n`, sorted by peer, the direct routes over them, and for each link bounded
+    /// by a probed path MTU, its index and its value without that term (for the fabric).
+    fn plan_links(&mut self, n: NodeId) -> (Vec<LinkPlan>, Vec<Direct>, Vec<(usize, ExplId)>) {
         let topo = self.topo();
         let links_raw = self.net.links(n);
         let mut links: Vec<LinkPlan> = Vec::with_capacity(links_raw.len());
@@ -148,6 +149,7 @@ impl Solver<'_> {
         // `Net::links` is sorted by peer (node IDs order like names), so the links keep the
         // indexes the direct routes name.
         let mut direct: Vec<Direct> = Vec::with_capacity(links_raw.len());
+        let mut unpathed: Vec<(usize, ExplId)> = Vec::new();
         for link in links_raw {
             let at = links.len();
             self.net
@@ -176,6 +178,10 @@ impl Solver<'_> {
                 }
             };
             last_combo = Some(((auto, caps), e));
+            let (e, without) = self.with_path(n, &link, e);
+            if let Some(w) = without {
+                unpathed.push((at, w));
+            }
             links.push(LinkPlan {
                 peer: link.peer,
                 kind: link.kind,
@@ -190,7 +196,7 @@ impl Solver<'_> {
             });
         }
         self.scratch_combos = combos;
-        (links, direct)
+        (links, direct, unpathed)
     }
 
     /// Direct routes over the links (peers' pod CIDRs, NAT'd workers' addresses). One route
@@ -425,8 +431,15 @@ impl Solver<'_> {
     }
 
     /// The fabric: the minimum of the agent `mtu`, the component's and pool's caps and the
-    /// links.
-    fn plan_fabric(&mut self, n: NodeId, links: &[LinkPlan]) -> Value {
+    /// links, each without its probed path MTU (`unpathed`, by link index): one narrow path
+    /// lowers the routes over its link, which the kernel enforces per route, not every pod's
+    /// interface (`mtu.md` §5, D13).
+    fn plan_fabric(
+        &mut self,
+        n: NodeId,
+        links: &[LinkPlan],
+        unpathed: &[(usize, ExplId)],
+    ) -> Value {
         let node = self.topo().node(n);
         let mut kids: SmallVec<[ExplId; 8]> = SmallVec::new();
         if let Some(c) = self.cfg_leaf(n) {
@@ -440,12 +453,18 @@ impl Solver<'_> {
         {
             kids.push(c);
         }
-        for l in links {
-            kids.push(l.mtu.expl);
+        // `unpathed` is in link order: walked beside the links.
+        let mut pathed = unpathed.iter().peekable();
+        for (i, l) in links.iter().enumerate() {
+            match pathed.next_if(|(at, _)| *at == i) {
+                Some((_, e)) => kids.push(*e),
+                None => kids.push(l.mtu.expl),
+            }
         }
-        let base = match links.first() {
-            Some(l) => l.mtu.expl,
-            None => {
+        let base = match (links.first(), unpathed.first()) {
+            (Some(_), Some((0, e))) => *e,
+            (Some(l), _) => l.mtu.expl,
+            (None, _) => {
                 // No link yet: the family of the node's own (private) underlay address.
                 let ipv6_outer = self.net.outer_ipv6(self.net.underlay_addr(n, false), None);
                 self.underlay_minus(n, Protocol::WireGuard, ipv6_outer)

@@ -3,7 +3,7 @@
 use super::input::Input;
 use super::mutation::{Mutation, MutationError, no_such};
 use crate::raw::cap_slot;
-use topology_core::decode::{Member, RawCap, RawObject, RawRelation};
+use topology_core::decode::{Member, RawCap, RawObject, RawPathEntry, RawPathMtus, RawRelation};
 use topology_core::mtu::{MAX_CAP, MIN_MTU};
 use topology_core::vocab::{Kind, POOL_LABEL_KEY};
 
@@ -69,6 +69,7 @@ pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
             input.settings.underlay_overrides.insert(node.clone(), *mtu);
         }
         Mutation::AgentMtu(v) => input.settings.cfg_mtu = *v,
+        Mutation::PathMtu { node, peer, mtu } => set_path_mtu(input, node, peer, *mtu)?,
     }
     Ok(())
 }
@@ -185,6 +186,38 @@ fn demote(input: &mut Input, node: &str) -> Result<(), MutationError> {
     if !hit {
         return Err(no_such("node", node, []));
     }
+    Ok(())
+}
+
+/// Writes (or removes) `node`'s `path-mtu` entry about `peer`; the node must have a Node
+/// object to carry the annotation.
+fn set_path_mtu(
+    input: &mut Input,
+    node: &str,
+    peer: &str,
+    mtu: Option<u32>,
+) -> Result<(), MutationError> {
+    let Some(n) = input.objects.iter_mut().find_map(|o| match o {
+        RawObject::Node(n) if n.meta.name == *node => Some(n),
+        _ => None,
+    }) else {
+        return Err(MutationError::NotApplicable(format!(
+            "node {node} has no Node object to carry a path-mtu annotation"
+        )));
+    };
+    let mut paths = n.path_mtu.take().unwrap_or(RawPathMtus {
+        entries: Vec::new(),
+        line: 0,
+    });
+    paths.entries.retain(|e| *e.peer != *peer);
+    if let Some(m) = mtu {
+        paths.entries.push(RawPathEntry {
+            peer: peer.into(),
+            mtu: m,
+            invalid: None,
+        });
+    }
+    n.path_mtu = (!paths.entries.is_empty()).then_some(paths);
     Ok(())
 }
 

@@ -359,7 +359,7 @@ impl RemoteClasses {
 
 /// The values of a remote member's links to the next hops of its changed routes, their caps
 /// left out: the smaller underlay less the overhead of the link's protocol and outer family,
-/// and the member's configured MTU. The changed routes of a member share their next hops, so
+/// the pair's probed path MTU less the same overhead, and the member's configured MTU. The changed routes of a member share their next hops, so
 /// each hop is computed once per member.
 struct MemberLinks {
     id: NodeId,
@@ -388,6 +388,11 @@ impl MemberLinks {
         // The outer family also depends on this member's own addresses on the link.
         let o = overhead(h.protocol, s.net.link_ipv6_outer(self.id, h.peer, h.public));
         let mut v = self.underlay.min(ug).minus_overhead(o).get();
+        // The pair's probed path MTU bounds the link as its own term (D13).
+        if let Some(p) = s.topo().path_mtu(self.id, h.peer) {
+            let path = topology_core::mtu::UnderlayMtu::or_min(p.mtu).minus_overhead(o);
+            v = v.min(path.get());
+        }
         if self.cfg > 0 {
             v = v.min(self.cfg);
         }

@@ -71,6 +71,16 @@ pub enum Mutation {
     },
     /// Change the agent `mtu` of every node.
     AgentMtu(u32),
+    /// Set (or, with `None`, clear) what a node's `path-mtu` annotation says about one peer: the
+    /// probed path MTU that bounds their link (D13).
+    PathMtu {
+        /// The node whose annotation changes.
+        node: String,
+        /// The peer the entry is about.
+        peer: String,
+        /// The path MTU; `None` removes the entry.
+        mtu: Option<u32>,
+    },
 }
 
 /// Why a mutation cannot apply.
@@ -167,6 +177,10 @@ pub fn check(base: &Input, topo: &Topology, m: &Mutation) -> Result<(), Mutation
             object(Kind::GatewayPool, pool)
         }
         Mutation::Underlay { node: n, .. } => node(n).map(|_| ()),
+        Mutation::PathMtu { node: n, peer, .. } => {
+            node(n)?;
+            node(peer).map(|_| ())
+        }
         Mutation::AgentMtu(_) => Ok(()),
     }
 }

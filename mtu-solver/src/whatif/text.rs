@@ -20,10 +20,10 @@ const DEMOTE: &str = "demote NODE";
 const PROMOTE: &str = "promote NODE=POOL";
 const UNDERLAY: &str = "underlay NODE=MTU";
 const AGENT_MTU: &str = "agent-mtu MTU";
+const PATH: &str = "path NODE=PEER:MTU";
 
 /// The verbs a mutation's text starts with.
-pub const VERBS: &str =
-    "set, clear, enable, disable, add-member, remove-member, demote, promote, underlay, agent-mtu";
+pub const VERBS: &str = "set, clear, enable, disable, add-member, remove-member, demote, promote, underlay, agent-mtu, path";
 
 /// Why a mutation's text does not parse. Every variant but [`UnknownVerb`](Self::UnknownVerb)
 /// names the form the verb expects (`set KIND/NAME=MTU`).
@@ -141,25 +141,7 @@ impl FromStr for Mutation {
                     enabled,
                 })
             }
-            "add-member" | "remove-member" => {
-                let (object, member) = arg.split_eq()?;
-                let (kind, name) = arg.kind_name(object)?;
-                let (member_kind, member) = arg.kind_name(member)?;
-                if !matches!(member_kind, Kind::Site | Kind::GatewayPool) {
-                    return Err(ParseMutationError::NotAMemberKind {
-                        kind: member_kind,
-                        form,
-                    });
-                }
-                let add = verb == "add-member";
-                Ok(Mutation::Member {
-                    kind,
-                    name,
-                    member_kind,
-                    member,
-                    add,
-                })
-            }
+            "add-member" | "remove-member" => arg.member(verb == "add-member"),
             "demote" => Ok(Mutation::Demote {
                 node: argument.to_string(),
             }),
@@ -178,6 +160,7 @@ impl FromStr for Mutation {
                     mtu,
                 })
             }
+            "path" => arg.path_mtu(),
             "agent-mtu" => {
                 let ok = |v: u32| v == 0 || (576..=9000).contains(&v);
                 let mtu = arg.mtu(argument, ok, "576..9000 (0 = none)")?;
@@ -203,6 +186,7 @@ fn form_of(verb: &str) -> Option<&'static str> {
         "promote" => PROMOTE,
         "underlay" => UNDERLAY,
         "agent-mtu" => AGENT_MTU,
+        "path" => PATH,
         _ => return None,
     })
 }
@@ -251,6 +235,42 @@ impl<'a> Argument<'a> {
         Ok((kind, self.name(n)?))
     }
 
+    /// `KIND/NAME=KIND/MEMBER`, the member a Site or a GatewayPool.
+    fn member(&self, add: bool) -> Result<Mutation, ParseMutationError> {
+        let (object, member) = self.split_eq()?;
+        let (kind, name) = self.kind_name(object)?;
+        let (member_kind, member) = self.kind_name(member)?;
+        if !matches!(member_kind, Kind::Site | Kind::GatewayPool) {
+            return Err(ParseMutationError::NotAMemberKind {
+                kind: member_kind,
+                form: self.form,
+            });
+        }
+        Ok(Mutation::Member {
+            kind,
+            name,
+            member_kind,
+            member,
+            add,
+        })
+    }
+
+    /// `NODE=PEER:MTU`, MTU in 576..65535 or 0 (the entry cleared).
+    fn path_mtu(&self) -> Result<Mutation, ParseMutationError> {
+        let (node, rest) = self.split_eq()?;
+        let (peer, value) = rest.split_once(':').ok_or_else(|| self.malformed())?;
+        let mtu = self.mtu(
+            value,
+            |v| v == 0 || (576..=65535).contains(&v),
+            "576..65535 (0 clears the entry)",
+        )?;
+        Ok(Mutation::PathMtu {
+            node: self.name(node)?,
+            peer: self.name(peer)?,
+            mtu: (mtu > 0).then_some(mtu),
+        })
+    }
+
     /// An MTU that `accepts` (described by `range`).
     fn mtu(
         &self,
@@ -297,6 +317,9 @@ impl fmt::Display for Mutation {
             Mutation::Promote { node, pool } => write!(f, "promote {node}={pool}"),
             Mutation::Underlay { node, mtu } => write!(f, "underlay {node}={mtu}"),
             Mutation::AgentMtu(mtu) => write!(f, "agent-mtu {mtu}"),
+            Mutation::PathMtu { node, peer, mtu } => {
+                write!(f, "path {node}={peer}:{}", mtu.unwrap_or(0))
+            }
         }
     }
 }
@@ -362,6 +385,16 @@ mod tests {
             },
             Mutation::AgentMtu(1400),
             Mutation::AgentMtu(0),
+            Mutation::PathMtu {
+                node: "a".into(),
+                peer: "b".into(),
+                mtu: Some(1400),
+            },
+            Mutation::PathMtu {
+                node: "a".into(),
+                peer: "b".into(),
+                mtu: None,
+            },
         ]
     }
 

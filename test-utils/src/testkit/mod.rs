@@ -190,6 +190,9 @@ pub struct NodeSpec {
     pub underlay_max: Option<u32>,
     /// A GatewayPoolNode with these published values (prefix, MTU), when `Some`.
     pub published: Option<Vec<(String, u32)>>,
+    /// `mtu.unbounded-cloud.io/path-mtu` entries: the peer by (Site, index), which may name no
+    /// node, and the value as written (some out of range: `E-PATH-MTU`, counted as 576).
+    pub path_mtu: Vec<((usize, usize), u32)>,
 }
 
 impl NodeSpec {
@@ -427,8 +430,20 @@ impl TopoSpec {
                 }
                 None => {}
             }
-            if n.underlay.is_some() || n.underlay_max.is_some() {
+            if n.underlay.is_some() || n.underlay_max.is_some() || !n.path_mtu.is_empty() {
                 let _ = writeln!(d, "  annotations:");
+            }
+            if !n.path_mtu.is_empty() {
+                let entries: Vec<String> = n
+                    .path_mtu
+                    .iter()
+                    .map(|((s, i), m)| format!("n{s}-{i}={m}"))
+                    .collect();
+                let _ = writeln!(
+                    d,
+                    "    mtu.unbounded-cloud.io/path-mtu: \"{}\"",
+                    entries.join(", ")
+                );
             }
             if let Some(u) = n.underlay {
                 let _ = writeln!(d, "    mtu.unbounded-cloud.io/underlay-mtu: \"{u}\"");
@@ -617,6 +632,7 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
             2 => Just(Family::Dual),
             1 => Just(Family::V6External),
         ],
+        arb_path_mtu(ns),
     );
     prop::collection::vec(prop::collection::vec(node, 1..=4), ns).prop_map(|per_site| {
         let mut out = Vec::new();
@@ -632,6 +648,7 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
                     pool_label,
                     second_ip,
                     family,
+                    path_mtu,
                 ),
             ) in nodes.into_iter().enumerate()
             {
@@ -646,11 +663,29 @@ fn arb_nodes(ns: usize, np: usize) -> impl Strategy<Value = Vec<NodeSpec>> {
                     underlay,
                     underlay_max,
                     published: pool.and(published).map(|m| m.into_iter().collect()),
+                    path_mtu,
                 });
             }
         }
         out
     })
+}
+
+/// A node's `path-mtu` entries: none for most nodes; otherwise one to three peers by (Site,
+/// index), mostly nodes that exist, with values mostly below the underlays generated and
+/// sometimes out of range.
+fn arb_path_mtu(ns: usize) -> impl Strategy<Value = Vec<((usize, usize), u32)>> {
+    let entry = (
+        (0..ns.max(1), 0usize..5),
+        prop_oneof![
+            4 => prop::sample::select(vec![1200u32, 1280, 1300, 1400, 1450]),
+            1 => prop::sample::select(vec![576u32, 9000, 100, 70000]),
+        ],
+    );
+    prop_oneof![
+        8 => Just(Vec::new()),
+        2 => prop::collection::vec(entry, 1..=3),
+    ]
 }
 
 /// Member indexes of a relationship: mostly distinct (at least `min` when there are enough),

@@ -17,8 +17,9 @@ mod relation;
 mod site;
 
 pub use raw::{
-    Addrs, Cidrs, Member, Meta, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPool,
-    RawRelation, RawSite, RawSlice, RawSliceNode, RawStatusNode, RawUnderlay, site_label,
+    Addrs, Cidrs, Member, Meta, RawCap, RawGatewayPoolNode, RawNode, RawObject, RawPathEntry,
+    RawPathMtus, RawPool, RawRelation, RawSite, RawSlice, RawSliceNode, RawStatusNode, RawUnderlay,
+    site_label,
 };
 
 use crate::broken::DocError;

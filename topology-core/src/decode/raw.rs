@@ -34,6 +34,27 @@ pub struct RawUnderlay {
     pub invalid: Option<String>,
 }
 
+/// A node's `path-mtu` annotation as read: its entries, each peer once at its lowest value, in
+/// the order first written.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RawPathMtus {
+    /// The entries.
+    pub entries: Vec<RawPathEntry>,
+    /// The annotation's line (0 when read from an API server).
+    pub line: u32,
+}
+
+/// One `PEER=MTU` entry of a `path-mtu` annotation.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RawPathEntry {
+    /// The peer's node name.
+    pub peer: Arc<str>,
+    /// The effective value (576 when the written one was invalid).
+    pub mtu: u32,
+    /// The value as written, when it was invalid.
+    pub invalid: Option<String>,
+}
+
 /// Metadata every raw object has.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Meta {
@@ -114,6 +135,8 @@ pub struct RawNode {
     pub underlay: Option<RawUnderlay>,
     /// `mtu.unbounded-cloud.io/underlay-mtu-max`.
     pub underlay_max: Option<RawUnderlay>,
+    /// `mtu.unbounded-cloud.io/path-mtu`.
+    pub path_mtu: Option<RawPathMtus>,
     /// `status.addresses` of type `InternalIP`.
     pub internal_ips: Addrs,
     /// `status.addresses` of type `ExternalIP`.

@@ -105,6 +105,7 @@ impl Builder {
         t.assignments = self.relations(&t, "SiteGatewayPoolAssignment", &g.assignments, true, true);
         t.pool_peerings = self.relations(&t, "GatewayPoolPeering", &g.pool_peerings, false, true);
         self.nodes(&mut t, &g.pools, &g.nodes, &g.slices, &g.gpn);
+        self.path_mtus(&mut t, &g.nodes);
         self.indexes(&mut t);
         self.overlaps(&t);
         self.protocol_conflicts(&t);

@@ -1,0 +1,101 @@
+//! Probed path MTUs (D13): what each node's `path-mtu` annotation says about its peers,
+//! resolved to node IDs once every node is known, and the path MTU of a pair, the lowest entry
+//! either node publishes about the other, so both ends of a link see the same value.
+
+use super::build::{Builder, warn};
+use super::{NodeId, Topology};
+use crate::decode::RawNode;
+use crate::diag::{Code, SourceLoc};
+use crate::vocab::PATH_MTU_ANNOTATION;
+
+/// One node's entry about one peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathMtu {
+    /// The path MTU (576 when the written value was invalid: fail closed).
+    pub mtu: u32,
+    /// The written value was invalid (`E-PATH-MTU`).
+    pub invalid: bool,
+}
+
+/// The path MTU of a pair and who published it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairPath {
+    /// The lowest entry either node publishes about the other.
+    pub mtu: u32,
+    /// The node whose annotation holds it (the lower ID when both publish the same value).
+    pub by: NodeId,
+    /// The written value was invalid and counts as 576.
+    pub invalid: bool,
+}
+
+impl Topology {
+    /// The path MTU `P(a,b)` of a pair (`model.md`): the lowest entry either node publishes
+    /// about the other; `None` when neither does (most pairs).
+    pub fn path_mtu(&self, a: NodeId, b: NodeId) -> Option<PairPath> {
+        let about = |x: NodeId, y: NodeId| {
+            let list = &self.node(x).path_mtu;
+            list.binary_search_by_key(&y, |(p, _)| *p)
+                .ok()
+                .and_then(|i| list.get(i))
+                .map(|(_, e)| PairPath {
+                    mtu: e.mtu,
+                    by: x,
+                    invalid: e.invalid,
+                })
+        };
+        match (about(a, b), about(b, a)) {
+            (Some(x), Some(y)) => Some(if (y.mtu, y.by) < (x.mtu, x.by) { y } else { x }),
+            (x, y) => x.or(y),
+        }
+    }
+}
+
+impl Builder {
+    /// Resolves every node's `path-mtu` entries to peers; an entry naming no node of the
+    /// topology, or the node itself, is `W-PATH-MTU-PEER` and ignored.
+    pub(super) fn path_mtus(&mut self, t: &mut Topology, nodes: &[&RawNode]) {
+        for raw in nodes {
+            let Some(paths) = &raw.path_mtu else {
+                continue;
+            };
+            let Some(id) = t.node_id(&raw.meta.name) else {
+                continue;
+            };
+            let mut resolved: Vec<(NodeId, PathMtu)> = Vec::with_capacity(paths.entries.len());
+            for e in &paths.entries {
+                match t.node_id(&e.peer).filter(|p| *p != id) {
+                    Some(peer) => resolved.push((
+                        peer,
+                        PathMtu {
+                            mtu: e.mtu,
+                            invalid: e.invalid.is_some(),
+                        },
+                    )),
+                    None => {
+                        let loc = raw.meta.loc.as_ref().map(|l| SourceLoc {
+                            source: l.source.clone(),
+                            line: paths.line,
+                            column: 0,
+                        });
+                        let why = if *e.peer == *raw.meta.name {
+                            "names the node itself".to_string()
+                        } else {
+                            "names no node of this input".to_string()
+                        };
+                        self.diags.push(warn(
+                            Code::PathMtuPeer,
+                            &format!("Node/{}", raw.meta.name),
+                            &format!("metadata.annotations.{PATH_MTU_ANNOTATION}"),
+                            format!("the entry for {} {why}; it is ignored", e.peer),
+                            loc,
+                        ));
+                    }
+                }
+            }
+            resolved.sort_by_key(|(p, _)| *p);
+            if let Some(n) = t.nodes.get_mut(id.idx()) {
+                n.path_mtu = resolved;
+            }
+        }
+    }
+}
