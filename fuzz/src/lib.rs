@@ -104,6 +104,8 @@ pub struct FNode {
     underlay: Option<FCap>,
     underlay_max: Option<FCap>,
     published: Option<Vec<(u8, FCap)>>,
+    /// `path-mtu` entries: a peer by (Site, index), which may name no node, and its value.
+    path_mtu: Vec<(u8, u8, FCap)>,
 }
 
 /// A whole topology.
@@ -264,7 +266,12 @@ impl FTopo {
                         .map(|(p, m)| (published_prefix(*p, ns, np), m.value()))
                         .collect()
                 }),
-                path_mtu: Vec::new(),
+                path_mtu: n
+                    .path_mtu
+                    .iter()
+                    .take(3)
+                    .map(|(s, i, c)| ((usize::from(*s) % ns, usize::from(*i) % 5), c.value()))
+                    .collect(),
             });
         }
         nodes.sort_by_key(|n| (n.site, n.index));
@@ -331,6 +338,8 @@ pub enum FMutation {
     Underlay(u8, FCap),
     /// Change the agent MTU.
     AgentMtu(FCap),
+    /// Set (or with 0, clear) a node's path MTU towards a peer.
+    Path(u8, u8, FCap),
 }
 
 fn kind_name(k: FKind, i: u8) -> (Kind, String) {
@@ -407,6 +416,11 @@ impl FMutation {
                 mtu: c.value(),
             },
             FMutation::AgentMtu(c) => Mutation::AgentMtu(c.value()),
+            FMutation::Path(n, p, c) => Mutation::PathMtu {
+                node: node(*n),
+                peer: node(*p),
+                mtu: Some(c.value()).filter(|v| *v > 0),
+            },
         }
     }
 }

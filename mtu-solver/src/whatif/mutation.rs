@@ -4,7 +4,7 @@
 use super::input::Input;
 use topology_core::decode::RawObject;
 use topology_core::model::{NoSuchName, Topology};
-use topology_core::mtu::{MAX_CAP, MIN_MTU};
+use topology_core::mtu::{MAX_CAP, MAX_UNDERLAY, MIN_MTU};
 use topology_core::vocab::Kind;
 
 /// One mutation of the cluster or the agent's settings.
@@ -100,6 +100,13 @@ pub enum MutationError {
         /// The value asked for.
         mtu: u32,
     },
+    /// A path MTU outside 576..65535: as with caps, an invalid annotation fails closed, which is
+    /// not a what-if.
+    #[error("{mtu} is outside 576..65535 (a path MTU)")]
+    PathOutOfRange {
+        /// The value asked for.
+        mtu: u32,
+    },
     /// Only a gateway can be demoted.
     #[error("node {0} is not a gateway")]
     NotAGateway(String),
@@ -177,7 +184,12 @@ pub fn check(base: &Input, topo: &Topology, m: &Mutation) -> Result<(), Mutation
             object(Kind::GatewayPool, pool)
         }
         Mutation::Underlay { node: n, .. } => node(n).map(|_| ()),
-        Mutation::PathMtu { node: n, peer, .. } => {
+        Mutation::PathMtu { node: n, peer, mtu } => {
+            if let Some(v) = mtu
+                && !(MIN_MTU..=MAX_UNDERLAY).contains(v)
+            {
+                return Err(MutationError::PathOutOfRange { mtu: *v });
+            }
             node(n)?;
             node(peer).map(|_| ())
         }
