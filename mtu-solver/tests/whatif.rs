@@ -434,6 +434,29 @@ fn questions_are_checked_with_errors_that_name_what_exists() {
         .as_deref(),
         Some("Site Z does not exist; did you mean A, B, H?")
     );
+    // A path MTU names two nodes that exist, and a value an annotation could hold.
+    assert_eq!(
+        err(Mutation::PathMtu {
+            node: "a1".into(),
+            peer: "h9".into(),
+            mtu: Some(1400)
+        })
+        .as_deref(),
+        Some("node h9 does not exist (or belongs to no Site); did you mean h1, h2?")
+    );
+    assert_eq!(
+        what_if(
+            &base,
+            &[Mutation::PathMtu {
+                node: "a1".into(),
+                peer: "h1".into(),
+                mtu: Some(100)
+            }],
+            false
+        )
+        .err(),
+        Some(MutationError::PathOutOfRange { mtu: 100 })
+    );
     // A node promoted by an earlier mutation of the same question may be demoted.
     assert!(
         what_if(
