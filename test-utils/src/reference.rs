@@ -376,8 +376,7 @@ impl Cx<'_> {
     fn path_mtu(&self, a: NodeId, b: NodeId) -> Option<u32> {
         let about = |x: NodeId, y: NodeId| {
             self.t
-                .node(x)
-                .path_mtu
+                .path_mtus_of(x)
                 .iter()
                 .filter(|(p, _)| self.t.node(*p).name == self.t.node(y).name)
                 .map(|(_, e)| e.mtu)

@@ -165,9 +165,6 @@ pub struct NodeInfo {
     pub underlay: Option<RawUnderlay>,
     /// `underlay-mtu-max` annotation.
     pub underlay_max: Option<RawUnderlay>,
-    /// What its `path-mtu` annotation says about existing peers, sorted by peer (D13; the pair's
-    /// path MTU is [`Topology::path_mtu`]).
-    pub path_mtu: Vec<(NodeId, PathMtu)>,
     /// WireGuard port of the gateway (pool status).
     pub wg_port: Option<u16>,
     /// What this gateway published (GatewayPoolNode annotation), sorted by prefix.
@@ -283,6 +280,9 @@ pub struct Topology {
     pub(crate) pool_peerings_of_pool: Vec<SmallVec<[PoolPeeringId; 2]>>,
     /// Component of each Site.
     pub(crate) comp_of: Vec<CompId>,
+    /// Per node with a `path-mtu` annotation (sorted by node), its entries about existing peers,
+    /// sorted by peer: a side table, since most nodes have none.
+    pub(crate) path_mtus: Vec<(NodeId, Box<[(NodeId, PathMtu)]>)>,
     /// The learned prefixes and their origins, built on first use (gateway paths only).
     pub(crate) prefixes: std::sync::OnceLock<prefixes::PrefixTable>,
 }

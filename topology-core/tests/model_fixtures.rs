@@ -92,9 +92,10 @@ pub fn render(t: &Topology) -> String {
                 }
             }
         }
-        if !n.path_mtu.is_empty() {
-            let entries: Vec<String> = n
-                .path_mtu
+        let id = t.node_id(&n.name).expect("a node of the topology");
+        if !t.path_mtus_of(id).is_empty() {
+            let entries: Vec<String> = t
+                .path_mtus_of(id)
                 .iter()
                 .map(|(p, e)| {
                     let invalid = if e.invalid { " (invalid)" } else { "" };

@@ -3,6 +3,7 @@
 use super::input::Input;
 use super::mutation::{Mutation, MutationError, no_such};
 use crate::raw::cap_slot;
+use std::sync::Arc;
 use topology_core::decode::{Member, RawCap, RawObject, RawPathEntry, RawPathMtus, RawRelation};
 use topology_core::mtu::{MAX_CAP, MIN_MTU};
 use topology_core::vocab::{Kind, POOL_LABEL_KEY};
@@ -171,8 +172,7 @@ fn demote(input: &mut Input, node: &str) -> Result<(), MutationError> {
     for o in input.objects.iter_mut() {
         match o {
             RawObject::Node(n) if n.meta.name == *node => {
-                n.labels.retain(|(k, _)| &**k != POOL_LABEL_KEY);
-                n.labels.push((POOL_LABEL_KEY.into(), "".into()));
+                set_pool_label(&mut n.labels, "");
                 hit = true;
             }
             RawObject::Pool(p) => {
@@ -187,6 +187,14 @@ fn demote(input: &mut Input, node: &str) -> Result<(), MutationError> {
         return Err(no_such("node", node, []));
     }
     Ok(())
+}
+
+/// Sets a Node's pool label to `value` (the label written last, as an edit appends it).
+fn set_pool_label(labels: &mut Box<[(Arc<str>, Arc<str>)]>, value: &str) {
+    let mut v = std::mem::take(labels).into_vec();
+    v.retain(|(k, _)| &**k != POOL_LABEL_KEY);
+    v.push((POOL_LABEL_KEY.into(), value.into()));
+    *labels = v.into_boxed_slice();
 }
 
 /// Writes (or removes) `node`'s `path-mtu` entry about `peer`; the node must have a Node
@@ -205,9 +213,11 @@ fn set_path_mtu(
             "node {node} has no Node object to carry a path-mtu annotation"
         )));
     };
-    let mut paths = n.path_mtu.take().unwrap_or(RawPathMtus {
-        entries: Vec::new(),
-        line: 0,
+    let mut paths = n.path_mtu.take().unwrap_or_else(|| {
+        Box::new(RawPathMtus {
+            entries: Vec::new(),
+            line: 0,
+        })
     });
     paths.entries.retain(|e| *e.peer != *peer);
     if let Some(m) = mtu {
@@ -236,8 +246,7 @@ fn promote(input: &mut Input, node: &str, pool: &str) -> Result<(), MutationErro
         if let RawObject::Node(n) = o
             && n.meta.name == *node
         {
-            n.labels.retain(|(k, _)| &**k != POOL_LABEL_KEY);
-            n.labels.push((POOL_LABEL_KEY.into(), pool.into()));
+            set_pool_label(&mut n.labels, pool);
             hit = true;
         }
     }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 impl Cx {
     /// A `Node`.
     pub(super) fn node(&mut self, root: &Node, strings: &mut Interner) -> RawNode {
-        let labels: Vec<(Arc<str>, Arc<str>)> = self
+        let labels: Box<[(Arc<str>, Arc<str>)]> = self
             .string_map(root, "metadata.labels")
             .into_iter()
             .map(|(k, v, _)| (strings.intern(k), strings.intern(&v)))
@@ -43,7 +43,7 @@ impl Cx {
     ) -> (
         Option<RawUnderlay>,
         Option<RawUnderlay>,
-        Option<RawPathMtus>,
+        Option<Box<RawPathMtus>>,
     ) {
         let annotations = self.string_map(root, "metadata.annotations");
         let mut underlay = None;
@@ -56,7 +56,7 @@ impl Cx {
             } else if *k == UNDERLAY_MAX_ANNOTATION {
                 underlay_max = Some(self.underlay(v, field, *line));
             } else if *k == PATH_MTU_ANNOTATION {
-                path_mtu = Some(self.path_mtus(v, *line, strings));
+                path_mtu = Some(Box::new(self.path_mtus(v, *line, strings)));
             }
         }
         (underlay, underlay_max, path_mtu)

@@ -129,14 +129,15 @@ pub struct RawNode {
     /// Metadata.
     pub meta: Meta,
     /// `metadata.labels`; keys and values shared with the other objects of the decode that
-    /// write them (the Site and pool labels repeat on every node).
-    pub labels: Vec<(Arc<str>, Arc<str>)>,
+    /// write them (the Site and pool labels repeat on every node). A boxed slice: a Node object
+    /// stays within its allocator size class (Nodes are most of a cluster).
+    pub labels: Box<[(Arc<str>, Arc<str>)]>,
     /// `mtu.unbounded-cloud.io/underlay-mtu`.
     pub underlay: Option<RawUnderlay>,
     /// `mtu.unbounded-cloud.io/underlay-mtu-max`.
     pub underlay_max: Option<RawUnderlay>,
-    /// `mtu.unbounded-cloud.io/path-mtu`.
-    pub path_mtu: Option<RawPathMtus>,
+    /// `mtu.unbounded-cloud.io/path-mtu` (boxed: most Nodes have none).
+    pub path_mtu: Option<Box<RawPathMtus>>,
     /// `status.addresses` of type `InternalIP`.
     pub internal_ips: Addrs,
     /// `status.addresses` of type `ExternalIP`.

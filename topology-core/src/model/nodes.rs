@@ -223,7 +223,6 @@ impl Builder {
             labels: self.label_set(labels),
             underlay: obj.and_then(|o| o.underlay.clone()),
             underlay_max: obj.and_then(|o| o.underlay_max.clone()),
-            path_mtu: Vec::new(),
             wg_port: status.and_then(|s| s.wg_port),
             published,
             published_by: published_by.map(|g| Arc::from(g.meta.name.as_str())),

@@ -29,11 +29,24 @@ pub struct PairPath {
 }
 
 impl Topology {
+    /// What node `n`'s `path-mtu` annotation says about existing peers, sorted by peer (empty
+    /// for most nodes).
+    pub fn path_mtus_of(&self, n: NodeId) -> &[(NodeId, PathMtu)] {
+        self.path_mtus
+            .binary_search_by_key(&n, |(x, _)| *x)
+            .ok()
+            .and_then(|i| self.path_mtus.get(i))
+            .map_or(&[], |(_, list)| list)
+    }
+
     /// The path MTU `P(a,b)` of a pair (`model.md`): the lowest entry either node publishes
     /// about the other; `None` when neither does (most pairs).
     pub fn path_mtu(&self, a: NodeId, b: NodeId) -> Option<PairPath> {
+        if self.path_mtus.is_empty() {
+            return None;
+        }
         let about = |x: NodeId, y: NodeId| {
-            let list = &self.node(x).path_mtu;
+            let list = self.path_mtus_of(x);
             list.binary_search_by_key(&y, |(p, _)| *p)
                 .ok()
                 .and_then(|i| list.get(i))
@@ -93,9 +106,10 @@ impl Builder {
                 }
             }
             resolved.sort_by_key(|(p, _)| *p);
-            if let Some(n) = t.nodes.get_mut(id.idx()) {
-                n.path_mtu = resolved;
+            if !resolved.is_empty() {
+                t.path_mtus.push((id, resolved.into_boxed_slice()));
             }
         }
+        t.path_mtus.sort_by_key(|(n, _)| *n);
     }
 }
