@@ -21,7 +21,7 @@ mod nodes;
 mod paths;
 pub(crate) mod prefixes;
 pub use nodes::NoneResolved;
-pub use paths::{PairPath, PathMtu};
+pub use paths::{PairPath, PathMtu, PathMtus};
 
 /// A name that names nothing (a node, or an object of a kind), with the closest names that do
 /// exist: the error every command and library call gives for it.
@@ -282,7 +282,7 @@ pub struct Topology {
     pub(crate) comp_of: Vec<CompId>,
     /// Per node with a `path-mtu` annotation (sorted by node), its entries about existing peers,
     /// sorted by peer: a side table, since most nodes have none.
-    pub(crate) path_mtus: Vec<(NodeId, Box<[(NodeId, PathMtu)]>)>,
+    pub(crate) path_mtus: Vec<(NodeId, PathMtus)>,
     /// The learned prefixes and their origins, built on first use (gateway paths only).
     pub(crate) prefixes: std::sync::OnceLock<prefixes::PrefixTable>,
 }

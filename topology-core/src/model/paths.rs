@@ -17,6 +17,9 @@ pub struct PathMtu {
     pub invalid: bool,
 }
 
+/// One node's entries about its peers, sorted by peer.
+pub type PathMtus = Box<[(NodeId, PathMtu)]>;
+
 /// The path MTU of a pair and who published it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PairPath {
