@@ -175,16 +175,8 @@ fn leaf_source(l: &Leaf, value: Mtu, topo: &Topology) -> String {
             overhead,
             ipv6_outer,
         } => format!(
-            "path {}↔{} {}{} (probed by {}) − {} overhead {}{}",
-            topo.node(*a).name,
-            topo.node(*b).name,
-            mtu,
-            if *invalid {
-                " (invalid, fails closed to 576)"
-            } else {
-                ""
-            },
-            topo.node(*by).name,
+            "{} − {} overhead {}{}",
+            path_words(topo, *a, *b, *mtu, *invalid, *by),
             protocol,
             overhead,
             family_note(*ipv6_outer)
@@ -227,6 +219,30 @@ fn leaf_source(l: &Leaf, value: Mtu, topo: &Topology) -> String {
             prefix
         ),
     }
+}
+
+/// `path A↔B MTU (probed by X)`: a pair's path MTU as explanations and probes word it, `a`
+/// and `b` in ID order.
+pub(crate) fn path_words(
+    topo: &Topology,
+    a: NodeId,
+    b: NodeId,
+    mtu: u32,
+    invalid: bool,
+    by: NodeId,
+) -> String {
+    format!(
+        "path {}↔{} {}{} (probed by {})",
+        topo.node(a).name,
+        topo.node(b).name,
+        mtu,
+        if invalid {
+            " (invalid, fails closed to 576)"
+        } else {
+            ""
+        },
+        topo.node(by).name
+    )
 }
 
 /// ` (IPv6 outer)` after an overhead of the IPv6 column: the family is named where it is not

@@ -125,3 +125,42 @@ fn a_path_narrower_than_the_default_underlay_is_a_black_hole_on_every_link() {
             .all(|j| j.1 == Verdict::Ok)
     );
 }
+
+/// A pair's path MTU (D13) is what the plan assumes for that link alone: its target's planned
+/// underlay and the term a probe would contradict name the path, so a probe finding exactly
+/// the path is ok, while the node's other links keep the underlay.
+#[test]
+fn a_path_mtu_is_the_planned_underlay_of_its_link_only() {
+    let mut y = String::from(
+        "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: s}\nspec:\n  nodeCidrs: [10.0.0.0/16]\n  podCidrAssignments: [{cidrBlocks: [10.96.0.0/12]}]\n  tunnelProtocol: VXLAN\n",
+    );
+    for (i, n, note) in [(1, "a", "b=1400"), (2, "b", ""), (3, "c", "")] {
+        y += &format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {n}\n  labels: {{net.unbounded-cloud.io/site: s}}\n  annotations: {{mtu.unbounded-cloud.io/path-mtu: \"{note}\"}}\nspec: {{podCIDRs: [10.96.{i}.0/24]}}\nstatus: {{addresses: [{{type: InternalIP, address: 10.0.0.{i}}}]}}\n"
+        );
+    }
+    let r = Resolver::new(
+        load::from_sources([("t.yaml", y.as_bytes())]),
+        Settings::default(),
+    );
+    for node in ["a", "b"] {
+        let targets = r.probe_targets(node).expect("targets");
+        let other = if node == "a" { "b" } else { "a" };
+        let t = targets.iter().find(|t| &*t.peer == other).expect("link");
+        assert_eq!((t.planned_underlay, t.link_mtu), (1400, 1350), "{t:?}");
+        assert_eq!(t.underlay_term, "path a↔b 1400 (probed by a)");
+        assert_eq!((t.node_underlay, t.peer_underlay), (1500, 1500));
+        let c = targets.iter().find(|t| &*t.peer == "c").expect("link");
+        assert_eq!((c.planned_underlay, c.link_mtu), (1500, 1450), "{c:?}");
+    }
+    let judged = |path| {
+        probe_all(&r, "a", path)
+            .into_iter()
+            .find(|(p, ..)| p == "b")
+            .expect("b")
+    };
+    assert_eq!(judged(1400).1, Verdict::Ok);
+    let (_, verdict, contradicts) = judged(1300);
+    assert_eq!(verdict, Verdict::BlackHole);
+    assert_eq!(contradicts.as_deref(), Some("path a↔b 1400 (probed by a)"));
+}

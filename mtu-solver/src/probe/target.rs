@@ -7,6 +7,7 @@ use crate::solver::Solver;
 use std::net::IpAddr;
 use std::sync::Arc;
 use topology_core::ids::NodeId;
+use topology_core::model::{PairPath, Topology};
 use topology_core::vocab::Protocol;
 
 /// One link of a node's plan, as a probe sees it.
@@ -26,7 +27,8 @@ pub struct Target {
     pub protocol: Protocol,
     /// The encapsulation overhead the plan subtracted (0 without encapsulation).
     pub overhead: u32,
-    /// The underlay the plan assumed for the link: `min(U(node), U(peer))`.
+    /// The underlay the plan assumed for the link: `min(U(node), U(peer), P(node, peer))`, the
+    /// pair's path MTU included when one bounds it.
     pub planned_underlay: u32,
     /// `U(node)`: the probing node's own underlay in the plan.
     pub node_underlay: u32,
@@ -34,8 +36,8 @@ pub struct Target {
     pub peer_underlay: u32,
     /// The link's MTU.
     pub link_mtu: u32,
-    /// The underlay term, e.g. `underlay of a 1500 (default)`: what a probed underlay below
-    /// the plan contradicts.
+    /// The underlay term, e.g. `underlay of a 1500 (default)` or `path a↔b 1400 (probed by
+    /// a)`: what a probed underlay below the plan contradicts.
     pub underlay_term: String,
     /// The term that binds the link's MTU, e.g. `SitePeering/ab spec.tunnelMTU 1400`.
     pub link_term: String,
@@ -63,6 +65,12 @@ pub fn targets(solver: &mut Solver<'_>, plan: &NodePlan) -> Vec<Target> {
                 (link.peer, ub.get(), sb)
             };
             let topo = solver.topo();
+            let mut term = underlay_term(&topo.node(end).name, u, src);
+            let mut planned = u;
+            if let Some(p) = topo.path_mtu(plan.node, link.peer).filter(|p| p.mtu < u) {
+                planned = p.mtu;
+                term = path_term(topo, plan.node, link.peer, p);
+            }
             let overhead = link_overhead(solver, link.mtu.expl);
             let device = match &link.device {
                 DeviceRef::Shared(n) => Some(n.clone()),
@@ -79,11 +87,11 @@ pub fn targets(solver: &mut Solver<'_>, plan: &NodePlan) -> Vec<Target> {
                 device,
                 protocol: link.protocol,
                 overhead,
-                planned_underlay: u,
+                planned_underlay: planned,
                 node_underlay: ua.get(),
                 peer_underlay: ub.get(),
                 link_mtu: link.mtu.mtu.get(),
-                underlay_term: underlay_term(&topo.node(end).name, u, src),
+                underlay_term: term,
                 link_term: binding_term(solver, link.mtu.expl),
             }
         })
@@ -108,6 +116,12 @@ fn link_overhead(solver: &Solver<'_>, expl: crate::explain::ExplId) -> u32 {
 /// `underlay of NODE U (SOURCE)`, worded as `explain` words it.
 fn underlay_term(node: &str, underlay: u32, source: UnderlaySource) -> String {
     format!("underlay of {node} {underlay}{}", source.note())
+}
+
+/// The pair's path MTU term, ends in ID order.
+fn path_term(topo: &Topology, n: NodeId, peer: NodeId, p: PairPath) -> String {
+    let (a, b) = if n <= peer { (n, peer) } else { (peer, n) };
+    crate::explain::path_words(topo, a, b, p.mtu, p.invalid, p.by)
 }
 
 /// The binding term of an explanation, worded as `explain` words it.

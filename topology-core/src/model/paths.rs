@@ -6,6 +6,7 @@ use super::build::{Builder, warn};
 use super::{NodeId, Topology};
 use crate::decode::RawNode;
 use crate::diag::{Code, SourceLoc};
+use crate::mtu::{MAX_UNDERLAY, MIN_MTU};
 use crate::vocab::PATH_MTU_ANNOTATION;
 
 /// One node's entry about one peer.
@@ -64,6 +65,44 @@ impl Topology {
             (x, y) => x.or(y),
         }
     }
+    /// Replaces what node `n` publishes about its peers with `entries`, peer and MTU: a node
+    /// that owns its annotation (an agent with probing owns its own Node's) knows its entries
+    /// before the cluster shows them. An entry about `n` itself is dropped, a peer listed twice
+    /// counts at its lowest, and a value is held to the annotation's range (`MIN_MTU..=MAX_UNDERLAY`), as
+    /// decoding holds it; no entries removes `n`'s.
+    pub fn set_path_mtus(&mut self, n: NodeId, entries: impl IntoIterator<Item = (NodeId, u32)>) {
+        let mut list: Vec<(NodeId, PathMtu)> = Vec::new();
+        for (peer, mtu) in entries {
+            if peer == n || peer.idx() >= self.nodes.len() {
+                continue;
+            }
+            let mtu = mtu.clamp(MIN_MTU, MAX_UNDERLAY);
+            match list.iter_mut().find(|(p, _)| *p == peer) {
+                Some((_, e)) => e.mtu = e.mtu.min(mtu),
+                None => list.push((
+                    peer,
+                    PathMtu {
+                        mtu,
+                        invalid: false,
+                    },
+                )),
+            }
+        }
+        list.sort_by_key(|(p, _)| *p);
+        let at = self.path_mtus.binary_search_by_key(&n, |(x, _)| *x);
+        match (at, list.is_empty()) {
+            (Ok(i), true) => {
+                self.path_mtus.remove(i);
+            }
+            (Ok(i), false) => {
+                if let Some(slot) = self.path_mtus.get_mut(i) {
+                    slot.1 = list.into_boxed_slice();
+                }
+            }
+            (Err(_), true) => {}
+            (Err(i), false) => self.path_mtus.insert(i, (n, list.into_boxed_slice())),
+        }
+    }
 }
 
 impl Builder {
@@ -114,5 +153,62 @@ impl Builder {
             }
         }
         t.path_mtus.sort_by_key(|(n, _)| *n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::decode;
+
+    fn three() -> Topology {
+        let mut y = String::from(
+            "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {name: s}\n",
+        );
+        for (n, note) in [("a", "b=1450"), ("b", ""), ("c", "")] {
+            y += &format!(
+                "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {n}\n  labels: {{net.unbounded-cloud.io/site: s}}\n  annotations: {{mtu.unbounded-cloud.io/path-mtu: \"{note}\"}}\n"
+            );
+        }
+        let d = decode([("t.yaml", y.as_bytes())]);
+        Topology::build(d.objects.iter(), d.diagnostics)
+    }
+
+    /// Setting a node's entries replaces what its annotation said, keeps the lowest of a
+    /// repeated peer, drops the node itself, holds values to the annotation's range, and no
+    /// entries remove the node's.
+    #[test]
+    fn set_entries_replace_the_annotation() {
+        let mut t = three();
+        let id = |t: &Topology, n: &str| t.node_id(n).unwrap();
+        let (a, b, c) = (id(&t, "a"), id(&t, "b"), id(&t, "c"));
+        assert_eq!(t.path_mtu(a, b).map(|p| p.mtu), Some(1450));
+        t.set_path_mtus(a, [(c, 1400), (c, 1300), (a, 1200), (b, 100)]);
+        assert_eq!(
+            t.path_mtus_of(a),
+            [
+                (
+                    b,
+                    PathMtu {
+                        mtu: MIN_MTU,
+                        invalid: false
+                    }
+                ),
+                (
+                    c,
+                    PathMtu {
+                        mtu: 1300,
+                        invalid: false
+                    }
+                )
+            ]
+        );
+        assert_eq!(t.path_mtu(c, a).map(|p| (p.mtu, p.by)), Some((1300, a)));
+        t.set_path_mtus(b, [(a, 1500)]);
+        assert_eq!(t.path_mtu(a, b).map(|p| (p.mtu, p.by)), Some((MIN_MTU, a)));
+        t.set_path_mtus(a, []);
+        assert!(t.path_mtus_of(a).is_empty());
+        assert_eq!(t.path_mtu(a, b).map(|p| (p.mtu, p.by)), Some((1500, b)));
+        assert_eq!(t.path_mtu(a, c), None);
     }
 }
