@@ -703,9 +703,11 @@ pub struct AgentArgs {
     /// probes, nothing for UDP ones.
     #[arg(long, env = "PROBE_INTERVAL", value_name = "DURATION", value_parser = parse_duration)]
     pub probe_interval: Option<std::time::Duration>,
-    /// Let a probed underlay below the assumed one become this node's underlay (lowered only,
-    /// never raised by a probe; each result expires after three probe intervals plus one probe
-    /// deadline unless a new probe confirms it). Needs --probe-interval.
+    /// Let probed paths below the plan lower it: a narrow peer's link through this node's
+    /// `path-mtu` annotation, or the node's own underlay when every peer is narrow by the same
+    /// amount (lowered only, never raised by a probe; each result expires after three probe
+    /// intervals plus one probe deadline unless a new probe confirms it). Needs
+    /// --probe-interval.
     #[arg(long, env = "UNDERLAY_FROM_PROBE", requires = "probe_interval")]
     pub underlay_from_probe: bool,
     /// How links are probed.

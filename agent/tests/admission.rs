@@ -132,6 +132,18 @@ fn the_agent_changes_its_own_node_and_pod_and_nothing_of_another_node() {
         admit(&p, &agent("nodes"), &named("n2")),
         denied("an agent may change only the Node it runs on")
     );
+    // The annotations it owns on its Node (`underlay-mtu`, `path-mtu` from probes): on its own
+    // Node only.
+    let annotated = |name: &str| {
+        json!({"metadata": {"name": name, "annotations": {
+            "mtu.unbounded-cloud.io/underlay-mtu": "1500",
+            "mtu.unbounded-cloud.io/path-mtu": "b=1400"}}})
+    };
+    assert_eq!(admit(&p, &agent("nodes"), &annotated("n1")), Some(Ok(())));
+    assert_eq!(
+        admit(&p, &agent("nodes"), &annotated("n2")),
+        denied("an agent may change only the Node it runs on")
+    );
     let pod =
         |name: &str, node: &str| json!({"metadata": {"name": name}, "spec": {"nodeName": node}});
     assert_eq!(

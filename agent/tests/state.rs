@@ -18,6 +18,7 @@ use topology_core::decode::{Decoded, RawObject, RawUnderlay, decode};
 use topology_core::vocab::Kind;
 use unbounded_mtu::agent::applier::{Applied, Applier};
 use unbounded_mtu::agent::input::{Input as TurnInput, Objects, Piece};
+use unbounded_mtu::agent::probing::Probed;
 use unbounded_mtu::agent::reconcile::{self, Kept, Turn};
 use unbounded_mtu::settings;
 
@@ -90,7 +91,7 @@ fn turn(
     input: TurnInput,
     last: Option<Kept>,
 ) -> Result<(Option<serde_json::Value>, Option<Kept>), String> {
-    match reconcile::resolve(s, input, &Holding, None, Some(1500), last) {
+    match reconcile::resolve(s, input, &Holding, &Probed::default(), Some(1500), last) {
         Ok(Turn::Resolved(r)) => {
             let (outcome, kept) = reconcile::apply(*r, &Holding).map_err(|e| e.to_string())?;
             // Debug builds resolve every turn that used kept state afresh as well: one that

@@ -128,9 +128,9 @@ pub fn agent_peak(objects: &[Value], node: &str) -> Result<crate::memory::Peak, 
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     let declared = collections();
-    let declared: Vec<(&str, &str, &str)> = declared
+    let declared: Vec<(&str, &str)> = declared
         .iter()
-        .map(|(p, v, k)| (p.as_str(), v.as_str(), k.as_str()))
+        .map(|(v, k)| (v.as_str(), k.as_str()))
         .collect();
     let server = runtime
         .block_on(ApiServer::start(&declared, objects.iter().cloned()))
@@ -163,16 +163,11 @@ pub fn agent_peak(objects: &[Value], node: &str) -> Result<crate::memory::Peak, 
     peak
 }
 
-/// The collections the agent reads, declared so that an empty one answers with an empty list.
-fn collections() -> Vec<(String, String, String)> {
+/// The kinds the agent reads, declared so that an empty collection answers with an empty list.
+fn collections() -> Vec<(String, String)> {
     unbounded_mtu::k8s::ResourceKind::ALL
         .into_iter()
-        .map(|k| {
-            let path = collection_of(&json!({"apiVersion": k.api_version(),
-                "kind": k.kind.as_str(), "metadata": {"name": "x"}}))
-            .unwrap_or_default();
-            (path, k.api_version(), k.kind.as_str().to_string())
-        })
+        .map(|k| (k.api_version(), k.kind.as_str().to_string()))
         .collect()
 }
 
@@ -199,9 +194,9 @@ async fn run(
     churn: Churn,
 ) -> Result<Served, LoadError> {
     let declared = collections();
-    let declared: Vec<(&str, &str, &str)> = declared
+    let declared: Vec<(&str, &str)> = declared
         .iter()
-        .map(|(p, v, k)| (p.as_str(), v.as_str(), k.as_str()))
+        .map(|(v, k)| (v.as_str(), k.as_str()))
         .collect();
     let server = ApiServer::start(&declared, objects.iter().cloned())
         .await

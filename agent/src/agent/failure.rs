@@ -82,9 +82,9 @@ pub enum KernelError {
 /// Writing to the API failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
-    /// The underlay MTU annotation on the own Node.
-    #[error("cannot publish the underlay MTU on Node {node}")]
-    Underlay {
+    /// The underlay MTU or path MTU annotation on the own Node.
+    #[error("cannot publish the underlay or path MTUs on Node {node}")]
+    Node {
         /// The node.
         node: String,
         /// Why.

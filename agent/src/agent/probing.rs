@@ -1,10 +1,12 @@
 //! The agent's background probes (`--probe-interval`): when to probe, what the last probe of
-//! each link found, and — with `--underlay-from-probe` — the rule that lets a probed underlay
-//! lower the node's own: lowered only, never raised by a probe, and each lowering expires
-//! unless a new probe confirms it, so a repaired path recovers.
+//! each link found, and — with `--underlay-from-probe` — the rule that lets a probed path lower
+//! what the plan assumes (D13): the links to the peers found narrow, through the node's
+//! `path-mtu` annotation, or the node's own underlay when every peer that answered is narrow by
+//! the same amount (a narrow first hop). Lowered only, never raised by a probe, and each
+//! lowering expires unless a new probe confirms it, so a repaired path recovers.
 
 use mtu_solver::probe::{LinkProbe, Target, Verdict};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -21,6 +23,24 @@ pub struct Lowering {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lowerings {
     by_peer: BTreeMap<Arc<str>, Lowering>,
+    /// The peers whose last probe answered.
+    answered: BTreeSet<Arc<str>>,
+}
+
+/// What the probes lower in the next plan (`--underlay-from-probe`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Probed {
+    /// The node's own underlay, when every peer that answered is narrow by the same amount.
+    pub underlay: Option<u32>,
+    /// Otherwise the narrow peers' path MTUs: the node's own `path-mtu` entries, peer → MTU.
+    pub paths: BTreeMap<Arc<str>, u32>,
+    /// Whether the agent owns its Node's `path-mtu` annotation: the entries above replace what
+    /// the annotation says in the node's plan, and are published on it.
+    pub owns_paths: bool,
+    /// Until the agent adopted what its annotation said when it started
+    /// ([`Lowerings::adopt`]), the published entries are kept beside the probed ones, so a
+    /// restart raises nothing before a probe repaired it.
+    pub keep_published: bool,
 }
 
 impl Lowerings {
@@ -38,6 +58,9 @@ impl Lowerings {
         now: Instant,
         expiry: Duration,
     ) {
+        if !probes.is_empty() {
+            self.answered.clear();
+        }
         for p in probes {
             let Some(probed) = p.probed_underlay else {
                 continue;
@@ -45,6 +68,7 @@ impl Lowerings {
             let Some(t) = targets.iter().find(|t| t.peer == p.peer) else {
                 continue;
             };
+            self.answered.insert(p.peer.clone());
             if probed < base.min(t.peer_underlay) {
                 self.by_peer.insert(
                     p.peer.clone(),
@@ -60,14 +84,58 @@ impl Lowerings {
         self.by_peer.retain(|_, l| l.expires > now);
     }
 
-    /// The node's underlay: `base`, lowered by the lowest probed underlay that has not
-    /// expired; with the peer whose probe lowered it.
-    pub fn effective(&self, base: u32, now: Instant) -> (u32, Option<Arc<str>>) {
-        self.by_peer
+    /// Takes the node's published `path-mtu` entries (peer → MTU) as lowerings until
+    /// `now + expiry`, for peers not already lowered: what an agent published before it
+    /// restarted holds until a probe confirms or repairs it, as if it had never stopped.
+    pub fn adopt(
+        &mut self,
+        published: &BTreeMap<String, u32>,
+        base: u32,
+        now: Instant,
+        expiry: Duration,
+    ) {
+        for (peer, &underlay) in published {
+            if underlay < base {
+                self.by_peer
+                    .entry(Arc::from(peer.as_str()))
+                    .or_insert(Lowering {
+                        underlay,
+                        expires: now + expiry,
+                    });
+            }
+        }
+    }
+
+    /// What the lowerings that have not expired lower below `base` (D13): the node's own
+    /// underlay when at least two peers answered their last probe and every one of them is
+    /// lowered to the same value (the narrow hop is the node's first, shared by every path);
+    /// otherwise each lowered peer's path MTU, the node's underlay kept.
+    pub fn probed(&self, base: u32, now: Instant) -> Probed {
+        let live: BTreeMap<Arc<str>, u32> = self
+            .by_peer
             .iter()
             .filter(|(_, l)| l.expires > now && l.underlay < base)
-            .min_by_key(|(_, l)| l.underlay)
-            .map_or((base, None), |(p, l)| (l.underlay, Some(p.clone())))
+            .map(|(p, l)| (p.clone(), l.underlay))
+            .collect();
+        let mut values = live.values();
+        let first = values.next().copied();
+        let shared = self.answered.len() >= 2
+            && self.answered.iter().all(|p| live.contains_key(p))
+            && values.all(|v| Some(*v) == first);
+        if shared {
+            return Probed {
+                underlay: first,
+                paths: BTreeMap::new(),
+                owns_paths: true,
+                keep_published: false,
+            };
+        }
+        Probed {
+            underlay: None,
+            paths: live,
+            owns_paths: true,
+            keep_published: false,
+        }
     }
 
     /// The earliest expiry (when the effective value may rise again).
@@ -157,8 +225,28 @@ mod tests {
 
     const EXPIRY: Duration = Duration::from_secs(900);
 
+    /// Per-pair entries, peer → MTU.
+    fn paths(entries: &[(&str, u32)]) -> Probed {
+        Probed {
+            underlay: None,
+            paths: entries.iter().map(|(p, m)| (Arc::from(*p), *m)).collect(),
+            owns_paths: true,
+            keep_published: false,
+        }
+    }
+
+    /// The node's own underlay lowered.
+    fn node_wide(u: u32) -> Probed {
+        Probed {
+            underlay: Some(u),
+            paths: BTreeMap::new(),
+            owns_paths: true,
+            keep_published: false,
+        }
+    }
+
     #[test]
-    fn a_probe_below_the_plan_lowers_the_underlay_and_a_repaired_path_restores_it() {
+    fn a_narrow_path_to_one_peer_lowers_that_pair_and_a_repaired_path_restores_it() {
         let now = Instant::now();
         let mut l = Lowerings::default();
         let b = target("b", 1500, 1500);
@@ -170,8 +258,8 @@ mod tests {
             now,
             EXPIRY,
         );
-        assert_eq!(l.effective(1500, now), (1400, Some("b".into())));
-        // The next plan takes 1400 for the node: the same probe keeps it (no flapping).
+        assert_eq!(l.probed(1500, now), paths(&[("b", 1400)]), "c is ok");
+        // The next plan takes 1400 for the pair: the same probe keeps it (no flapping).
         let b2 = target("b", 1500, 1400);
         let later = now + Duration::from_secs(300);
         l.record(
@@ -181,7 +269,7 @@ mod tests {
             later,
             EXPIRY,
         );
-        assert_eq!(l.effective(1500, later).0, 1400);
+        assert_eq!(l.probed(1500, later), paths(&[("b", 1400)]));
         // The path is repaired: the next probe finds 1500 and the lowering goes.
         let again = later + Duration::from_secs(300);
         l.record(
@@ -191,7 +279,7 @@ mod tests {
             again,
             EXPIRY,
         );
-        assert_eq!(l.effective(1500, again), (1500, None));
+        assert_eq!(l.probed(1500, again), paths(&[]));
     }
 
     #[test]
@@ -207,7 +295,7 @@ mod tests {
             now,
             EXPIRY,
         );
-        assert_eq!(l.effective(1400, now), (1400, None));
+        assert_eq!(l.probed(1400, now), paths(&[]));
     }
 
     #[test]
@@ -223,7 +311,7 @@ mod tests {
             now,
             EXPIRY,
         );
-        assert_eq!(l.effective(1500, now), (1500, None));
+        assert_eq!(l.probed(1500, now), paths(&[]));
         l.record(
             1500,
             std::slice::from_ref(&b),
@@ -231,7 +319,7 @@ mod tests {
             now,
             EXPIRY,
         );
-        assert_eq!(l.effective(1500, now).0, 1300);
+        assert_eq!(l.probed(1500, now), paths(&[("b", 1300)]));
     }
 
     #[test]
@@ -254,16 +342,16 @@ mod tests {
             soon,
             EXPIRY,
         );
-        assert_eq!(l.effective(1500, soon).0, 1400);
+        assert_eq!(l.probed(1500, soon), paths(&[("b", 1400)]));
         assert_eq!(l.next_expiry(), Some(now + EXPIRY));
         let expired = now + EXPIRY;
-        assert_eq!(l.effective(1500, expired), (1500, None));
+        assert_eq!(l.probed(1500, expired), paths(&[]));
         l.record(1500, &[], &[], expired, EXPIRY);
         assert_eq!(l.current(expired), BTreeMap::new());
     }
 
     #[test]
-    fn the_lowest_lowering_counts() {
+    fn different_narrow_paths_are_separate_pairs() {
         let now = Instant::now();
         let mut l = Lowerings::default();
         let (b, c) = (target("b", 1500, 1500), target("c", 1500, 1500));
@@ -274,8 +362,70 @@ mod tests {
             now,
             EXPIRY,
         );
-        assert_eq!(l.effective(1500, now), (1300, Some("c".into())));
+        assert_eq!(l.probed(1500, now), paths(&[("b", 1400), ("c", 1300)]));
         assert_eq!(l.current(now).len(), 2);
+    }
+
+    /// Every peer that answered narrow by the same amount: the narrow hop is the node's own
+    /// first hop, and the node's underlay is lowered instead of every pair; a peer that
+    /// answered nothing does not count against it, and one peer alone cannot tell.
+    #[test]
+    fn the_same_narrow_path_to_every_peer_lowers_the_node() {
+        let now = Instant::now();
+        let mut l = Lowerings::default();
+        let (b, c, d) = (
+            target("b", 1500, 1500),
+            target("c", 1500, 1500),
+            target("d", 1500, 1500),
+        );
+        l.record(
+            1500,
+            &[b.clone(), c.clone(), d.clone()],
+            &[
+                probed(&b, Some(1400)),
+                probed(&c, Some(1400)),
+                probed(&d, None),
+            ],
+            now,
+            EXPIRY,
+        );
+        assert_eq!(l.probed(1500, now), node_wide(1400));
+        let mut one = Lowerings::default();
+        one.record(
+            1500,
+            std::slice::from_ref(&b),
+            &[probed(&b, Some(1400))],
+            now,
+            EXPIRY,
+        );
+        assert_eq!(one.probed(1500, now), paths(&[("b", 1400)]));
+        // d answers at full size: only b and c are narrow.
+        let later = now + Duration::from_secs(60);
+        l.record(
+            1500,
+            &[b.clone(), c.clone(), d.clone()],
+            &[
+                probed(&b, Some(1400)),
+                probed(&c, Some(1400)),
+                probed(&d, Some(1500)),
+            ],
+            later,
+            EXPIRY,
+        );
+        assert_eq!(l.probed(1500, later), paths(&[("b", 1400), ("c", 1400)]));
+    }
+
+    /// Entries published before a restart hold as lowerings until they expire, unless a probe
+    /// already lowered the peer; entries at or above the node's underlay lower nothing.
+    #[test]
+    fn published_entries_are_adopted_until_they_expire() {
+        let now = Instant::now();
+        let mut l = Lowerings::default();
+        let published: BTreeMap<String, u32> =
+            [("b".to_string(), 1400), ("c".to_string(), 1500)].into();
+        l.adopt(&published, 1500, now, EXPIRY);
+        assert_eq!(l.probed(1500, now), paths(&[("b", 1400)]));
+        assert_eq!(l.probed(1500, now + EXPIRY), paths(&[]));
     }
 
     #[test]

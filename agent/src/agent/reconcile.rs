@@ -14,6 +14,7 @@
 use super::applier::{Applied, Applier};
 use super::failure::{Failure, KernelError, ResolveError};
 use super::input::{Input, Objects};
+use super::probing::Probed;
 use crate::dataplane::{self, FabricOptions};
 use crate::settings::{self, Underlay};
 use mtu_solver::Solver;
@@ -43,6 +44,11 @@ pub struct Publication {
     pub forwarding_published: BTreeMap<String, u32>,
     /// Its GatewayPoolNode, when one names it.
     pub gateway_pool_node: Option<String>,
+    /// The node's `path-mtu` entries to publish, peer → MTU, when the agent owns the
+    /// annotation (`--underlay-from-probe`); none removes the annotation.
+    pub paths: Option<BTreeMap<String, u32>>,
+    /// What its Node's `path-mtu` annotation says now, about existing peers.
+    pub paths_published: BTreeMap<String, u32>,
 }
 
 /// The result of a successful reconcile.
@@ -87,7 +93,7 @@ pub struct Kept {
     /// The topology the plan was resolved on.
     topology: Topology,
     footprint: Footprint,
-    probed: Option<u32>,
+    probed: Probed,
     base_underlay: u32,
     /// The Sites and peers of the plan: what the source must still watch while it stands.
     linked: Linked,
@@ -160,20 +166,20 @@ impl Resolved {
 /// The node is planned once on that topology, on the underlay `assumed` (what the last turn
 /// detected; ignored when the underlay is stated), the own underlay detected from that plan
 /// when the settings ask for detection, and the node planned again only when the detected
-/// underlay is not the assumed one. `probed` is the lowest underlay the node's probes found
-/// below the plan (`--underlay-from-probe`): it lowers the node's own underlay, never raises
-/// it. The input's objects are dropped once the topology is built (and a kept topology that
+/// underlay is not the assumed one. `probed` is what the node's probes found below the plan
+/// (`--underlay-from-probe`): the node's own underlay, or the path MTUs of the narrow pairs,
+/// which replace the node's own `path-mtu` entries; it lowers, never raises. The input's objects are dropped once the topology is built (and a kept topology that
 /// cannot be used before that): those the source does not keep never share the peak with the
 /// plan.
 pub fn resolve(
     s: &settings::Agent,
     input: Input,
     applier: &dyn Applier,
-    probed: Option<u32>,
+    probed: &Probed,
     assumed: Option<u32>,
     last: Option<Kept>,
 ) -> Result<Turn, Failure> {
-    let last = last.filter(|k| k.probed == probed && assumed == Some(k.base_underlay));
+    let last = last.filter(|k| k.probed == *probed && assumed == Some(k.base_underlay));
     let Some(mut kept) = last else {
         let r = fresh(s, input, applier, probed, assumed)?;
         return Ok(Turn::Resolved(Box::new(r)));
@@ -222,7 +228,7 @@ fn fresh(
     s: &settings::Agent,
     input: Input,
     applier: &dyn Applier,
-    probed: Option<u32>,
+    probed: &Probed,
     assumed: Option<u32>,
 ) -> Result<Resolved, Failure> {
     let objects = input.objects();
@@ -239,7 +245,7 @@ fn differs_from_full(
     s: &settings::Agent,
     input: Input,
     applier: &dyn Applier,
-    probed: Option<u32>,
+    probed: &Probed,
     assumed: Option<u32>,
     desired: &dataplane_linux::DesiredState,
 ) -> Result<Option<Resolved>, Failure> {
@@ -252,17 +258,23 @@ fn differs_from_full(
 /// when detection says otherwise.
 fn resolve_on(
     s: &settings::Agent,
-    topo: Topology,
+    mut topo: Topology,
     gateway_pool_node: Option<String>,
     applier: &dyn Applier,
-    probed: Option<u32>,
+    probed: &Probed,
     assumed: Option<u32>,
 ) -> Result<Resolved, Failure> {
+    let paths = own_paths(&mut topo, &s.node, probed);
     let assumed = match s.underlay {
         Underlay::Fixed(u) => u,
         Underlay::Detect => assumed.unwrap_or(s.solver.default_underlay),
     };
-    let mut planned = plan(&topo, &s.node, on_underlay(s, assumed, probed), &s.fabric)?;
+    let mut planned = plan(
+        &topo,
+        &s.node,
+        on_underlay(s, assumed, probed.underlay),
+        &s.fabric,
+    )?;
     let mut plans = 1;
     let base_underlay = match s.underlay {
         Underlay::Fixed(u) => u,
@@ -275,14 +287,16 @@ fn resolve_on(
         planned = plan(
             &topo,
             &s.node,
-            on_underlay(s, base_underlay, probed),
+            on_underlay(s, base_underlay, probed.underlay),
             &s.fabric,
         )?;
         plans += 1;
     }
+    planned.publication.paths = paths.publish;
+    planned.publication.paths_published = paths.published;
     let kept = Kept {
         footprint: std::mem::take(&mut planned.footprint),
-        probed,
+        probed: probed.clone(),
         base_underlay,
         linked: planned.linked.clone(),
         #[cfg(debug_assertions)]
@@ -293,7 +307,7 @@ fn resolve_on(
         planned,
         corrected: false,
         base_underlay,
-        underlay: lowered(base_underlay, probed),
+        underlay: lowered(base_underlay, probed.underlay),
         gateway_pool_node,
         plans,
         kept,
@@ -354,6 +368,57 @@ struct Planned {
     footprint: Footprint,
 }
 
+/// The node's own `path-mtu` entries: what its annotation says, and what the agent publishes
+/// when it owns the annotation.
+struct OwnPaths {
+    published: BTreeMap<String, u32>,
+    publish: Option<BTreeMap<String, u32>>,
+}
+
+/// Reads the node's published `path-mtu` entries from `topo` and, when the agent owns the
+/// annotation (`probed.owns_paths`), puts the probed entries in their place, so the plan
+/// bounds the narrow links before the cluster shows the new annotation; the published ones
+/// are kept beside them (at their lowest) while `probed.keep_published` says so.
+fn own_paths(topo: &mut Topology, node: &str, probed: &Probed) -> OwnPaths {
+    let Some(id) = topo.node_id(node) else {
+        return OwnPaths {
+            published: BTreeMap::new(),
+            publish: None,
+        };
+    };
+    let published: BTreeMap<String, u32> = topo
+        .path_mtus_of(id)
+        .iter()
+        .map(|(p, e)| (topo.node(*p).name.to_string(), e.mtu))
+        .collect();
+    if !probed.owns_paths {
+        return OwnPaths {
+            published,
+            publish: None,
+        };
+    }
+    let mut publish: BTreeMap<String, u32> = probed
+        .paths
+        .iter()
+        .map(|(p, m)| (p.to_string(), *m))
+        .collect();
+    if probed.keep_published {
+        for (p, m) in &published {
+            let e = publish.entry(p.clone()).or_insert(*m);
+            *e = (*e).min(*m);
+        }
+    }
+    let entries: Vec<_> = publish
+        .iter()
+        .filter_map(|(p, m)| topo.node_id(p).map(|peer| (peer, *m)))
+        .collect();
+    topo.set_path_mtus(id, entries);
+    OwnPaths {
+        published,
+        publish: Some(publish),
+    }
+}
+
 /// The own underlay after the probes' lowering, if any.
 fn lowered(base: u32, probed: Option<u32>) -> u32 {
     probed.map_or(base, |p| p.min(base))
@@ -409,6 +474,8 @@ fn plan(
             .map(|(p, m)| (p.to_string(), m.get()))
             .collect(),
         gateway_pool_node: None,
+        paths: None,
+        paths_published: BTreeMap::new(),
     };
     let peers = node_plan.links.iter().filter_map(|l| l.peer_addr).collect();
     let linked = linked(topo, &node_plan);

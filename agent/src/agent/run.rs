@@ -10,7 +10,7 @@ use super::api_source;
 use super::applier::{self, Applier};
 use super::failure::{Failure, KernelError, Step};
 use super::input::Input;
-use super::probing::{self, LastRun, Lowerings};
+use super::probing::{self, LastRun, Lowerings, Probed};
 use super::reconcile::{self, Kept, Outcome, Turn};
 use super::source::{Files, Settled, Source, Wake};
 use super::status::{self, Status};
@@ -179,8 +179,11 @@ struct Probes {
     /// The node's underlay before probes lowered it, in the last plan.
     base: u32,
     lowerings: Lowerings,
-    /// The probed underlay the last reconcile used.
-    in_use: Option<u32>,
+    /// Whether the lowerings took the node's published `path-mtu` entries (after the first
+    /// plan that read them).
+    adopted: bool,
+    /// What the probes lowered in the last reconcile.
+    in_use: Probed,
     running: Option<tokio::task::JoinHandle<ProbeRun>>,
     /// When the next run is due (`None`: after the first plan).
     due: Option<tokio::time::Instant>,
@@ -244,13 +247,16 @@ impl Probes {
         }));
     }
 
-    /// The probed underlay the next reconcile uses (`--underlay-from-probe`), if any.
-    fn lowered(&self) -> Option<u32> {
+    /// What the probes lower in the next reconcile (`--underlay-from-probe`; nothing
+    /// without it).
+    fn probed(&self) -> Probed {
         if !self.settings.lower_underlay {
-            return None;
+            return Probed::default();
         }
-        let (u, _) = self.lowerings.effective(self.base, Instant::now());
-        (u < self.base).then_some(u)
+        Probed {
+            keep_published: !self.adopted,
+            ..self.lowerings.probed(self.base, Instant::now())
+        }
     }
 }
 
@@ -329,9 +335,9 @@ pub async fn run<S: Source>(
                 continue;
             }
         };
-        let probed = l.probes.as_mut().and_then(|p| {
-            p.in_use = p.lowered();
-            p.in_use
+        let probed = l.probes.as_mut().map_or_else(Probed::default, |p| {
+            p.in_use = p.probed();
+            p.in_use.clone()
         });
         // The turn takes what the last one kept (resyncs, retries and probes start afresh).
         let last = l.kept.take().filter(|_| changed);
@@ -405,7 +411,8 @@ impl<'a> Loop<'a> {
                     targets: Vec::new(),
                     base: 0,
                     lowerings: Lowerings::default(),
-                    in_use: None,
+                    adopted: false,
+                    in_use: Probed::default(),
                     running: None,
                     due: None,
                 }),
@@ -467,8 +474,11 @@ impl<'a> Loop<'a> {
             o.pool.as_deref().unwrap_or("-")
         );
         self.status.set_adopted(&adopted);
-        self.status
-            .set_node(&self.s.node, Some(o.publication.underlay));
+        self.status.set_node(
+            &self.s.node,
+            Some(o.publication.underlay),
+            o.publication.paths.as_ref(),
+        );
         for (item, mtu) in &o.mtus {
             self.status.applied_mtu(item, *mtu);
         }
@@ -510,6 +520,15 @@ impl<'a> Loop<'a> {
         let changed = probing::links_changed(&p.targets, &o.targets);
         p.targets = o.targets.clone();
         p.base = o.base_underlay;
+        if p.settings.lower_underlay && !p.adopted {
+            p.lowerings.adopt(
+                &o.publication.paths_published,
+                p.base,
+                Instant::now(),
+                p.settings.expiry,
+            );
+            p.adopted = true;
+        }
         if (changed || p.due.is_none()) && p.running.is_none() && !p.targets.is_empty() {
             p.start();
         }
@@ -533,7 +552,7 @@ impl<'a> Loop<'a> {
             }
             ProbeEvent::Expired => {
                 p.lowerings.record(p.base, &[], &[], now, p.settings.expiry);
-                p.lowered() != p.in_use
+                p.probed() != p.in_use
             }
             ProbeEvent::Finished(Err(e)) => {
                 tracing::warn!(error = %e, "the probe task failed");
@@ -558,14 +577,14 @@ impl<'a> Loop<'a> {
                         link_mtu = l.link_mtu, probed_link_mtu = ?l.probed_link_mtu,
                         contradicts = ?l.contradicts, "probed");
                 }
-                let lowered = p.lowered();
+                let probed = p.probed();
                 self.status
                     .probed(&run, &p.lowerings.current(now), p.settings.lower_underlay);
-                if lowered != p.in_use {
-                    tracing::warn!(underlay = ?lowered, base = p.base,
-                        "the probes changed the node's underlay; reconciling");
+                if probed != p.in_use {
+                    tracing::warn!(underlay = ?probed.underlay, paths = ?probed.paths,
+                        base = p.base, "the probes changed what the node plans; reconciling");
                 }
-                lowered != p.in_use
+                probed != p.in_use
             }
         }
     }
@@ -607,13 +626,13 @@ async fn resolve_on_thread(
     s: &settings::Agent,
     input: Input,
     applier: Arc<dyn Applier>,
-    probed: Option<u32>,
+    probed: Probed,
     assumed: Option<u32>,
     last: Option<Kept>,
 ) -> Result<Turn, Failure> {
     let s = s.clone();
     tokio::task::spawn_blocking(move || {
-        reconcile::resolve(&s, input, applier.as_ref(), probed, assumed, last)
+        reconcile::resolve(&s, input, applier.as_ref(), &probed, assumed, last)
     })
     .await
     .map_err(|e| Failure::Dataplane(KernelError::Task(e)))?

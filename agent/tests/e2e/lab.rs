@@ -618,14 +618,34 @@ pub fn spawn_node_agent(
     dir: &std::path::Path,
     underlay_args: &[&str],
 ) -> std::process::Child {
+    spawn_node_agent_from(
+        name,
+        &["--manifests".as_ref(), manifests.as_os_str()],
+        node,
+        pod,
+        dir,
+        underlay_args,
+    )
+}
+
+/// [`spawn_node_agent`] reading the cluster from `source` (`--manifests FILE`, or
+/// `--kubeconfig FILE` for API mode).
+pub fn spawn_node_agent_from(
+    name: &str,
+    source: &[&std::ffi::OsStr],
+    node: &Ns,
+    pod: &Ns,
+    dir: &std::path::Path,
+    underlay_args: &[&str],
+) -> std::process::Child {
     let log = OpenOptions::new()
         .create(true)
         .append(true)
         .open(dir.join(format!("agent-{name}.log")))
         .expect("log");
     Command::new(bin())
-        .args(["agent", "--node-name", name, "--manifests"])
-        .arg(manifests)
+        .args(["agent", "--node-name", name])
+        .args(source)
         .arg("--netns")
         .arg(node.path())
         .args(underlay_args)

@@ -1,5 +1,6 @@
 //! Probing the plan on the wire (issue 20): a black hole that ordinary path MTU discovery cannot
-//! see, found by `unbounded-mtu probe` and repaired by the agent's `--underlay-from-probe`.
+//! see, found by `unbounded-mtu probe` and repaired by the agent's `--underlay-from-probe`, which
+//! lowers and publishes the narrow pair alone (D13, issue 43).
 //!
 //! Topology: routers r1 and r2 joined by an inner link of MTU 1400; every node device says
 //! 1500. Both routers drop their own ICMP errors (`ip rule add iif lo ipproto icmp blackhole`),
@@ -17,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use crate::kernel::{route_mtu, table_route};
 use crate::lab::{self, Lab, Ns, PodNet, ping_ok, ping_with};
+use test_utils::apiserver::ApiServer;
+use unbounded_mtu::k8s::ResourceKind;
 
 const A_POD: PodNet = PodNet("10.101.1");
 const B_POD: PodNet = PodNet("10.102.1");
@@ -246,22 +249,117 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// The lab's cluster as an API server holds it: the Site, the four Nodes and the Site's
+/// SiteNodeSlice (what the controller publishes), for agents in API mode.
+fn served() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let net = "net.unbounded-cloud.io/v1alpha1";
+    let mut out = vec![json!({"apiVersion": net, "kind": "Site",
+        "metadata": {"name": "S", "resourceVersion": "1"},
+        "spec": {"nodeCidrs": ["10.0.0.0/12"],
+            "podCidrAssignments": [{"cidrBlocks": ["10.96.0.0/11"]}], "tunnelProtocol": "VXLAN"}})];
+    let mut entries = Vec::new();
+    for (name, addr, pod) in [
+        ("a", "10.1.0.1", A_POD),
+        ("b", "10.2.0.1", B_POD),
+        ("c", "10.3.0.1", C_POD),
+        ("d", "10.4.0.1", D_POD),
+    ] {
+        out.push(json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": "1",
+                "labels": {"net.unbounded-cloud.io/site": "S"}},
+            "spec": {"podCIDRs": [pod.cidr()]},
+            "status": {"addresses": [{"type": "InternalIP", "address": addr}]}}));
+        entries.push(json!({"name": name, "internalIPs": [addr], "podCIDRs": [pod.cidr()]}));
+    }
+    out.push(json!({"apiVersion": net, "kind": "SiteNodeSlice",
+        "metadata": {"name": "S-0", "resourceVersion": "1"}, "siteName": "S", "nodes": entries}));
+    out
+}
+
+/// A fake API server holding [`served`] on its own runtime (kept beside it), and a kubeconfig
+/// for it in `dir`.
+fn api_server(dir: &std::path::Path) -> (tokio::runtime::Runtime, ApiServer, std::path::PathBuf) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let kinds: Vec<(String, String)> = ResourceKind::ALL
+        .into_iter()
+        .map(|k| (k.api_version(), k.kind.as_str().to_string()))
+        .collect();
+    let kinds: Vec<(&str, &str)> = kinds
+        .iter()
+        .map(|(v, k)| (v.as_str(), k.as_str()))
+        .collect();
+    let server = runtime
+        .block_on(ApiServer::start(&kinds, served()))
+        .expect("fake API server");
+    let config = dir.join("kubeconfig");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: \"{}\"}}}}]\n\
+             users: [{{name: fake, user: {{}}}}]\n\
+             contexts: [{{name: fake, context: {{cluster: fake, user: fake}}}}]\ncurrent-context: fake\n",
+            server.url()
+        ),
+    )
+    .expect("kubeconfig");
+    (runtime, server, config)
+}
+
+/// The MTU of `to`'s route in the adapter's table of `ns`, once the table exists.
+fn route_mtu_to(ns: &Ns, to: &str) -> Option<u64> {
+    let listed = ns.try_sh("ip route show table 100 >/dev/null 2>&1");
+    if !listed.status.success() {
+        return None;
+    }
+    table_route(ns, "-4", to).as_ref().and_then(route_mtu)
+}
+
+/// Waits up to `limit` for `ns`'s route to `to` to carry `mtu`.
+fn wait_route(lab: &Lab, node: &str, to: &str, mtu: u64, limit: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let m = route_mtu_to(&lab.nodes[node], to);
+        if m == Some(mtu) {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "{node}'s route to {to} stays at {m:?}, not {mtu}:\n{}",
+            lab.agent_log(node)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// D13 on the wire: the black hole lies on the path a → b only. The agents run in API mode
+/// against one fake API server; a probes every 2 s with `--underlay-from-probe`, finds that
+/// its path to b carries 1400 while its path to d carries 1500, and publishes `b=1400` in its
+/// Node's `path-mtu` annotation instead of lowering its underlay. Afterwards a's route to b
+/// carries 1400 − 50, b reads the annotation through its Node metadata watch and lowers its
+/// route back to a the same way, a DF ping from a's pod crosses to b's at exactly that size,
+/// while a → d keeps its full 1450 and a's pods keep their interface MTU.
 #[test]
-fn the_agent_lowers_its_routes_to_what_the_probe_found() {
-    if !lab::can_run("the_agent_lowers_its_routes_to_what_the_probe_found") {
+fn the_agent_lowers_the_narrow_pair_and_publishes_it() {
+    if !lab::can_run("the_agent_lowers_the_narrow_pair_and_publishes_it") {
         return;
     }
     let (mut lab, r2) = black_hole_lab("VXLAN");
     if !silence_routers(&lab, &r2) {
         return;
     }
+    let (_runtime, server, kubeconfig) = api_server(&lab.dir);
+    let api = ["--kubeconfig".as_ref(), kubeconfig.as_os_str()];
     let status_port = free_port();
-    // b and d without probes (their status endpoints off); a probes every 2 s and lets the
-    // probe lower its underlay.
+    // b and d without probes; a probes every 2 s and lets the probe lower what it plans.
     for n in ["b", "d"] {
-        let child = lab::spawn_node_agent(
+        let child = lab::spawn_node_agent_from(
             n,
-            &lab.manifests,
+            &api,
             &lab.nodes[n],
             &lab.pods[n],
             &lab.dir,
@@ -270,9 +368,9 @@ fn the_agent_lowers_its_routes_to_what_the_probe_found() {
         lab.agents.insert(n, lab::Agent { child });
     }
     let status = format!("127.0.0.1:{status_port}");
-    let child = lab::spawn_node_agent(
+    let child = lab::spawn_node_agent_from(
         "a",
-        &lab.manifests,
+        &api,
         &lab.nodes["a"],
         &lab.pods["a"],
         &lab.dir,
@@ -290,37 +388,31 @@ fn the_agent_lowers_its_routes_to_what_the_probe_found() {
     );
     lab.agents.insert("a", lab::Agent { child });
 
-    let a = &lab.nodes["a"];
-    let to_b = B_POD.cidr();
-    let started = Instant::now();
-    let mtu = loop {
-        // The table exists once the agent's first reconcile wrote it.
-        let listed = a.try_sh("ip route show table 100 >/dev/null 2>&1");
-        let m = if listed.status.success() {
-            table_route(a, "-4", &to_b).as_ref().and_then(route_mtu)
-        } else {
-            None
-        };
-        if m == Some(1350) {
-            break m;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(40),
-            "a's route to b stays at {m:?}:\n{}",
-            lab.agent_log("a")
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    println!(
-        "a's route to b lowered to {mtu:?} after {:?}",
-        started.elapsed()
+    let took = wait_route(&lab, "a", &B_POD.cidr(), 1350, Duration::from_secs(40));
+    println!("a's route to b lowered to 1350 after {took:?}");
+    // Published on a's own Node, and its underlay left as it was.
+    let node_a = server.get("/api/v1/nodes", "a").expect("Node a");
+    let annotations = &node_a["metadata"]["annotations"];
+    assert_eq!(
+        annotations["mtu.unbounded-cloud.io/path-mtu"], "b=1400",
+        "{annotations}"
     );
-    // b's route back to a is what b planned (1450): it has not probed.
-    let b_route = table_route(&lab.nodes["b"], "-4", &A_POD.cidr());
-    assert_eq!(b_route.as_ref().and_then(route_mtu), Some(1450));
-    // Pod to pod at the new route MTU crosses (1350 inner, 1400 outer); one byte more is
-    // refused at the source with the route's MTU, never sent into the black hole.
+    assert_eq!(
+        annotations["mtu.unbounded-cloud.io/underlay-mtu"], "1500",
+        "{annotations}"
+    );
+    // b reads it: the pair's link is lowered at both ends.
+    let took = wait_route(&lab, "b", &A_POD.cidr(), 1350, Duration::from_secs(20));
+    println!("b's route to a lowered to 1350 {took:?} later");
+    // a → d keeps its full size, and so do a's pods.
+    assert_eq!(route_mtu_to(&lab.nodes["a"], &D_POD.cidr()), Some(1450));
     let pod_a = &lab.pods["a"];
+    let eth0 = pod_a.sh("cat /sys/class/net/eth0/mtu");
+    assert_eq!(eth0.trim(), "1450", "a's pod keeps its interface MTU");
+    let (code, out) = ping_ok(pod_a, None, &D_POD.ip(), 1450 - 28);
+    assert_eq!(code, Some(0), "1450 to d: {out}");
+    // Pod to pod at the new link MTU crosses (1350 inner, 1400 outer); one byte more is
+    // refused at the source with the route's MTU, never sent into the black hole.
     let (code, out) = ping_ok(pod_a, None, &B_POD.ip(), 1350 - 28);
     assert_eq!(code, Some(0), "1350 across the tunnel: {out}");
     let (code, out) = ping_with(pod_a, None, &B_POD.ip(), 1350 - 28 + 1, 1);
@@ -329,17 +421,17 @@ fn the_agent_lowers_its_routes_to_what_the_probe_found() {
         out.contains("mtu = 1350") || out.contains("mtu=1350"),
         "refused locally at the route MTU: {out}"
     );
-    // /status shows the last probe per link, and the lowering.
-    let doc = http_get(status_port, "/status");
-    let v: serde_json::Value = serde_json::from_str(&doc).expect("status json");
+    // /status: the pair in force, the node's underlay unchanged, the last probe per link.
+    let v: serde_json::Value =
+        serde_json::from_str(&http_get(status_port, "/status")).expect("status json");
+    assert_eq!(v["pathMTUs"], serde_json::json!({"b": 1400}), "{v}");
+    assert_eq!(v["underlayMTU"], 1500, "{v}");
     let probes = &v["probes"];
     assert_eq!(probes["underlayFromProbe"], true, "{probes}");
     assert_eq!(probes["lowered"]["b"], 1400, "{probes}");
-    assert_eq!(v["underlayMTU"], 1400, "{v}");
-    let c = link(probes, "c");
-    assert_eq!(c["verdict"], "unreachable");
-    // The next runs probe the repaired plan: the tunnel now carries exactly its link MTU
-    // (1351 is refused by a's own vxlan0), and the link is ok.
+    assert_eq!(link(probes, "c")["verdict"], "unreachable");
+    // The next runs probe the lowered plan: the link now carries exactly what it plans, and
+    // the probe that confirms the narrow path keeps the entry in force.
     let started = Instant::now();
     let b = loop {
         let v: serde_json::Value =
@@ -350,17 +442,20 @@ fn the_agent_lowers_its_routes_to_what_the_probe_found() {
         }
         assert!(
             started.elapsed() < Duration::from_secs(20),
-            "b never probed ok after the repair: {b}"
+            "b never probed ok after the lowering: {b}"
         );
         std::thread::sleep(Duration::from_millis(250));
     };
     assert_eq!(b["plannedUnderlay"], 1400, "{b}");
     assert_eq!(b["probedUnderlay"], 1400, "{b}");
     assert_eq!(b["linkMTU"], 1350, "{b}");
-    assert_eq!(b["probedLinkMTU"], 1350, "{b}");
-    // Still lowered: the probe that confirms the black hole keeps the lowering in force.
-    let route = table_route(a, "-4", &to_b);
-    assert_eq!(route.as_ref().and_then(route_mtu), Some(1350));
+    // The tunnel carries at least the link MTU. a's vxlan0 is shared with d's link at 1450,
+    // so the probe's 1351 is not refused by the device, and VXLAN sends its outer packets
+    // without DF: r1 fragments the 1401-byte outer packet, and it crosses.
+    let through = b["probedLinkMTU"].as_u64();
+    assert!(through >= Some(1350), "{b}");
+    assert_eq!(link(&v["probes"], "d")["verdict"], "ok");
+    assert_eq!(route_mtu_to(&lab.nodes["a"], &B_POD.cidr()), Some(1350));
 }
 
 /// `GET path` on 127.0.0.1:port (HTTP/1.0, the body).

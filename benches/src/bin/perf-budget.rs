@@ -934,6 +934,7 @@ fn agent_turn(t: &mut Table, f: &Fixture, samples: usize) {
     use mtu_solver::locality::Footprint;
     use unbounded_mtu::agent::caches::Snapshot;
     use unbounded_mtu::agent::intake::Intake;
+    use unbounded_mtu::agent::probing::Probed;
     use unbounded_mtu::agent::reconcile::{self, Kept, Turn};
     let worker = f.topo().node(f.typical_worker()).name.to_string();
     let values = yaml_documents_as_json(&f.text);
@@ -973,7 +974,14 @@ fn agent_turn(t: &mut Table, f: &Fixture, samples: usize) {
     let mut intake = Intake::default();
     let turn = |intake: &mut Intake, last: Option<Kept>| -> (bool, Option<Kept>) {
         let input = intake.input(&cluster.snapshot(), &adopted);
-        match reconcile::resolve(&settings, input, &Holding, None, Some(1500), last) {
+        match reconcile::resolve(
+            &settings,
+            input,
+            &Holding,
+            &Probed::default(),
+            Some(1500),
+            last,
+        ) {
             Ok(Turn::Resolved(r)) => {
                 let kept = reconcile::apply(*r, &Holding).ok().map(|(_, k)| k);
                 intake.mark();

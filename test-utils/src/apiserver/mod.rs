@@ -57,16 +57,21 @@ pub struct ApiServer {
 type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 impl ApiServer {
-    /// Starts a server on a free port of 127.0.0.1 on the current runtime, serving these
-    /// collections (`(path, apiVersion, kind)`: answered empty until something is put in
-    /// them) and objects (each in the collection its apiVersion, kind and namespace name).
+    /// Starts a server on a free port of 127.0.0.1 on the current runtime, serving the
+    /// collections of these kinds (`(apiVersion, kind)`, cluster-scoped: answered empty until
+    /// something is put in them) and objects (each in the collection its apiVersion, kind and
+    /// namespace name).
     pub async fn start(
-        collections: &[(&str, &str, &str)],
+        collections: &[(&str, &str)],
         objects: impl IntoIterator<Item = Value>,
     ) -> std::io::Result<ApiServer> {
         let mut world = World::default();
-        for (path, api_version, kind) in collections {
-            world.declare(path, api_version, kind);
+        for (api_version, kind) in collections {
+            let example = serde_json::json!({"apiVersion": api_version, "kind": kind,
+                "metadata": {"name": "x"}});
+            if let Some(path) = collection_of(&example) {
+                world.declare(&path, api_version, kind);
+            }
         }
         for o in objects {
             world.put(o);
@@ -110,6 +115,12 @@ impl ApiServer {
     /// `false` when there is none.
     pub fn update(&self, path: &str, name: &str, edit: impl FnOnce(&mut Value)) -> bool {
         self.world().update(path, name, edit)
+    }
+
+    /// The object `name` of the collection `path` (`/api/v1/nodes`), as the server holds it
+    /// now (the writes of PATCHes included).
+    pub fn get(&self, path: &str, name: &str) -> Option<Value> {
+        self.world().held(path, name)
     }
 
     /// Deletes the object `name` of the collection `path`; `false` when there is none.

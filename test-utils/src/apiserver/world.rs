@@ -175,6 +175,14 @@ impl World {
         true
     }
 
+    /// The object `name` of the collection `path`, as held now.
+    pub(crate) fn held(&self, path: &str, name: &str) -> Option<Value> {
+        self.collections
+            .get(path)
+            .and_then(|c| c.objects.get(name))
+            .cloned()
+    }
+
     /// Deletes an object; `false` when there is no such object.
     pub(crate) fn delete(&mut self, path: &str, name: &str) -> bool {
         let held = self

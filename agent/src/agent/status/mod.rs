@@ -57,6 +57,8 @@ struct Inner {
     last_detail: Option<Value>,
     node: Option<String>,
     underlay: Option<u32>,
+    /// The path MTUs this node plans with, when it owns its `path-mtu` annotation.
+    paths: Option<BTreeMap<String, u32>>,
     /// The last plan (typed: serialised when `/status` is read).
     plan: Option<Arc<ResolveOut>>,
     /// The last background probe run (`--probe-interval`).
@@ -104,11 +106,18 @@ impl Status {
         }
     }
 
-    /// Records this node's name and the underlay MTU it uses for itself.
-    pub fn set_node(&self, node: &str, underlay: Option<u32>) {
+    /// Records this node's name, the underlay MTU it uses for itself and, when it owns its
+    /// `path-mtu` annotation, the path MTUs it plans with (peer → MTU).
+    pub fn set_node(
+        &self,
+        node: &str,
+        underlay: Option<u32>,
+        paths: Option<&BTreeMap<String, u32>>,
+    ) {
         let mut g = self.lock();
         g.node = Some(node.to_string());
         g.underlay = underlay;
+        g.paths = paths.cloned();
     }
 
     /// Records an MTU the kernel now carries (`item`: `device/vxlan0`, `fabric/cni0`).
@@ -326,6 +335,7 @@ impl Status {
         json!({
             "node": g.node,
             "underlayMTU": g.underlay,
+            "pathMTUs": g.paths,
             "ready": g.ready,
             "adoptedAssignment": g.adopted,
             "brokenAssignment": g.broken,
@@ -526,7 +536,7 @@ mod tests {
         s.set_adopted("u/a/-");
         assert_eq!(s.document()["brokenAssignment"], Value::Null);
         // The node, its underlay, what the dataplane carries, and the writes of the last pass.
-        s.set_node("n1", Some(1450));
+        s.set_node("n1", Some(1450), None);
         s.applied_mtu("device/vxlan0", 1400);
         s.reconciled_with(
             Duration::from_millis(3),
