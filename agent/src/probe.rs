@@ -41,7 +41,7 @@ pub fn run(args: &settings::Probe) -> Result<()> {
         this_host_is(resolver.topology(), &args.node)?;
     }
     let links = prober::probe_links(&targets, &args.run).map_err(|e| usage(e.to_string()))?;
-    let diags = resolver.diagnostics();
+    let diags = resolver.input_diagnostics();
     let report = ProbeReport::new(args.node.as_str().into(), links, &diags);
     match args.format {
         Format::Table(style) => {

@@ -115,6 +115,17 @@ pub struct Incremental {
     pub last_work: usize,
 }
 
+impl std::fmt::Debug for Incremental {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Incremental")
+            .field("objects", &self.input.objects.len())
+            .field("settings", &self.input.settings)
+            .field("nodes", &self.state.nodes.len())
+            .field("last_work", &self.last_work)
+            .finish()
+    }
+}
+
 impl Incremental {
     /// An empty resolver with these settings.
     pub fn new(settings: Settings) -> Self {

@@ -15,16 +15,14 @@
 //! - a shared tunnel device takes the largest MTU of the links it carries (each route keeps its
 //!   own, lower, MTU); the pod fabric the smallest link MTU of the node.
 //!
-//! The crate does no I/O except its loader ([`load`], feature `fs`, on by default): it decodes
-//! `(name, bytes)` pairs and takes host facts as settings.
+//! The crate does no I/O except its loader ([`load::load`], feature `fs`, on by default): it
+//! decodes `(name, bytes)` pairs ([`load::from_sources`], always there) and takes host facts as
+//! settings.
 //!
 //! # Load, resolve, ask what if, explain
 //!
 //! ```
-//! use mtu_solver::resolver::{Destination, Resolver};
-//! use mtu_solver::whatif::Mutation;
-//! use mtu_solver::{Settings, load};
-//! use topology_core::vocab::Kind;
+//! use mtu_solver::{Destination, Kind, Mutation, Resolver, Settings, load};
 //!
 //! // Two Sites peered over GENEVE; a directory would do as well: `load::load(&["manifests/"])`.
 //! let manifests = "
@@ -74,7 +72,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`resolver::Resolver`] is the entry point; the modules below it ([`solver`], [`whatif`],
+//! [`Resolver`] is the entry point for tools that embed the resolver;
+//! [`Resolver::strict`] refuses input with errors as the binary's exit status does, and
+//! [`Explanations`] chooses once how much of each explanation results carry. The modules below it ([`solver`], [`whatif`],
 //! [`incremental`], [`report`]) are what it is built from, for tools that need more control.
 #![cfg_attr(
     not(test),
@@ -89,7 +89,6 @@
 
 pub mod explain;
 pub mod incremental;
-#[cfg(feature = "fs")]
 pub mod load;
 pub mod locality;
 pub mod overhead;
@@ -104,4 +103,12 @@ pub mod stream;
 pub mod whatif;
 
 pub use plan::*;
+pub use resolver::{Destination, Explanations, InputRefused, QueryError, Resolver};
 pub use solver::{ComponentCap, DeviceNames, Settings, Solver};
+/// The model this crate resolves: its types (`Kind`, `Decoded`, `Diagnostic`...) named
+/// without a second dependency.
+pub use topology_core;
+pub use topology_core::decode::Decoded;
+pub use topology_core::diag::{Diagnostic, Severity};
+pub use topology_core::vocab::Kind;
+pub use whatif::{Mutation, MutationError, WhatIf};

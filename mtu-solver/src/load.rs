@@ -6,18 +6,23 @@
 //! standard input, which can be read once per load.
 //!
 //! This module is the one place where the library reads files (feature `fs`, on by default);
-//! decoding and resolving stay I/O-free, and `(name, bytes)` pairs need no feature at all.
+//! decoding and resolving stay I/O-free, and [`from_sources`] (`(name, bytes)` pairs) and
+//! [`is_manifest_name`] need no feature at all.
 #![allow(
     clippy::disallowed_methods,
     clippy::disallowed_types,
     reason = "the loader is the library's one reader of files; resolution stays I/O-free"
 )]
 
+#[cfg(feature = "fs")]
 use std::io::Read;
+#[cfg(feature = "fs")]
 use std::path::{Path, PathBuf};
 use topology_core::decode::Decoded;
+#[cfg(feature = "fs")]
 use topology_core::diag::{Code, Diagnostic, SourceLoc};
 
+#[cfg(feature = "fs")]
 /// Why manifests could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -62,6 +67,7 @@ pub fn is_manifest_name(name: &str) -> bool {
         .any(|ext| lower.ends_with(ext))
 }
 
+#[cfg(feature = "fs")]
 /// Fails when standard input (`-`) is named more than once across `lists` (one command's
 /// inputs, e.g. a base and an `--after` set).
 pub fn stdin_once<P: AsRef<Path>>(lists: &[&[P]]) -> Result<(), LoadError> {
@@ -87,6 +93,7 @@ pub fn from_sources<N: AsRef<str>, B: AsRef<[u8]>>(
     decoded
 }
 
+#[cfg(feature = "fs")]
 /// Reads and decodes every path: files, directories and `-` (standard input, once). A file is
 /// read once however often it is named, directly or inside a named directory (by its canonical
 /// path), so naming it twice does not make its objects duplicates of themselves.
@@ -124,10 +131,12 @@ pub fn load<P: AsRef<Path>>(paths: &[P]) -> Result<Decoded, LoadError> {
     Ok(decoded)
 }
 
+#[cfg(feature = "fs")]
 /// The files read so far, by canonical path.
 #[derive(Default)]
 struct Seen(std::collections::HashSet<PathBuf>);
 
+#[cfg(feature = "fs")]
 impl Seen {
     /// Whether the file at `path` has not been read yet (and is now counted as read). A path
     /// that cannot be made canonical counts as new: reading it reports why.
@@ -139,6 +148,7 @@ impl Seen {
     }
 }
 
+#[cfg(feature = "fs")]
 /// Decodes the manifests of one directory into `decoded`; files already read are not read
 /// again (they still count as manifests the directory holds).
 fn load_directory(dir: &Path, decoded: &mut Decoded, seen: &mut Seen) -> Result<(), LoadError> {
@@ -182,6 +192,7 @@ fn load_directory(dir: &Path, decoded: &mut Decoded, seen: &mut Seen) -> Result<
     Ok(())
 }
 
+#[cfg(feature = "fs")]
 /// `N-SKIPPED-FILE`: the files of directory `dir` that were not read, the first five by name.
 fn skipped_note(dir: &str, skipped: &[String]) -> Diagnostic {
     let shown: Vec<&str> = skipped.iter().take(5).map(String::as_str).collect();
@@ -205,7 +216,7 @@ fn skipped_note(dir: &str, skipped: &[String]) -> Diagnostic {
     )
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "fs"))]
 mod tests {
     use super::*;
 

@@ -37,10 +37,10 @@ pub struct TermOut {
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 pub struct ExplOut {
     /// The binding term.
-    pub bound: TermOut,
-    /// Every term considered (with `--explain full`).
+    pub bound: Arc<TermOut>,
+    /// Every term considered (with `--explain full`); values that share a term share it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub terms: Option<Vec<TermOut>>,
+    pub terms: Option<Vec<Arc<TermOut>>>,
 }
 
 /// A [`Renderer`]'s caches while its solver plans more nodes.
@@ -49,6 +49,7 @@ pub struct RenderCache {
     full: bool,
     cache: FxHashMap<ExplId, Arc<ExplOut>>,
     bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
+    terms: FxHashMap<ExplId, Arc<TermOut>>,
 }
 
 impl RenderCache {
@@ -67,6 +68,9 @@ pub struct Renderer<'s, 't> {
     full: bool,
     cache: FxHashMap<ExplId, Arc<ExplOut>>,
     bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
+    /// The terms of full explanations: the leaves many values share (a node's underlay, a
+    /// Site's cap) are worded once.
+    terms: FxHashMap<ExplId, Arc<TermOut>>,
 }
 
 impl<'s, 't> Renderer<'s, 't> {
@@ -77,6 +81,7 @@ impl<'s, 't> Renderer<'s, 't> {
             full,
             cache: FxHashMap::default(),
             bound_cache: FxHashMap::default(),
+            terms: FxHashMap::default(),
         }
     }
 
@@ -88,6 +93,7 @@ impl<'s, 't> Renderer<'s, 't> {
             full: cache.full,
             cache: cache.cache,
             bound_cache: cache.bound_cache,
+            terms: cache.terms,
         }
     }
 
@@ -98,6 +104,7 @@ impl<'s, 't> Renderer<'s, 't> {
             full: self.full,
             cache: self.cache,
             bound_cache: self.bound_cache,
+            terms: self.terms,
         }
     }
 
@@ -115,6 +122,16 @@ impl<'s, 't> Renderer<'s, 't> {
         }
     }
 
+    /// [`Renderer::term`], worded once per renderer.
+    fn shared_term(&mut self, id: ExplId) -> Arc<TermOut> {
+        if let Some(t) = self.terms.get(&id) {
+            return t.clone();
+        }
+        let t = Arc::new(self.term(id));
+        self.terms.insert(id, t.clone());
+        t
+    }
+
     /// An explanation (cached; without `terms`, by its binding term alone).
     pub fn expl(&mut self, id: ExplId) -> Arc<ExplOut> {
         if !self.full {
@@ -124,15 +141,9 @@ impl<'s, 't> Renderer<'s, 't> {
             return x.clone();
         }
         let node = self.solver.expl.get(id);
-        let bound = self.term(node.bound);
-        let terms = self.full.then(|| {
-            self.solver
-                .expl
-                .leaves(id)
-                .into_iter()
-                .map(|l| self.term(l))
-                .collect()
-        });
+        let bound = self.shared_term(node.bound);
+        let leaves = self.solver.expl.leaves(id);
+        let terms = Some(leaves.into_iter().map(|l| self.shared_term(l)).collect());
         let out = Arc::new(ExplOut { bound, terms });
         self.cache.insert(id, out.clone());
         out
@@ -144,7 +155,7 @@ impl<'s, 't> Renderer<'s, 't> {
             return x.clone();
         }
         let out = Arc::new(ExplOut {
-            bound: self.term(bound),
+            bound: self.shared_term(bound),
             terms: None,
         });
         self.bound_cache.insert(bound, out.clone());
@@ -297,6 +308,24 @@ fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Arc<ExplOut>) {
     (v.mtu.get(), r.expl(v.expl))
 }
 
+/// Builds the output of one route of a plan.
+pub fn route_out(
+    topo: &Topology,
+    r: &mut Renderer<'_, '_>,
+    rt: &crate::plan::RoutePlan,
+) -> RouteOut {
+    let (mtu, explanation) = val(r, &rt.mtu);
+    RouteOut {
+        destination: rt.destination.to_string(),
+        ty: rt.ty.as_str(),
+        kind: rt.kind.as_str(),
+        mtu,
+        via: rt.via.iter().map(|v| topo.node(*v).name.clone()).collect(),
+        distance: rt.distance,
+        explanation,
+    }
+}
+
 /// Builds the output of one node.
 pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> NodeOut {
     let node = topo.node(plan.node);
@@ -317,18 +346,7 @@ pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> N
     let routes = plan
         .routes
         .iter()
-        .map(|rt| {
-            let (mtu, explanation) = val(r, &rt.mtu);
-            RouteOut {
-                destination: rt.destination.to_string(),
-                ty: rt.ty.as_str(),
-                kind: rt.kind.as_str(),
-                mtu,
-                via: rt.via.iter().map(|v| topo.node(*v).name.clone()).collect(),
-                distance: rt.distance,
-                explanation,
-            }
-        })
+        .map(|rt| route_out(topo, r, rt))
         .collect();
     let devices = plan
         .devices

@@ -4,14 +4,20 @@
 //! resolver can be handed to another: nothing of its API takes a result, an interned
 //! explanation or a node ID.
 
+use crate::plan::NodePlan;
 use crate::report::hops::HopOut;
-use crate::report::{self, NodeOut, Renderer, ResolveOut, RouteOut};
+use crate::report::{self, NodeOut, RenderCache, Renderer, ResolveOut, RouteOut};
 use crate::solver::{Settings, Solver};
 use crate::whatif::{self, Base, Input, Mutation, MutationError, WhatIf};
 use ipnet::IpNet;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::collections::VecDeque;
 use std::net::IpAddr;
+use std::sync::{Arc, Mutex, OnceLock};
 use topology_core::decode::Decoded;
-use topology_core::diag::{Diagnostic, sort_diagnostics};
+use topology_core::diag::{Diagnostic, Severity, sort_diagnostics};
+use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 
 /// A node or destination the cluster does not have.
@@ -172,98 +178,361 @@ impl std::str::FromStr for Destination {
 /// assert!(!change.changes.is_empty());
 /// assert!(change.changes.iter().all(|c| c.after <= Some(1400)));
 /// ```
-#[derive(Debug)]
 pub struct Resolver {
-    base: Base,
+    warm: Warm,
+    level: Explanations,
+    /// Every diagnostic, once asked for ([`Resolver::diagnostics`]).
+    diagnostics: OnceLock<Vec<Diagnostic>>,
+    /// Node IDs by name, once a question names a node (a lookup per question).
+    ids: OnceLock<FxHashMap<Arc<str>, NodeId>>,
+}
+
+/// How much of each value's explanation a [`Resolver`]'s results carry, chosen once: what the
+/// binary's `--explain` chooses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Explanations {
+    /// The term that binds each value (`resolve`'s default).
+    #[default]
+    Bound,
+    /// Every term considered (`--explain full`; `explain`'s answers): several times the
+    /// memory and time of [`Explanations::Bound`] on large clusters.
+    Full,
+}
+
+/// The solver a resolver keeps warm beside the topology it reads, and the plans of the nodes
+/// asked about last: repeated questions reuse what earlier ones memoized or planned.
+struct Planner<'t> {
+    solver: Solver<'t>,
+    /// The last [`RECENT_PLANS`] node plans made, the newest last.
+    recent: VecDeque<Recent>,
+    /// The explanations rendered so far, by level: values of one node and of its neighbours
+    /// share terms, rendered once.
+    rendered: Rendered,
+}
+
+/// A node's plan kept for the next questions, with its routes by prefix.
+struct Recent {
+    node: NodeId,
+    plan: NodePlan,
+    by_prefix: FxHashMap<IpNet, SmallVec<[usize; 1]>>,
+}
+
+impl Recent {
+    fn new(node: NodeId, plan: NodePlan) -> Recent {
+        let mut by_prefix: FxHashMap<IpNet, SmallVec<[usize; 1]>> = FxHashMap::default();
+        for (i, r) in plan.routes.iter().enumerate() {
+            by_prefix.entry(r.destination).or_default().push(i);
+        }
+        Recent {
+            node,
+            plan,
+            by_prefix,
+        }
+    }
+
+    /// [`routes_carrying`] `destination`: a prefix's routes looked up, an address's searched.
+    fn carrying(&self, destination: Destination) -> SmallVec<[usize; 1]> {
+        match destination {
+            Destination::Prefix(p) => self.by_prefix.get(&p).cloned().unwrap_or_default(),
+            Destination::Addr(_) => routes_carrying(
+                self.plan.routes.iter().map(|r| Some(r.destination)),
+                destination,
+            )
+            .into(),
+        }
+    }
+}
+
+/// How many node plans a resolver keeps: enough for a tool walking the nodes one by one and
+/// asking several questions of each, a small part of a large cluster's plans.
+const RECENT_PLANS: usize = 16;
+
+type Locked<'t> = Mutex<Planner<'t>>;
+
+/// A resolver's render caches, one per level of explanation.
+struct Rendered {
+    bound: RenderCache,
+    full: RenderCache,
+}
+
+impl Rendered {
+    fn new() -> Rendered {
+        Rendered {
+            bound: RenderCache::new(false),
+            full: RenderCache::new(true),
+        }
+    }
+
+    /// Runs `f` with a renderer of `solver` at the level `full` asks, on that level's cache.
+    fn render<T>(
+        &mut self,
+        solver: &Solver<'_>,
+        full: bool,
+        f: impl FnOnce(&mut Renderer<'_, '_>) -> T,
+    ) -> T {
+        let slot = if full {
+            &mut self.full
+        } else {
+            &mut self.bound
+        };
+        let mut r = Renderer::resume(solver, std::mem::take(slot));
+        let out = f(&mut r);
+        *slot = r.suspend();
+        out
+    }
+}
+
+self_cell::self_cell!(
+    /// The cluster and the solver over its topology.
+    struct Warm {
+        owner: Base,
+        #[not_covariant]
+        dependent: Locked,
+    }
+);
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolver")
+            .field("nodes", &self.topology().nodes.len())
+            .field("settings", self.settings())
+            .field("explanations", &self.level)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The input had errors and the resolver was asked to be strict ([`Resolver::strict`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the input has {} error{}: {}", errors.len(), if errors.len() == 1 { "" } else { "s" }, first(errors))]
+pub struct InputRefused {
+    /// The error diagnostics, in output order.
+    pub errors: Vec<Diagnostic>,
+}
+
+fn first(errors: &[Diagnostic]) -> String {
+    errors.first().map(ToString::to_string).unwrap_or_default()
 }
 
 impl Resolver {
-    /// A resolver of `decoded` objects under `settings`.
+    /// A resolver of `decoded` objects under `settings`, its results explained by the bound
+    /// term ([`Explanations::Bound`]). Costs one build of the topology (linear in the
+    /// objects); nothing is resolved until asked.
     pub fn new(decoded: Decoded, settings: Settings) -> Resolver {
         let base = Base::new(Input {
             objects: decoded.objects,
             diagnostics: decoded.diagnostics,
             settings,
         });
-        Resolver { base }
+        Resolver::over(base, Explanations::default())
+    }
+
+    /// [`Resolver::new`], refusing input with errors as the binary's default exit status
+    /// does (`--fail-on error`): a document that did not decode, an invalid field, an object
+    /// that names nothing. Costs a resolve of every node (the resolver's findings are among
+    /// the diagnostics), kept for later questions.
+    pub fn strict(decoded: Decoded, settings: Settings) -> Result<Resolver, InputRefused> {
+        let r = Resolver::new(decoded, settings);
+        if r.has_errors() {
+            let errors = r
+                .diagnostics()
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .cloned()
+                .collect();
+            return Err(InputRefused { errors });
+        }
+        Ok(r)
+    }
+
+    /// The same resolver, its results explained at `level`; what it memoized stays.
+    pub fn with_explanations(mut self, level: Explanations) -> Resolver {
+        self.level = level;
+        self
+    }
+
+    /// The level its results are explained at.
+    pub fn explanations(&self) -> Explanations {
+        self.level
+    }
+
+    fn over(base: Base, level: Explanations) -> Resolver {
+        let warm = Warm::new(base, |base| {
+            Mutex::new(Planner {
+                solver: Solver::new(base.topology(), base.input().settings.clone()),
+                recent: VecDeque::new(),
+                rendered: Rendered::new(),
+            })
+        });
+        Resolver {
+            warm,
+            level,
+            diagnostics: OnceLock::new(),
+            ids: OnceLock::new(),
+        }
+    }
+
+    /// Runs `f` on the warm planner (a question at a time: concurrent callers wait).
+    fn planner<T>(&self, f: impl FnOnce(&Topology, &mut Planner<'_>) -> T) -> T {
+        self.warm.with_dependent(|base, planner| {
+            // A panic while the lock was held poisons it; the memo and the plans are still
+            // valid (they only hold finished answers).
+            let mut planner = planner.lock().unwrap_or_else(|p| p.into_inner());
+            f(base.topology(), &mut planner)
+        })
+    }
+
+    /// Runs `f` on the warm solver.
+    fn solve<T>(&self, f: impl FnOnce(&Topology, &mut Solver<'_>) -> T) -> T {
+        self.planner(|topo, p| f(topo, &mut p.solver))
+    }
+
+    /// Runs `f` on node `n`'s plan (planned once while it is among the recent ones) and the
+    /// warm solver.
+    fn on_plan<T>(
+        &self,
+        n: NodeId,
+        f: impl FnOnce(&Topology, &mut Solver<'_>, &Recent, &mut Rendered) -> T,
+    ) -> T {
+        self.planner(|topo, p| {
+            let Planner {
+                solver,
+                recent,
+                rendered,
+            } = p;
+            if let Some(r) = recent.iter().find(|r| r.node == n) {
+                return f(topo, solver, r, rendered);
+            }
+            let r = Recent::new(n, solver.plan(n));
+            let out = f(topo, solver, &r, rendered);
+            if recent.len() >= RECENT_PLANS {
+                recent.pop_front();
+            }
+            recent.push_back(r);
+            out
+        })
+    }
+
+    fn base(&self) -> &Base {
+        self.warm.borrow_owner()
+    }
+
+    fn full(&self) -> bool {
+        self.level == Explanations::Full
     }
 
     /// The validated topology.
     pub fn topology(&self) -> &Topology {
-        self.base.topology()
+        self.base().topology()
     }
 
     /// The settings it resolves with.
     pub fn settings(&self) -> &Settings {
-        &self.base.input().settings
+        &self.base().input().settings
     }
 
-    /// Findings about the input (decoder and model), in output order.
-    pub fn diagnostics(&self) -> Vec<Diagnostic> {
-        let mut d = self.base.topology().diagnostics.clone();
+    /// Every finding the binary prints for the whole cluster, in output order: the decoder's
+    /// and the model's, and the resolver's (`W-IPV6-BELOW-1280`, `W-PUBLISHED-STALE`). The
+    /// first call resolves every node (as [`Resolver::plan_all`]); later ones are free.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        self.diagnostics.get_or_init(|| {
+            self.solve(|topo, solver| {
+                let plans = solver.plan_all();
+                all_diagnostics(topo, &plans)
+            })
+        })
+    }
+
+    /// The decoder's and the model's findings alone, in output order: what the input says,
+    /// without resolving anything (a copy of the topology's list).
+    pub fn input_diagnostics(&self) -> Vec<Diagnostic> {
+        let mut d = self.base().topology().diagnostics.clone();
         sort_diagnostics(&mut d);
         d
     }
 
-    /// The names of the nodes it resolves, in order.
-    pub fn node_names(&self) -> impl Iterator<Item = &str> {
-        self.base.topology().nodes.iter().map(|n| &*n.name)
+    /// Whether any diagnostic is an error: the input was not read as written, and the
+    /// binary exits 1 by default. Costs what [`Resolver::diagnostics`] costs.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics()
+            .iter()
+            .any(|d| d.severity == Severity::Error)
     }
 
-    /// One node's plan: links, routes, devices, fabric and published values, each explained.
+    /// The names of the nodes it resolves, in order.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.base().topology().nodes.iter().map(|n| &*n.name)
+    }
+
+    /// One node's plan: links, routes, devices, fabric and published values, each explained
+    /// at the resolver's level; equal to that node's entry of [`Resolver::plan_all`]. Costs a
+    /// plan of the node on the warm solver (what earlier questions memoized is reused).
     pub fn plan(&self, node: &str) -> Result<NodeOut, QueryError> {
-        let id = self.node_id(node)?;
-        let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
-        let plan = solver.plan(id);
-        let mut r = Renderer::new(&solver, true);
-        Ok(report::node_out(self.base.topology(), &mut r, &plan))
+        Ok(self.node_out(self.node_id(node)?, self.full()))
+    }
+
+    fn node_out(&self, id: NodeId, full: bool) -> NodeOut {
+        self.on_plan(id, |topo, solver, recent, rendered| {
+            rendered.render(solver, full, |r| report::node_out(topo, r, &recent.plan))
+        })
     }
 
     /// What `node`'s links carry by its plan, to compare with probes of the wire
-    /// ([`crate::probe`]), sorted by peer name.
+    /// ([`crate::probe`]), sorted by peer name. Costs a plan of the node on the warm solver.
     pub fn probe_targets(&self, node: &str) -> Result<Vec<crate::probe::Target>, QueryError> {
         let id = self.node_id(node)?;
-        let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
-        let plan = solver.plan(id);
-        Ok(crate::probe::targets(&mut solver, &plan))
+        Ok(self.on_plan(id, |_, solver, recent, _| {
+            crate::probe::targets(solver, &recent.plan)
+        }))
     }
 
-    /// Every node's plan and the diagnostics: the `resolve -o json` document.
+    /// Every node's plan and the diagnostics: the `resolve -o json` document, explained at the
+    /// resolver's level. Costs a resolve of every node on the warm solver.
     pub fn plan_all(&self) -> ResolveOut {
-        let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
-        let plans = solver.plan_all();
-        let mut diags = self.base.topology().diagnostics.clone();
-        for p in &plans {
-            diags.extend(p.diagnostics.iter().cloned());
-        }
-        sort_diagnostics(&mut diags);
-        let mut r = Renderer::new(&solver, false);
-        report::resolve_out(self.base.topology(), &mut r, &plans, &diags)
+        let full = self.full();
+        self.planner(|topo, p| {
+            let plans = p.solver.plan_all();
+            let diags = all_diagnostics(topo, &plans);
+            p.rendered.render(&p.solver, full, |r| {
+                report::resolve_out(topo, r, &plans, &diags)
+            })
+        })
     }
 
-    /// What changes if `mutations` are applied, in order. A mutation that names
-    /// something the cluster does not have, or a cap outside 576..9000, is refused.
+    /// What changes if `mutations` are applied, in order, each change explained at the
+    /// resolver's level. A mutation that names something the cluster does not have, or a cap
+    /// outside 576..9000, is refused. Costs what the binary's `what-if` costs: the values the
+    /// mutations can reach, re-resolved on a solver of its own.
     pub fn what_if(&self, mutations: &[Mutation]) -> Result<WhatIf, MutationError> {
-        whatif::what_if_over(self.base.input(), self.base.topology(), mutations, true)
+        whatif::what_if_over(
+            self.base().input(),
+            self.base().topology(),
+            mutations,
+            self.full(),
+        )
     }
 
     /// Every route of `node` that carries `destination`, longest match first (the first is the
     /// one the kernel forwards by; [`routes_carrying`]), each with every term of its
-    /// explanation: what the binary's `explain --destination` lists. Never empty: a node with
-    /// no such route is [`QueryError::NoRoute`].
+    /// explanation whatever the resolver's level: what the binary's `explain --destination`
+    /// lists. Never empty: a node with no such route is [`QueryError::NoRoute`]. Costs a plan
+    /// of the node on the warm solver.
     pub fn explain(
         &self,
         node: &str,
         destination: Destination,
     ) -> Result<Vec<RouteOut>, QueryError> {
-        let out = self.plan(node)?;
-        let prefixes = out.routes.iter().map(|r| r.destination.parse().ok());
-        let order = routes_carrying(prefixes, destination);
-        let mut routes: Vec<Option<RouteOut>> = out.routes.into_iter().map(Some).collect();
-        let found: Vec<RouteOut> = order
-            .into_iter()
-            .filter_map(|i| routes.get_mut(i).and_then(Option::take))
-            .collect();
+        let id = self.node_id(node)?;
+        let found = self.on_plan(id, |topo, solver, recent, rendered| {
+            let carrying = recent.carrying(destination);
+            rendered.render(solver, true, |r| {
+                carrying
+                    .into_iter()
+                    .filter_map(|i| recent.plan.routes.get(i))
+                    .map(|rt| report::route_out(topo, r, rt))
+                    .collect::<Vec<_>>()
+            })
+        });
         if found.is_empty() {
             return Err(no_route(node, destination));
         }
@@ -272,32 +541,50 @@ impl Resolver {
 
     /// The hops of the first route [`Self::explain`] answers with (none for a direct route), the
     /// binding ones marked, and the `W-PUBLISHED-STALE` findings of the gateways whose published
-    /// values they read.
+    /// values they read. Costs a plan of the node on the warm solver and a walk of the route.
     pub fn explain_hops(
         &self,
         node: &str,
         destination: Destination,
     ) -> Result<(Vec<HopOut>, Vec<Diagnostic>), QueryError> {
         let id = self.node_id(node)?;
-        let mut solver = Solver::new(self.base.topology(), self.base.input().settings.clone());
-        let plan = solver.plan(id);
-        let prefixes = plan.routes.iter().map(|r| Some(r.destination));
-        let route = routes_carrying(prefixes, destination)
-            .first()
-            .and_then(|i| plan.routes.get(*i))
-            .ok_or_else(|| no_route(node, destination))?;
-        let hops = solver.route_hops(id, route);
-        let r = Renderer::new(&solver, true);
-        Ok((r.hops(&hops.hops), hops.diagnostics))
+        self.on_plan(id, |_, solver, recent, _| {
+            let route = recent
+                .carrying(destination)
+                .first()
+                .and_then(|i| recent.plan.routes.get(*i))
+                .ok_or_else(|| no_route(node, destination))?;
+            let hops = solver.route_hops(id, route);
+            let r = Renderer::new(solver, true);
+            Ok((r.hops(&hops.hops), hops.diagnostics))
+        })
     }
 
-    fn node_id(&self, name: &str) -> Result<topology_core::ids::NodeId, QueryError> {
-        self.base
-            .topology()
-            .find_node(name)
-            .map_err(|e| QueryError::NoSuchNode {
-                name: name.to_string(),
-                nearest: e.nearest,
-            })
+    fn node_id(&self, name: &str) -> Result<NodeId, QueryError> {
+        let topo = self.base().topology();
+        let ids = self.ids.get_or_init(|| {
+            topo.nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.clone(), NodeId::from_idx(i)))
+                .collect()
+        });
+        if let Some(id) = ids.get(name) {
+            return Ok(*id);
+        }
+        topo.find_node(name).map_err(|e| QueryError::NoSuchNode {
+            name: name.to_string(),
+            nearest: e.nearest,
+        })
     }
+}
+
+/// The topology's diagnostics and every plan's, in output order.
+fn all_diagnostics(topo: &Topology, plans: &[crate::plan::NodePlan]) -> Vec<Diagnostic> {
+    let mut diags = topo.diagnostics.clone();
+    for p in plans {
+        diags.extend(p.diagnostics.iter().cloned());
+    }
+    sort_diagnostics(&mut diags);
+    diags
 }

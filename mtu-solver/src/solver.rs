@@ -168,6 +168,16 @@ pub struct Solver<'t> {
     published_prefixes: FxHashSet<IpNet>,
 }
 
+impl std::fmt::Debug for Solver<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Solver")
+            .field("nodes", &self.topo().nodes.len())
+            .field("settings", &self.settings)
+            .field("explanation_terms", &self.expl.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'t> Solver<'t> {
     /// A solver over `topo`.
     pub fn new(topo: &'t Topology, settings: Settings) -> Self {

@@ -204,3 +204,82 @@ fn explain_hops_names_the_binding_hop() {
         Err(QueryError::NoRoute { .. })
     ));
 }
+
+/// `plan(n)` is `plan_all()`'s entry for `n`, at either level of explanation, and a question
+/// asked twice of the same (warm) resolver answers the same.
+#[test]
+fn a_node_s_plan_is_its_entry_of_the_whole_resolve() {
+    use mtu_solver::resolver::Explanations;
+    for ex in ["01-single-site", "03-hub-and-spoke", "04-transit-chain"] {
+        for level in [Explanations::Bound, Explanations::Full] {
+            let decoded = load::load(&[example(ex)]).expect("example");
+            let r = Resolver::new(decoded, Settings::default()).with_explanations(level);
+            let names: Vec<String> = r.node_names().map(str::to_string).collect();
+            let first: Vec<report::NodeOut> = names.iter().map(|n| r.plan(n).unwrap()).collect();
+            let all = r.plan_all();
+            assert_eq!(first, all.nodes, "{ex} {level:?}");
+            let again: Vec<report::NodeOut> = names.iter().map(|n| r.plan(n).unwrap()).collect();
+            assert_eq!(first, again, "{ex} {level:?}: asked twice");
+        }
+    }
+}
+
+/// A small cluster with IPv6 pod CIDRs whose Site cap is `cap`; `extra` is appended as is.
+fn dual_stack(cap: u32, extra: &str) -> topology_core::decode::Decoded {
+    let yaml = format!(
+        "apiVersion: net.unbounded-cloud.io/v1alpha1\nkind: Site\nmetadata: {{name: a}}\nspec:\n  nodeCidrs: [10.0.0.0/16]\n  podCidrAssignments: [{{cidrBlocks: [10.9.0.0/16, 'fd00:9::/48']}}]\n  tunnelMTU: {cap}\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: n1, labels: {{net.unbounded-cloud.io/site: a}}}}\nstatus: {{addresses: [{{type: InternalIP, address: 10.0.0.1}}]}}\nspec: {{podCIDRs: [10.9.1.0/24, 'fd00:9:0:1::/64']}}\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: n2, labels: {{net.unbounded-cloud.io/site: a}}}}\nstatus: {{addresses: [{{type: InternalIP, address: 10.0.0.2}}]}}\nspec: {{podCIDRs: [10.9.2.0/24, 'fd00:9:0:2::/64']}}\n{extra}"
+    );
+    load::from_sources([("cluster.yaml", yaml)])
+}
+
+/// Every diagnostic the binary prints, the resolver's own included: a cap below IPv6's 1280
+/// on nodes with IPv6 pods is `W-IPV6-BELOW-1280`, a warning the binary exits 0 on.
+#[test]
+fn diagnostics_include_the_resolver_s_findings() {
+    let r = Resolver::new(dual_stack(1200, ""), Settings::default());
+    let codes: Vec<&str> = r.diagnostics().iter().map(|d| d.code.as_str()).collect();
+    assert!(codes.contains(&"W-IPV6-BELOW-1280"), "{codes:?}");
+    assert_eq!(
+        r.plan_all().diagnostics.len(),
+        r.diagnostics().len(),
+        "what resolve -o json lists"
+    );
+    assert!(!r.has_errors());
+    assert!(Resolver::strict(dual_stack(1200, ""), Settings::default()).is_ok());
+    let fine = Resolver::new(dual_stack(1400, ""), Settings::default());
+    assert!(fine.diagnostics().is_empty(), "{:?}", fine.diagnostics());
+}
+
+/// Input with errors is refused by a strict resolver, naming the first error, as the binary
+/// exits 1 on it; a lenient one answers for what it could read and says so.
+#[test]
+fn a_strict_resolver_refuses_input_with_errors() {
+    // A tab where YAML wants spaces: the document does not decode.
+    let broken = "---\napiVersion: v1\nkind: Node\nmetadata:\n\tname: n3\n";
+    let lenient = Resolver::new(dual_stack(1400, broken), Settings::default());
+    assert!(lenient.has_errors());
+    assert_eq!(
+        lenient.node_names().count(),
+        2,
+        "the broken document is not read"
+    );
+    let refused =
+        Resolver::strict(dual_stack(1400, broken), Settings::default()).expect_err("refused");
+    assert!(!refused.errors.is_empty());
+    let text = refused.to_string();
+    assert!(text.starts_with("the input has 1 error: "), "{text}");
+    assert!(text.contains("cluster.yaml"), "names the file: {text}");
+}
+
+/// What an embedder holds prints with `{:?}`, briefly (counts, not the whole cluster).
+#[test]
+fn the_resolver_and_its_parts_are_debug() {
+    let r = Resolver::new(dual_stack(1400, ""), Settings::default());
+    let text = format!("{r:?}");
+    assert!(text.starts_with("Resolver { nodes: 2"), "{text}");
+    let topo = r.topology();
+    let solver = mtu_solver::Solver::new(topo, Settings::default());
+    assert!(format!("{solver:?}").starts_with("Solver { nodes: 2"));
+    let inc = mtu_solver::incremental::Incremental::new(Settings::default());
+    assert!(format!("{inc:?}").starts_with("Incremental { objects: 0"));
+}

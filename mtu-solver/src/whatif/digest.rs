@@ -264,14 +264,14 @@ mod tests {
 
     fn expl(term: &str, object: Option<&str>, value: u32) -> Arc<ExplOut> {
         Arc::new(ExplOut {
-            bound: TermOut {
+            bound: Arc::new(TermOut {
                 term: term.to_string(),
                 value,
                 source: format!("{term} {value}"),
                 object: object.map(str::to_string),
                 field: object.map(|_| "spec.tunnelMTU".to_string()),
                 location: None,
-            },
+            }),
             terms: None,
         })
     }

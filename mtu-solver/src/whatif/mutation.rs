@@ -8,6 +8,27 @@ use topology_core::mtu::{MAX_CAP, MAX_UNDERLAY, MIN_MTU};
 use topology_core::vocab::Kind;
 
 /// One mutation of the cluster or the agent's settings.
+///
+/// Its text (`FromStr` reads exactly what `Display` writes; the `what-if` command's flags use
+/// the same words; kinds are read in any letter case):
+///
+/// | text | what it does |
+/// |---|---|
+/// | `set KIND/NAME=MTU` | sets the object's `tunnelMTU` (576..9000) |
+/// | `clear KIND/NAME` | removes it |
+/// | `enable KIND/NAME`, `disable KIND/NAME` | a peering's or assignment's `enabled` |
+/// | `add-member KIND/NAME=KIND/MEMBER`, `remove-member ...` | a Site or pool of a relation |
+/// | `demote NODE`, `promote NODE=POOL` | a gateway becomes a worker, or a worker a gateway |
+/// | `underlay NODE=MTU` | the node's underlay MTU |
+/// | `agent-mtu MTU` | the agent's `mtu` setting (0 clears it) |
+/// | `path NODE=PEER:MTU` | an entry of the node's `path-mtu` annotation (0 clears it) |
+///
+/// ```
+/// use mtu_solver::{Kind, Mutation};
+/// let m: Mutation = "set sitepeering/ab=1300".parse().unwrap();
+/// assert_eq!(m, Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 1300 });
+/// assert_eq!(m.to_string(), "set SitePeering/ab=1300");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Mutation {
