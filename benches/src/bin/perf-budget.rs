@@ -17,7 +17,7 @@ use benches::{
 };
 use mtu_solver::incremental::{Event, Incremental};
 use mtu_solver::whatif::{what_if, what_if_on};
-use mtu_solver::{NodePlan, RouteKind, Settings, Solver};
+use mtu_solver::{Destination, NodePlan, Resolver, RouteKind, Settings, Solver};
 use std::time::{Duration, Instant};
 use test_utils::testkit::scale::{ScaleSpec, mesh_peering, pool_peering};
 use topology_core::decode::{Decoded, RawObject};
@@ -219,7 +219,8 @@ fn opts() -> Opts {
                      --no-dataplane  skip the 10,000-route dataplane comparison\n  \
                      --quick         2 samples per figure instead of 3\n  \
                      --only LIST     comma-separated sections: decode, one, all, views, whatif,\n                  \
-                     incremental, turn, api-load, peerings, graph, hyperscale, memory,\n                  \
+                     resolver, incremental, turn, api-load, peerings, graph, hyperscale,\n                  \
+                     memory,\n                  \
                      dataplane (for profiling)"
                 );
                 std::process::exit(0);
@@ -276,6 +277,9 @@ fn main() {
     }
     if o.wants("whatif") {
         what_if_cap(&mut t, &std, o.samples);
+    }
+    if o.wants("resolver") {
+        embedding(&mut t, &std, o.samples);
     }
     if o.wants("incremental") {
         incremental_event(&mut t, &std);
@@ -627,6 +631,114 @@ fn all_nodes(t: &mut Table, std: &Fixture, dbl: &Fixture, samples: usize) {
         "≤ 1.3 ×",
         ratio <= 1.3,
         format!("{ns_dbl:.1} ns / {ns_std:.1} ns"),
+    );
+}
+
+/// Nodes whose every route `explain` is asked about through one resolver (issue 44).
+const EXPLAINED_NODES: usize = 200;
+
+/// Issue 44: the embedding API costs what the binary costs, on the standard cluster.
+/// `Resolver::what_if` against `whatif::what_if` on a built base (the `what-if` command's own
+/// call), time and bytes allocated; `explain` of every route of 200 spread nodes through one
+/// resolver against planning those nodes on one solver.
+fn embedding(t: &mut Table, f: &Fixture, samples: usize) {
+    let resolver = Resolver::new(decode_text(&f.text), Settings::default());
+    if let Some(m) = site_assignment_cap(f.topo()) {
+        let muts = [m];
+        let (mut lib, mut cli) = (Vec::new(), Vec::new());
+        let (mut la, mut ca) = (Allocs::default(), Allocs::default());
+        for _ in 0..samples.max(5) {
+            let ((_, a), s) = timed(|| counted(|| std::hint::black_box(resolver.what_if(&muts))));
+            lib.push(s);
+            la = a;
+            let ((_, a), s) =
+                timed(|| counted(|| std::hint::black_box(what_if(f.input(), &muts, false))));
+            cli.push(s);
+            ca = a;
+        }
+        let (ml, mc) = (medians(&lib), medians(&cli));
+        let r = ml.cpu.as_secs_f64() / mc.cpu.as_secs_f64();
+        t.budget(
+            "Resolver::what_if / the what-if command's call (it builds the topology), time (standard-5000)",
+            format!("{r:.2} ×"),
+            "≤ 1.2 ×",
+            r <= 1.2,
+            format!(
+                "Resolver (its topology built) {} ({}) vs whatif::what_if of the input, as the command calls it {} ({})",
+                both(ml),
+                la.human(),
+                both(mc),
+                ca.human()
+            ),
+        );
+        let b = la.bytes as f64 / ca.bytes.max(1) as f64;
+        t.budget(
+            "Resolver::what_if / the what-if command's call, bytes allocated",
+            format!("{b:.2} ×"),
+            "≤ 1.2 ×",
+            b <= 1.2,
+            format!("{} vs {}", la.human(), ca.human()),
+        );
+    }
+    let nodes: Vec<NodeId> = (0..EXPLAINED_NODES)
+        .map(|i| f.spread_node(i, EXPLAINED_NODES))
+        .collect();
+    let topo = f.topo();
+    let asked: Vec<(String, Vec<Destination>)> = {
+        let mut solver = Solver::new(topo, Settings::default());
+        nodes
+            .iter()
+            .map(|n| {
+                let plan = solver.plan(*n);
+                let dests = plan
+                    .routes
+                    .iter()
+                    .map(|r| Destination::Prefix(r.destination))
+                    .collect();
+                (topo.node(*n).name.to_string(), dests)
+            })
+            .collect()
+    };
+    let routes: usize = asked.iter().map(|(_, d)| d.len()).sum();
+    let (mut ex, mut pl, mut bare) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..samples {
+        let fresh = Resolver::new(decode_text(&f.text), Settings::default());
+        let (_, s) = timed(|| {
+            for (n, dests) in &asked {
+                for d in dests {
+                    std::hint::black_box(fresh.explain(n, *d).ok());
+                }
+            }
+        });
+        ex.push(s);
+        let planned = Resolver::new(decode_text(&f.text), Settings::default());
+        let (_, s) = timed(|| {
+            for (n, _) in &asked {
+                std::hint::black_box(planned.plan(n).ok());
+            }
+        });
+        pl.push(s);
+        let (_, s) = timed(|| {
+            let mut solver = Solver::new(topo, Settings::default());
+            for n in &nodes {
+                std::hint::black_box(solver.plan(*n));
+            }
+        });
+        bare.push(s);
+    }
+    let (me, mp, mb) = (medians(&ex), medians(&pl), medians(&bare));
+    let r = me.cpu.as_secs_f64() / mp.cpu.as_secs_f64();
+    t.budget(
+        "explain every route of 200 nodes through one Resolver / their plans through one (standard-5000)",
+        format!("{r:.2} ×"),
+        "≤ 2 ×",
+        r <= 2.0,
+        format!(
+            "{routes} routes explained (every term) in {} vs the 200 nodes' plan_all entries (bound terms rendered) {}; the plans alone on one solver {}",
+            both(me),
+            both(mp),
+            both(mb)
+        ),
     );
 }
 
