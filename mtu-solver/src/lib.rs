@@ -72,10 +72,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`Resolver`] is the entry point for tools that embed the resolver;
-//! [`Resolver::strict`] refuses input with errors as the binary's exit status does, and
-//! [`Explanations`] chooses once how much of each explanation results carry. The modules below it ([`solver`], [`whatif`],
-//! [`incremental`], [`report`]) are what it is built from, for tools that need more control.
+//! [`Resolver`] is the entry point for tools that embed the resolver; [`Resolver::strict`]
+//! refuses input with errors as the binary's exit status does, and [`Explanations`] chooses
+//! once how much of each explanation results carry. Every fallible call converts into
+//! [`Error`] with `?`; [`Error::kind`] says what went wrong. The modules below it ([`solver`],
+//! [`whatif`], [`incremental`], [`report`]) are what it is built from, for tools that need more
+//! control.
 #![cfg_attr(
     not(test),
     deny(
@@ -87,6 +89,7 @@
     )
 )]
 
+mod error;
 pub mod explain;
 pub mod incremental;
 pub mod load;
@@ -102,6 +105,9 @@ pub mod solver;
 pub mod stream;
 pub mod whatif;
 
+pub use error::{Error, ErrorKind};
+#[cfg(feature = "fs")]
+pub use load::LoadError;
 pub use plan::*;
 pub use resolver::{Destination, Explanations, InputRefused, QueryError, Resolver};
 pub use solver::{ComponentCap, DeviceNames, Settings, Solver};
@@ -111,4 +117,4 @@ pub use topology_core;
 pub use topology_core::decode::Decoded;
 pub use topology_core::diag::{Diagnostic, Severity};
 pub use topology_core::vocab::Kind;
-pub use whatif::{Mutation, MutationError, WhatIf};
+pub use whatif::{Mutation, MutationError, ParseMutationError, WhatIf};

@@ -283,3 +283,58 @@ fn the_resolver_and_its_parts_are_debug() {
     let inc = mtu_solver::incremental::Incremental::new(Settings::default());
     assert!(format!("{inc:?}").starts_with("Incremental { objects: 0"));
 }
+
+/// One error type at the crate root: every fallible call converts into it with `?`, its kind
+/// says what went wrong, messages name the nearest names, and `source()` reaches the cause.
+#[test]
+fn every_error_is_one_type_with_a_kind() {
+    use mtu_solver::{Error, ErrorKind, Mutation};
+    let r = Resolver::new(dual_stack(1400, ""), Settings::default());
+    let plan = |node: &str| -> Result<(), Error> {
+        r.plan(node)?;
+        Ok(())
+    };
+    let ask = |text: &str| -> Result<(), Error> {
+        let m: Mutation = text.parse()?;
+        r.what_if(&[m])?;
+        Ok(())
+    };
+    let e = plan("n3").expect_err("no n3");
+    assert_eq!(e.kind(), ErrorKind::UnknownNode);
+    assert!(e.to_string().contains("did you mean n1, n2"), "{e}");
+    let e = ask("underlay n9=1400").expect_err("no n9");
+    assert_eq!(e.kind(), ErrorKind::UnknownNode, "{e}");
+    let e = ask("set Site/b=1400").expect_err("no Site b");
+    assert_eq!(e.kind(), ErrorKind::UnknownObject, "{e}");
+    assert!(e.to_string().contains('a'), "{e}");
+    let e = ask("set Node/n1=1400").expect_err("a Node has no cap");
+    assert_eq!(e.kind(), ErrorKind::BadMutation);
+    assert!(
+        e.to_string().contains("Node/n1 has no tunnelMTU")
+            && e.to_string().contains("underlay NODE=MTU"),
+        "{e}"
+    );
+    let e = ask("sett Site/a=1400").expect_err("no verb sett");
+    assert_eq!(e.kind(), ErrorKind::BadMutation);
+    let e = ask("set Site/a=100").expect_err("out of range");
+    assert_eq!(e.kind(), ErrorKind::BadMutation);
+    let load = || -> Result<(), Error> {
+        load::load(&["/nonexistent/cluster.yaml"])?;
+        Ok(())
+    };
+    let e = load().expect_err("no such file");
+    assert_eq!(e.kind(), ErrorKind::Load);
+    let cause = std::error::Error::source(&e).expect("the I/O error");
+    assert!(cause.downcast_ref::<std::io::Error>().is_some(), "{cause}");
+    let broken = "---\napiVersion: v1\nkind: Node\nmetadata:\n\tname: n3\n";
+    let strict = || -> Result<Resolver, Error> {
+        Ok(Resolver::strict(
+            dual_stack(1400, broken),
+            Settings::default(),
+        )?)
+    };
+    assert_eq!(
+        strict().expect_err("refused").kind(),
+        ErrorKind::InputRefused
+    );
+}

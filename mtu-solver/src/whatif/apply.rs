@@ -32,8 +32,9 @@ fn set_cap(
     cap: Option<RawCap>,
 ) -> Result<(), MutationError> {
     for o in find(&mut input.objects, kind, name)? {
-        let slot = cap_slot(o).ok_or_else(|| {
-            MutationError::NotApplicable(format!("{kind}/{name} has no tunnelMTU"))
+        let slot = cap_slot(o).ok_or_else(|| MutationError::NoCap {
+            kind,
+            name: name.to_string(),
         })?;
         *slot = cap.clone();
     }

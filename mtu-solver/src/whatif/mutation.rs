@@ -114,6 +114,14 @@ pub enum MutationError {
     /// The mutation does not fit the object.
     #[error("{0}")]
     NotApplicable(String),
+    /// A cap set or cleared on an object that has no `tunnelMTU` (a Node, a GatewayPoolNode).
+    #[error("{kind}/{name} has no tunnelMTU{}", no_cap_hint(*kind))]
+    NoCap {
+        /// Its kind.
+        kind: Kind,
+        /// Its name.
+        name: String,
+    },
     /// A `tunnelMTU` outside 576..9000 (0 clears the cap): asking what an invalid cap does is
     /// not a what-if (a manifest's invalid cap fails closed to 576).
     #[error("{mtu} is outside 576..9000 (0 clears the cap)")]
@@ -134,6 +142,19 @@ pub enum MutationError {
     /// The solver was not made from the base's topology.
     #[error("the solver was made from another topology than the base's")]
     OtherTopology,
+}
+
+/// What to ask instead of a cap on an object without one.
+fn no_cap_hint(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Node => {
+            "; a node's own MTUs are `underlay NODE=MTU`, `agent-mtu MTU` or `path NODE=PEER:MTU`"
+        }
+        _ => {
+            " (Sites, GatewayPools, SitePeerings, SiteGatewayPoolAssignments and \
+             GatewayPoolPeerings have one)"
+        }
+    }
 }
 
 /// [`MutationError::NoSuchObject`] for `name`, offering the closest of `candidates`.
