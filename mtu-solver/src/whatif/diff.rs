@@ -34,7 +34,7 @@ pub struct Change {
 }
 
 /// The result of a what-if.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct WhatIf {
     /// Changes, sorted by node then item.
     pub changes: Vec<Change>,
