@@ -137,13 +137,9 @@ pub fn agent_peak(objects: &[Value], node: &str) -> Result<crate::memory::Peak, 
         .map_err(|e| format!("fake API server: {e}"))?;
     let config =
         std::env::temp_dir().join(format!("perf-budget-{}.kubeconfig", std::process::id()));
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: \"{}\"}}}}]\n\
-         users: [{{name: fake, user: {{}}}}]\n\
-         contexts: [{{name: fake, context: {{cluster: fake, user: fake}}}}]\ncurrent-context: fake\n",
-        server.url()
-    );
-    std::fs::write(&config, kubeconfig).map_err(|e| format!("write {}: {e}", config.display()))?;
+    server
+        .write_kubeconfig(&config)
+        .map_err(|e| format!("write {}: {e}", config.display()))?;
     let started = Instant::now();
     let child =
         crate::memory::spawn_agent(&bin, node, &["--kubeconfig".as_ref(), config.as_os_str()]);

@@ -297,16 +297,7 @@ fn api_server(dir: &std::path::Path) -> (tokio::runtime::Runtime, ApiServer, std
         .block_on(ApiServer::start(&kinds, served()))
         .expect("fake API server");
     let config = dir.join("kubeconfig");
-    std::fs::write(
-        &config,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: \"{}\"}}}}]\n\
-             users: [{{name: fake, user: {{}}}}]\n\
-             contexts: [{{name: fake, context: {{cluster: fake, user: fake}}}}]\ncurrent-context: fake\n",
-            server.url()
-        ),
-    )
-    .expect("kubeconfig");
+    server.write_kubeconfig(&config).expect("kubeconfig");
     (runtime, server, config)
 }
 

@@ -169,11 +169,8 @@ impl Mock {
     /// Writes a kubeconfig naming this server; returns its path.
     pub fn kubeconfig(&self, dir: &std::path::Path) -> std::path::PathBuf {
         let p = dir.join("kubeconfig");
-        let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: mock\n  cluster:\n    server: {}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context:\n    cluster: mock\n    user: u\ncurrent-context: c\n",
-            self.url()
-        );
-        std::fs::write(&p, text).expect("write kubeconfig");
+        std::fs::write(&p, test_utils::apiserver::kubeconfig(&self.url()))
+            .expect("write kubeconfig");
         p
     }
 

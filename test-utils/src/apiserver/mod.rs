@@ -101,6 +101,11 @@ impl ApiServer {
         format!("http://{}", self.addr)
     }
 
+    /// Writes a kubeconfig for it to `path` (what an agent's `--kubeconfig` reads).
+    pub fn write_kubeconfig(&self, path: &std::path::Path) -> std::io::Result<()> {
+        std::fs::write(path, kubeconfig(&self.url()))
+    }
+
     fn world(&self) -> MutexGuard<'_, World> {
         // A panic while the lock was held poisons it; the state is still what it was.
         self.world.lock().unwrap_or_else(|p| p.into_inner())
@@ -137,6 +142,15 @@ impl ApiServer {
     pub fn reset_load(&self) {
         self.world().load = Load::default();
     }
+}
+
+/// A kubeconfig naming `server` (an API server's base URL) without credentials.
+pub fn kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: \"{server}\"}}}}]\n\
+         users: [{{name: fake, user: {{}}}}]\n\
+         contexts: [{{name: fake, context: {{cluster: fake, user: fake}}}}]\ncurrent-context: fake\n"
+    )
 }
 
 /// The collection path of an object as the server files it.
