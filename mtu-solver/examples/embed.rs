@@ -45,15 +45,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
 
     // Why the route to the destination is what it is, every term.
-    let route = &resolver.explain(&node, destination)?[0];
-    println!(
-        "route {} via {:?}: {}",
-        route.destination, route.via, route.mtu
-    );
-    if let Some(terms) = &route.explanation.terms {
-        for t in terms {
-            println!("  {:>5}  {}", t.value, t.source);
-        }
+    let route = &resolver.explain(&node, destination)?.values[0];
+    println!("{}: {}", route.item, route.value);
+    for t in &route.terms {
+        let at = t.location.as_deref().unwrap_or("-");
+        println!("  {:>5}  {}  ({at})", t.value, t.source);
     }
 
     // What if the pool peering were capped lower?

@@ -62,8 +62,9 @@
 //!
 //! // Why the route to wb's pods is 1400: the SitePeering's tunnelMTU.
 //! let to_wb: Destination = "10.8.1.9".parse()?;
-//! let route = &resolver.explain("wa", to_wb)?[0];
-//! assert_eq!(route.explanation.bound.object.as_deref(), Some("SitePeering/ab"));
+//! let route = &resolver.explain("wa", to_wb)?.values[0];
+//! assert_eq!(route.bound.object.as_deref(), Some("SitePeering/ab"));
+//! assert_eq!(route.bound.location.as_deref(), Some("cluster.yaml:15"));
 //!
 //! // What if the peering's cap were 1300? Both nodes' links and routes follow.
 //! let cap = Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 1300 };
@@ -89,6 +90,8 @@
     )
 )]
 
+#[doc(hidden)]
+pub mod doc_cluster;
 mod error;
 pub mod explain;
 pub mod incremental;
@@ -109,6 +112,7 @@ pub use error::{Error, ErrorKind};
 #[cfg(feature = "fs")]
 pub use load::LoadError;
 pub use plan::*;
+pub use report::explanation::{Explained, Explanation, Question, Subject};
 pub use resolver::{Destination, Explanations, InputRefused, QueryError, Resolver};
 pub use solver::{ComponentCap, DeviceNames, Settings, Solver};
 /// The model this crate resolves: its types (`Kind`, `Decoded`, `Diagnostic`...) named

@@ -2,6 +2,7 @@
 //! topology's shared `Arc<str>`s, explanations shared `Arc`s), serialized by serde.
 //! Explanation texts are rendered once per distinct explanation and shared.
 
+pub mod explanation;
 pub mod hops;
 
 use crate::explain::ExplId;

@@ -5,13 +5,12 @@
 //! explanation or a node ID.
 
 use crate::plan::NodePlan;
-use crate::report::hops::HopOut;
-use crate::report::{self, NodeOut, RenderCache, Renderer, ResolveOut, RouteOut};
+use crate::report::explanation::{self, Explanation, Question, Want};
+use crate::report::{self, NodeOut, RenderCache, Renderer, ResolveOut};
 use crate::solver::{Settings, Solver};
 use crate::whatif::{self, Base, Input, Mutation, MutationError, WhatIf};
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -40,6 +39,24 @@ pub enum QueryError {
         /// The destination asked for.
         destination: String,
     },
+    /// The node has no link to this peer.
+    #[error("node {node} has no link to {peer} (its peers: {})", peers_text(peers))]
+    NoLink {
+        /// The node.
+        node: String,
+        /// The peer asked for.
+        peer: String,
+        /// The peers it has links to.
+        peers: Vec<String>,
+    },
+}
+
+fn peers_text(peers: &[String]) -> String {
+    if peers.is_empty() {
+        "none".to_string()
+    } else {
+        peers.join(", ")
+    }
 }
 
 /// The routes among `prefixes` (a plan's, in its order) that carry `destination`, by index:
@@ -61,16 +78,6 @@ pub fn routes_carrying(
         .collect();
     found.sort_by_key(|(len, _)| std::cmp::Reverse(*len));
     found.into_iter().map(|(_, i)| i).collect()
-}
-
-fn no_route(node: &str, destination: Destination) -> QueryError {
-    QueryError::NoRoute {
-        node: node.to_string(),
-        destination: match destination {
-            Destination::Addr(a) => a.to_string(),
-            Destination::Prefix(p) => p.to_string(),
-        },
-    }
 }
 
 fn did_you_mean(nearest: &[String]) -> String {
@@ -99,6 +106,15 @@ impl Destination {
         match self {
             Destination::Addr(a) => prefix.contains(a),
             Destination::Prefix(p) => prefix == p,
+        }
+    }
+}
+
+impl std::fmt::Display for Destination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Destination::Addr(a) => a.fmt(f),
+            Destination::Prefix(p) => p.fmt(f),
         }
     }
 }
@@ -166,8 +182,8 @@ impl std::str::FromStr for Destination {
 /// assert_eq!(n1.links[0].mtu, 1442);
 /// // Why the route to n2's pods is what it is.
 /// let to_n2: Destination = "10.9.2.7".parse().unwrap();
-/// let route = &resolver.explain("n1", to_n2).unwrap()[0];
-/// assert_eq!(route.explanation.bound.term, "auto");
+/// let route = &resolver.explain("n1", to_n2).unwrap().values[0];
+/// assert_eq!(route.bound.term, "auto");
 /// // A cap on the Site: every value at most 1400.
 /// let cap = mtu_solver::whatif::Mutation::SetCap {
 ///     kind: topology_core::vocab::Kind::Site,
@@ -181,6 +197,8 @@ impl std::str::FromStr for Destination {
 pub struct Resolver {
     warm: Warm,
     level: Explanations,
+    /// Forwarding paths walked per learned route in [`Resolver::explain`].
+    paths: usize,
     /// Every diagnostic, once asked for ([`Resolver::diagnostics`]).
     diagnostics: OnceLock<Vec<Diagnostic>>,
     /// Node IDs by name, once a question names a node (a lookup per question).
@@ -211,37 +229,10 @@ struct Planner<'t> {
     rendered: Rendered,
 }
 
-/// A node's plan kept for the next questions, with its routes by prefix.
+/// A node's plan kept for the next questions.
 struct Recent {
     node: NodeId,
     plan: NodePlan,
-    by_prefix: FxHashMap<IpNet, SmallVec<[usize; 1]>>,
-}
-
-impl Recent {
-    fn new(node: NodeId, plan: NodePlan) -> Recent {
-        let mut by_prefix: FxHashMap<IpNet, SmallVec<[usize; 1]>> = FxHashMap::default();
-        for (i, r) in plan.routes.iter().enumerate() {
-            by_prefix.entry(r.destination).or_default().push(i);
-        }
-        Recent {
-            node,
-            plan,
-            by_prefix,
-        }
-    }
-
-    /// [`routes_carrying`] `destination`: a prefix's routes looked up, an address's searched.
-    fn carrying(&self, destination: Destination) -> SmallVec<[usize; 1]> {
-        match destination {
-            Destination::Prefix(p) => self.by_prefix.get(&p).cloned().unwrap_or_default(),
-            Destination::Addr(_) => routes_carrying(
-                self.plan.routes.iter().map(|r| Some(r.destination)),
-                destination,
-            )
-            .into(),
-        }
-    }
 }
 
 /// How many node plans a resolver keeps: enough for a tool walking the nodes one by one and
@@ -351,6 +342,14 @@ impl Resolver {
         self
     }
 
+    /// The same resolver, its [`Resolver::explain`] walking at most `paths` forwarding paths
+    /// of each learned route (the binary's `--paths`; [`DEFAULT_PATHS`](explanation::DEFAULT_PATHS)
+    /// when not told). The hops that bind are listed wherever they are.
+    pub fn with_paths(mut self, paths: usize) -> Resolver {
+        self.paths = paths;
+        self
+    }
+
     /// The level its results are explained at.
     pub fn explanations(&self) -> Explanations {
         self.level
@@ -367,6 +366,7 @@ impl Resolver {
         Resolver {
             warm,
             level,
+            paths: explanation::DEFAULT_PATHS,
             diagnostics: OnceLock::new(),
             ids: OnceLock::new(),
         }
@@ -403,7 +403,10 @@ impl Resolver {
             if let Some(r) = recent.iter().find(|r| r.node == n) {
                 return f(topo, solver, r, rendered);
             }
-            let r = Recent::new(n, solver.plan(n));
+            let r = Recent {
+                node: n,
+                plan: solver.plan(n),
+            };
             let out = f(topo, solver, &r, rendered);
             if recent.len() >= RECENT_PLANS {
                 recent.pop_front();
@@ -512,51 +515,34 @@ impl Resolver {
         )
     }
 
-    /// Every route of `node` that carries `destination`, longest match first (the first is the
-    /// one the kernel forwards by; [`routes_carrying`]), each with every term of its
-    /// explanation whatever the resolver's level: what the binary's `explain --destination`
-    /// lists. Never empty: a node with no such route is [`QueryError::NoRoute`]. Costs a plan
-    /// of the node on the warm solver.
+    /// Why `node`'s values are what they are: what the binary's `explain` prints. Every value
+    /// the question asks about (all of them; the link to a peer and the direct routes over it;
+    /// or every route that carries a destination, longest match first, the first being the one
+    /// the kernel forwards by) with every term located at its `file:line`, and each learned
+    /// route with its forwarding paths (at most [`Resolver::with_paths`] of them walked) and
+    /// its hops, the binding ones marked. A peer it has no link to is [`QueryError::NoLink`], a
+    /// destination no route carries [`QueryError::NoRoute`]. Costs a plan of the node on the
+    /// warm solver and a walk of each listed learned route.
+    ///
+    /// ```
+    /// # use mtu_solver::Destination;
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let to_wb: Destination = "10.8.1.9".parse()?;
+    /// let why = resolver.explain("wa", to_wb)?;
+    /// let route = &why.values[0];
+    /// assert_eq!((route.value, route.bound.object.as_deref()), (1400, Some("SitePeering/ab")));
+    /// assert_eq!(route.bound.location.as_deref(), Some("cluster.yaml:16"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn explain(
         &self,
         node: &str,
-        destination: Destination,
-    ) -> Result<Vec<RouteOut>, QueryError> {
+        question: impl Into<Question>,
+    ) -> Result<Explanation, QueryError> {
         let id = self.node_id(node)?;
-        let found = self.on_plan(id, |topo, solver, recent, rendered| {
-            let carrying = recent.carrying(destination);
-            rendered.render(solver, true, |r| {
-                carrying
-                    .into_iter()
-                    .filter_map(|i| recent.plan.routes.get(i))
-                    .map(|rt| report::route_out(topo, r, rt))
-                    .collect::<Vec<_>>()
-            })
-        });
-        if found.is_empty() {
-            return Err(no_route(node, destination));
-        }
-        Ok(found)
-    }
-
-    /// The hops of the first route [`Self::explain`] answers with (none for a direct route), the
-    /// binding ones marked, and the `W-PUBLISHED-STALE` findings of the gateways whose published
-    /// values they read. Costs a plan of the node on the warm solver and a walk of the route.
-    pub fn explain_hops(
-        &self,
-        node: &str,
-        destination: Destination,
-    ) -> Result<(Vec<HopOut>, Vec<Diagnostic>), QueryError> {
-        let id = self.node_id(node)?;
+        let want = Want::of(self.topology(), &question.into())?;
         self.on_plan(id, |_, solver, recent, _| {
-            let route = recent
-                .carrying(destination)
-                .first()
-                .and_then(|i| recent.plan.routes.get(*i))
-                .ok_or_else(|| no_route(node, destination))?;
-            let hops = solver.route_hops(id, route);
-            let r = Renderer::new(solver, true);
-            Ok((r.hops(&hops.hops), hops.diagnostics))
+            explanation::explanation(solver, id, &recent.plan, want, self.paths)
         })
     }
 

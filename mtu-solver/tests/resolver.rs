@@ -8,7 +8,7 @@
 use mtu_solver::load;
 use mtu_solver::resolver::{Destination, QueryError, Resolver};
 use mtu_solver::whatif::{Mutation, MutationError};
-use mtu_solver::{Settings, report};
+use mtu_solver::{Question, Settings, Subject, report};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -134,7 +134,7 @@ fn carrying_routes_of(ex: &Path) -> usize {
         for r in &plan.routes {
             let net: ipnet::IpNet = r.destination.parse().unwrap();
             let addr = net.network();
-            let routes = resolver.explain(&node, Destination::Addr(addr)).unwrap();
+            let routes = routes_of(&resolver.explain(&node, Destination::Addr(addr)).unwrap());
             let want = plan
                 .routes
                 .iter()
@@ -146,20 +146,31 @@ fn carrying_routes_of(ex: &Path) -> usize {
                 })
                 .count();
             assert_eq!(routes.len(), want, "{node} -> {addr}");
-            let lens: Vec<u8> = routes
-                .iter()
-                .map(|x| x.destination.parse::<ipnet::IpNet>().unwrap().prefix_len())
-                .collect();
+            let lens: Vec<u8> = routes.iter().map(|x| x.prefix_len()).collect();
             assert!(
                 lens.windows(2).all(|w| w[0] >= w[1]),
                 "{node} -> {addr}: {lens:?}"
             );
             nested += usize::from(routes.len() > 1);
-            let exact = resolver.explain(&node, Destination::Prefix(net)).unwrap();
-            assert!(exact.iter().all(|x| x.destination == r.destination));
+            let exact = routes_of(&resolver.explain(&node, Destination::Prefix(net)).unwrap());
+            assert!(
+                exact.iter().all(|x| *x == net),
+                "{node} -> {net}: {exact:?}"
+            );
         }
     }
     nested
+}
+
+/// The destinations of the routes an explanation lists, in its order.
+fn routes_of(e: &mtu_solver::Explanation) -> Vec<ipnet::IpNet> {
+    e.values
+        .iter()
+        .map(|v| match &v.subject {
+            Subject::Route { destination } => *destination,
+            other => panic!("not a route: {other:?}"),
+        })
+        .collect()
 }
 
 #[test]
@@ -172,14 +183,17 @@ fn what_ifs_are_checked_against_the_resolver_s_own_cluster() {
     assert!(resolver.what_if(&[missing]).is_err());
 }
 
-/// The library answers `explain`'s hops as the binary does: the transit chain's route to C is
-/// bound at the ga → gb hop, by pa-pb's cap; a direct route has no hops.
+/// The library answers `explain` as the binary does: the transit chain's route to C is
+/// bound at the ga → gb hop, by pa-pb's cap, located in its file, with its forwarding path; a
+/// direct route has no hops.
 #[test]
-fn explain_hops_names_the_binding_hop() {
+fn explain_names_the_binding_hop_and_where_it_was_written() {
     let decoded = load::load(&[example("04-transit-chain")]).expect("example");
     let resolver = Resolver::new(decoded, Settings::default());
     let to_c: Destination = "10.103.1.5".parse().expect("address");
-    let (hops, diags) = resolver.explain_hops("wa", to_c).expect("a route");
+    let why = resolver.explain("wa", to_c).expect("a route");
+    let route = &why.values[0];
+    let hops = route.hops.as_ref().expect("a learned route has hops");
     let ends: Vec<(&str, &str, bool)> = hops
         .iter()
         .map(|h| (&*h.from, h.to.as_str(), h.binds))
@@ -195,14 +209,53 @@ fn explain_hops_names_the_binding_hop() {
     );
     let bound = hops[1].bound.as_ref().expect("the hop adds a term");
     assert_eq!(bound.object.as_deref(), Some("GatewayPoolPeering/pa-pb"));
-    assert!(diags.is_empty());
+    assert_eq!(
+        route.bound.object.as_deref(),
+        Some("GatewayPoolPeering/pa-pb")
+    );
+    let at = route.bound.location.as_deref().expect("read from a file");
+    assert!(at.contains("04-transit-chain") && at.contains(':'), "{at}");
+    let paths = route.paths.as_ref().expect("paths");
+    assert_eq!(paths.total, 1);
+    assert!(paths.shown[0].ends_with("-> Site C"), "{:?}", paths.shown);
+    assert!(
+        why.diagnostics
+            .iter()
+            .all(|d| d.code.as_str() != "W-PUBLISHED-STALE"),
+        "{:?}",
+        why.diagnostics
+    );
     let to_ga: Destination = "10.111.0.0/24".parse().expect("prefix");
-    assert_eq!(resolver.explain_hops("wa", to_ga).map(|h| h.0.len()), Ok(0));
+    let direct = resolver.explain("wa", to_ga).expect("a direct route");
+    assert_eq!(direct.values.len(), 1);
+    assert!(direct.values[0].hops.is_none());
     let nowhere: Destination = "192.0.2.1".parse().expect("address");
     assert!(matches!(
-        resolver.explain_hops("wa", nowhere),
+        resolver.explain("wa", nowhere),
         Err(QueryError::NoRoute { .. })
     ));
+}
+
+/// A question about a peer answers its link (and the direct routes over it); a peer without a
+/// link names the peers there are.
+#[test]
+fn explain_of_a_peer_answers_its_link() {
+    let decoded = load::load(&[example("04-transit-chain")]).expect("example");
+    let resolver = Resolver::new(decoded, Settings::default());
+    let why = resolver
+        .explain("wa", Question::Peer("ga".into()))
+        .expect("wa links to ga");
+    assert!(matches!(&why.values[0].subject, Subject::Link { peer } if peer == "ga"));
+    match resolver.explain("wa", Question::Peer("gc".into())) {
+        Err(QueryError::NoLink { peers, .. }) => assert!(peers.contains(&"ga".to_string())),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        resolver.explain("wa", Question::Peer("nobody".into())),
+        Err(QueryError::NoSuchNode { .. })
+    ));
+    let all = resolver.explain("wa", Question::Everything).expect("wa");
+    assert!(all.values.iter().any(|v| v.subject == Subject::Fabric));
 }
 
 /// `plan(n)` is `plan_all()`'s entry for `n`, at either level of explanation, and a question

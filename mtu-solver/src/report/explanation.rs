@@ -1,0 +1,461 @@
+//! The `explain` document: why each value of one node is what it is, every term located
+//! (`file:line`), each learned route with its forwarding paths and hops. One function builds
+//! it for the binary's `explain` and the library's [`crate::Resolver::explain`].
+
+use super::hops::HopOut;
+use super::{API_VERSION, DiagOut, Renderer, TermOut};
+use crate::explain::ExplId;
+use crate::plan::{DeviceRef, NodePlan, RouteKind};
+use crate::resolver::{Destination, QueryError, routes_carrying};
+use crate::solver::Solver;
+use crate::solver::hops::{Hop, HopTo, RouteHops};
+use ipnet::IpNet;
+use serde::{Serialize, Serializer};
+use topology_core::diag::{Diagnostic, sort_diagnostics};
+use topology_core::ids::NodeId;
+use topology_core::model::Topology;
+use topology_core::net::Dest;
+
+/// How many forwarding paths of a route an explanation walks and lists when not told
+/// (the binary's `--paths` default).
+pub const DEFAULT_PATHS: usize = 4;
+
+/// What an explanation answers, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Question {
+    /// Every value of the node: links, routes, devices, fabric, published values.
+    #[default]
+    Everything,
+    /// The link to this peer, and the direct routes over it.
+    Peer(String),
+    /// Every route that carries this destination, longest match first.
+    To(Destination),
+}
+
+impl From<Destination> for Question {
+    fn from(d: Destination) -> Question {
+        Question::To(d)
+    }
+}
+
+/// [`Question`] with the peer found in the topology.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Want {
+    Everything,
+    Peer(NodeId),
+    To(Destination),
+}
+
+impl Want {
+    /// The question asked of `topo`; an unknown peer is [`QueryError::NoSuchNode`].
+    pub(crate) fn of(topo: &Topology, question: &Question) -> Result<Want, QueryError> {
+        Ok(match question {
+            Question::Everything => Want::Everything,
+            Question::To(d) => Want::To(*d),
+            Question::Peer(p) => {
+                Want::Peer(topo.find_node(p).map_err(|e| QueryError::NoSuchNode {
+                    name: p.clone(),
+                    nearest: e.nearest,
+                })?)
+            }
+        })
+    }
+}
+
+/// The value an [`Explained`] explains.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Subject {
+    /// The link to a peer.
+    Link {
+        /// The peer's name.
+        peer: String,
+    },
+    /// A route.
+    Route {
+        /// Its destination.
+        destination: IpNet,
+    },
+    /// A tunnel device.
+    Device {
+        /// Its name (null for a WireGuard device whose port is unknown).
+        name: Option<String>,
+    },
+    /// The pod-facing fabric.
+    Fabric,
+    /// What a gateway publishes for a prefix.
+    Published {
+        /// The prefix.
+        destination: IpNet,
+    },
+}
+
+/// One explained value.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct Explained {
+    /// What the value is, in words (`link to b (direct, geneve)`, `route 10.1.0.0/16 (...)`).
+    pub item: String,
+    /// What the value is, for a program.
+    pub subject: Subject,
+    /// The value.
+    pub value: u32,
+    /// The term that binds it, located.
+    pub bound: TermOut,
+    /// Every term considered, lowest first, located.
+    pub terms: Vec<TermOut>,
+    /// A learned route's forwarding paths.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Paths>,
+    /// A learned route's hops: every hop of the listed paths, and the binding ones wherever
+    /// they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<Vec<HopOut>>,
+    /// How many hops are left out of `hops`: off the listed paths and not binding.
+    #[serde(rename = "hopsNotShown", skip_serializing_if = "Option::is_none")]
+    pub hops_not_shown: Option<usize>,
+}
+
+/// A learned route's forwarding paths: counted, and the first few walked.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct Paths {
+    /// How many forwarding paths there are (the largest u64 when `saturated`).
+    pub total: u64,
+    /// The count reached the largest u64: there are at least `total` paths.
+    pub saturated: bool,
+    /// The paths walked, in words (`a@A -> g1 (pool P, Site A) -> Site B`).
+    pub shown: Vec<String>,
+}
+
+/// The whole `explain` document of one node.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct Explanation {
+    /// [`API_VERSION`].
+    #[serde(rename = "apiVersion")]
+    pub api_version: &'static str,
+    /// `Explanation`.
+    pub kind: &'static str,
+    /// The node.
+    pub node: String,
+    /// Its Site.
+    pub site: String,
+    /// `worker`, or `gateway of POOL`.
+    pub role: String,
+    /// The values asked about, in order: links, routes, then the node's own values.
+    pub values: Vec<Explained>,
+    /// The input's and the plan's findings, and those of the gateways whose published values
+    /// the listed routes read, sorted.
+    #[serde(serialize_with = "diagnostics_out")]
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+fn diagnostics_out<S: Serializer>(d: &[Diagnostic], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(d.iter().map(DiagOut::from))
+}
+
+/// The explanation of node `n` (planned as `plan`) for `want`, listing at most `max_paths`
+/// forwarding paths per learned route. A peer `n` has no link to is [`QueryError::NoLink`];
+/// a destination no route carries, [`QueryError::NoRoute`].
+pub(crate) fn explanation(
+    solver: &mut Solver<'_>,
+    n: NodeId,
+    plan: &NodePlan,
+    want: Want,
+    max_paths: usize,
+) -> Result<Explanation, QueryError> {
+    let topo = solver.topo();
+    if let Want::Peer(p) = want {
+        linked(topo, n, plan, p)?;
+    }
+    let shown = shown_routes(solver, n, plan, want, max_paths);
+    let r = Renderer::new(solver, true);
+    let mut values = link_values(&r, plan, want);
+    let routes = route_values(&r, plan, want, &shown);
+    if let Want::To(d) = want
+        && routes.is_empty()
+    {
+        return Err(QueryError::NoRoute {
+            node: topo.node(n).name.to_string(),
+            destination: d.to_string(),
+        });
+    }
+    values.extend(routes);
+    if want == Want::Everything {
+        values.extend(node_values(&r, plan));
+    }
+    let node = topo.node(n);
+    Ok(Explanation {
+        api_version: API_VERSION,
+        kind: "Explanation",
+        node: node.name.to_string(),
+        site: topo.site(node.site).name.to_string(),
+        role: match node.pool() {
+            Some(p) => format!("gateway of {}", topo.pool(p).name),
+            None => "worker".to_string(),
+        },
+        values,
+        diagnostics: diagnostics(topo, plan, &shown),
+    })
+}
+
+/// A node in a path: `name@Site`, or `name (pool P, Site S)` for a gateway.
+fn describe(topo: &Topology, n: NodeId) -> String {
+    let node = topo.node(n);
+    let site = &topo.site(node.site).name;
+    match node.pool() {
+        Some(p) => format!("{} (pool {}, Site {})", node.name, topo.pool(p).name, site),
+        None => format!("{}@{}", node.name, site),
+    }
+}
+
+/// One forwarding path in words: the node, its gateways, and where the last one delivers.
+fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet) -> String {
+    let topo = solver.topo();
+    let mut s = describe(topo, from);
+    for h in hops {
+        s.push_str(" -> ");
+        s.push_str(&describe(topo, *h));
+    }
+    let last = hops.last().copied();
+    let end = solver
+        .net()
+        .origins_of(prefix)
+        .iter()
+        .find(|o| last.is_some_and(|g| solver.net().originates(g, o.dest)))
+        .map(|o| match o.dest {
+            Dest::Site(d) => format!(" -> Site {}", topo.site(d).name),
+            Dest::Pool(p) => format!(
+                " -> leaves the overlay (routed by pool {})",
+                topo.pool(p).name
+            ),
+        })
+        .unwrap_or_default();
+    s.push_str(&end);
+    s
+}
+
+/// A value with its binding term and every term considered, each located.
+fn explained(r: &Renderer<'_, '_>, item: String, subject: Subject, e: ExplId) -> Explained {
+    let solver = r.solver;
+    let node = solver.explanations().get(e);
+    Explained {
+        item,
+        subject,
+        value: node.value.get(),
+        bound: r.located_term(node.bound),
+        terms: solver
+            .explanations()
+            .leaves(e)
+            .into_iter()
+            .map(|t| r.located_term(t))
+            .collect(),
+        paths: None,
+        hops: None,
+        hops_not_shown: None,
+    }
+}
+
+/// Whether `hop` is on one of `paths` (gateways after `n`, the last one delivering).
+fn on_paths(n: NodeId, paths: &[Vec<NodeId>], hop: &Hop) -> bool {
+    paths.iter().any(|p| {
+        let mut from = n;
+        for g in p {
+            if hop.from == from && hop.to == HopTo::Node(*g) {
+                return true;
+            }
+            from = *g;
+        }
+        hop.from == from && !matches!(hop.to, HopTo::Node(_))
+    })
+}
+
+/// Whether a route to `dest` is asked about (as a route, not as a direct route over a peer's
+/// link).
+fn wanted_route(dest: &IpNet, want: Want) -> bool {
+    match want {
+        Want::Everything => true,
+        Want::To(d) => d.carried_by(dest),
+        Want::Peer(_) => false,
+    }
+}
+
+/// The order the routes are listed in: for a destination, every route that carries it, longest
+/// match first ([`routes_carrying`]); otherwise the plan's order.
+fn listed_order(plan: &NodePlan, want: Want) -> Vec<usize> {
+    match want {
+        Want::To(d) => routes_carrying(plan.routes.iter().map(|r| Some(r.destination)), d),
+        _ => (0..plan.routes.len()).collect(),
+    }
+}
+
+/// [`QueryError::NoLink`] when node `n` has no link to `peer`.
+fn linked(topo: &Topology, n: NodeId, plan: &NodePlan, peer: NodeId) -> Result<(), QueryError> {
+    if plan.link(peer).is_some() {
+        return Ok(());
+    }
+    Err(QueryError::NoLink {
+        node: topo.node(n).name.to_string(),
+        peer: topo.node(peer).name.to_string(),
+        peers: plan
+            .links
+            .iter()
+            .map(|l| topo.node(l.peer).name.to_string())
+            .collect(),
+    })
+}
+
+/// The forwarding paths and hops of a learned route that is listed.
+struct ShownRoute {
+    paths: Paths,
+    hops: RouteHops,
+    /// Hops before those off the listed paths were left out.
+    all_hops: usize,
+}
+
+/// Paths and hops for the learned routes that will be listed: the paths counted, not
+/// enumerated (a chain of pools multiplies the branches), the first `max_paths` walked; the
+/// hops on those paths, and the binding ones wherever they are.
+fn shown_routes(
+    solver: &mut Solver<'_>,
+    n: NodeId,
+    plan: &NodePlan,
+    want: Want,
+    max_paths: usize,
+) -> Vec<Option<ShownRoute>> {
+    let mut out = Vec::with_capacity(plan.routes.len());
+    for rt in &plan.routes {
+        if rt.kind == RouteKind::Direct || !wanted_route(&rt.destination, want) {
+            out.push(None);
+            continue;
+        }
+        let fp = solver.net().forwarding_paths(n, &rt.advertised);
+        let walked: Vec<Vec<NodeId>> = fp.iter().take(max_paths).collect();
+        let shown = walked
+            .iter()
+            .map(|p| path_text(solver, n, p, &rt.advertised))
+            .collect();
+        let mut hops = solver.route_hops(n, rt);
+        let all_hops = hops.hops.len();
+        hops.hops.retain(|h| h.binds || on_paths(n, &walked, h));
+        out.push(Some(ShownRoute {
+            paths: Paths {
+                total: fp.total(),
+                saturated: fp.saturated(),
+                shown,
+            },
+            hops,
+            all_hops,
+        }));
+    }
+    out
+}
+
+/// The links asked about: every link, or the one to the peer.
+fn link_values(r: &Renderer<'_, '_>, plan: &NodePlan, want: Want) -> Vec<Explained> {
+    let topo = r.solver.topo();
+    plan.links
+        .iter()
+        .filter(|l| match want {
+            Want::Everything => true,
+            Want::Peer(p) => p == l.peer,
+            Want::To(_) => false,
+        })
+        .map(|l| {
+            let item = format!(
+                "link to {} ({}, {})",
+                topo.node(l.peer).name,
+                l.kind.as_str(),
+                l.protocol
+            );
+            let peer = topo.node(l.peer).name.to_string();
+            explained(r, item, Subject::Link { peer }, l.mtu.expl)
+        })
+        .collect()
+}
+
+/// The routes asked about, with their paths and hops: every route, those to the destination,
+/// or the direct routes over the link to the peer.
+fn route_values(
+    r: &Renderer<'_, '_>,
+    plan: &NodePlan,
+    want: Want,
+    shown: &[Option<ShownRoute>],
+) -> Vec<Explained> {
+    let topo = r.solver.topo();
+    let mut values = Vec::new();
+    for i in listed_order(plan, want) {
+        let (Some(rt), Some(detail)) = (plan.routes.get(i), shown.get(i)) else {
+            continue;
+        };
+        let via_peer =
+            matches!(want, Want::Peer(p) if rt.kind == RouteKind::Direct && rt.via.contains(&p));
+        if !(wanted_route(&rt.destination, want) || via_peer) {
+            continue;
+        }
+        let via: Vec<&str> = rt.via.iter().map(|v| &*topo.node(*v).name).collect();
+        let item = format!(
+            "route {} ({}, {}, distance {}, via {})",
+            rt.destination,
+            rt.ty.as_str(),
+            rt.kind.as_str(),
+            rt.distance,
+            via.join(", ")
+        );
+        let subject = Subject::Route {
+            destination: rt.destination,
+        };
+        let mut e = explained(r, item, subject, rt.mtu.expl);
+        if let Some(d) = detail {
+            e.paths = Some(d.paths.clone());
+            e.hops = Some(r.hops(&d.hops.hops));
+            e.hops_not_shown = Some(d.all_hops.saturating_sub(d.hops.hops.len()));
+        }
+        values.push(e);
+    }
+    values
+}
+
+/// The node's own values: its devices (the underlay left out), its fabric, and what a gateway
+/// publishes.
+fn node_values(r: &Renderer<'_, '_>, plan: &NodePlan) -> Vec<Explained> {
+    let topo = r.solver.topo();
+    let mut values = Vec::new();
+    for d in &plan.devices {
+        let (name, shown) = match &d.device {
+            DeviceRef::Shared(n) => (Some(n.to_string()), n.to_string()),
+            DeviceRef::PerPeer { name, peer } => (
+                name.clone(),
+                name.clone()
+                    .unwrap_or_else(|| format!("(WireGuard device for {})", topo.node(*peer).name)),
+            ),
+            DeviceRef::Underlay => continue,
+        };
+        let item = format!("device {shown} (largest link it carries)");
+        values.push(explained(r, item, Subject::Device { name }, d.mtu.expl));
+    }
+    let fabric = "fabric (pods, bridge, CNI)".to_string();
+    values.push(explained(r, fabric, Subject::Fabric, plan.fabric.expl));
+    for p in plan.published.iter().flatten() {
+        let item = format!("published for {}", p.destination);
+        let subject = Subject::Published {
+            destination: p.destination,
+        };
+        values.push(explained(r, item, subject, p.mtu.expl));
+    }
+    values
+}
+
+/// The input's and the plan's diagnostics, and what the listed routes read of gateways'
+/// published values, each once, sorted.
+fn diagnostics(topo: &Topology, plan: &NodePlan, shown: &[Option<ShownRoute>]) -> Vec<Diagnostic> {
+    let mut diags = topo.diagnostics.clone();
+    diags.extend(plan.diagnostics.iter().cloned());
+    for d in shown.iter().flatten().flat_map(|s| &s.hops.diagnostics) {
+        if !diags.contains(d) {
+            diags.push(d.clone());
+        }
+    }
+    sort_diagnostics(&mut diags);
+    diags
+}
