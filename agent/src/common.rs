@@ -93,14 +93,6 @@ pub fn load_files(paths: &[String]) -> Result<Decoded> {
     Ok(decoded)
 }
 
-/// Builds the topology from decoded input; exit 2 when the input names nodes but none of them
-/// resolved (an empty result would read as a healthy empty cluster).
-pub fn topology(decoded: &Decoded) -> Result<Topology> {
-    let topo = Topology::build(decoded.objects.iter(), decoded.diagnostics.iter().cloned());
-    some_resolved(&topo)?;
-    Ok(topo)
-}
-
 /// Exit 2 when the input names nodes but none of them resolved, saying why.
 pub fn some_resolved(topo: &Topology) -> Result<()> {
     match topo.none_resolved() {

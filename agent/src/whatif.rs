@@ -7,7 +7,8 @@ use crate::common::{self, usage};
 use crate::output::{Format, diagnostics_table, write_data};
 use crate::settings;
 use anyhow::Result;
-use mtu_solver::whatif::{self, Change, Digest, Input, KindDigest, Mutation};
+use mtu_solver::whatif::{self, Change, Digest, KindDigest, Mutation};
+use mtu_solver::{Explanations, Resolver};
 use serde::Serialize;
 use table::Shown;
 use topology_core::diag::Diagnostic;
@@ -80,55 +81,50 @@ pub fn run(args: &settings::WhatIf) -> Result<()> {
 fn answer(args: &settings::WhatIf) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> {
     let (asked, selector) = (&args.asked, &args.selector);
     let decoded = common::load(&args.offline.input)?;
-    let base = Input {
-        objects: decoded.objects,
-        diagnostics: decoded.diagnostics,
-        settings: args.offline.solver.clone(),
+    let level = match args.full {
+        true => Explanations::Full,
+        false => Explanations::Bound,
     };
-    let base_topo = base.build_topology();
-    common::some_resolved(&base_topo)?;
+    let settings = &args.offline.solver;
+    let resolver = Resolver::new(decoded, settings.clone()).with_explanations(level);
+    let topo = resolver.topology();
+    common::some_resolved(topo)?;
     // Selectors choose whose changes are printed (names sorted), not what is computed.
     let shown: Option<Vec<&str>> = match selector.is_empty() {
         true => None,
         false => Some(
-            common::select(&base_topo, selector)?
+            common::select(topo, selector)?
                 .into_iter()
-                .map(|n| &*base_topo.node(n).name)
+                .map(|n| &*topo.node(n).name)
                 .collect(),
         ),
     };
     // The question is checked by the library; the refusal names the flag that asked.
     let muts: Vec<Mutation> = asked.iter().map(|(_, m)| m.clone()).collect();
-    if let Some((i, e)) = whatif::first_refused(&base, &base_topo, &muts) {
+    if let Some((i, e)) = resolver.refused(&muts) {
         let flag = asked.get(i).map(|(f, _)| f.as_str()).unwrap_or("what-if");
         return Err(usage(format!("{flag}: {e}")));
     }
-    let mut diags = base_topo.diagnostics.clone();
-    let full = args.full;
+    let mut diags = resolver.input_diagnostics();
     let mut result = if !args.after.is_empty() {
         if !muts.is_empty() {
             return Err(usage(
                 "--after compares two inputs; it does not combine with mutation flags",
             ));
         }
-        let d2 = common::load_files(&args.after)?;
-        let after = Input {
-            objects: d2.objects,
-            diagnostics: d2.diagnostics,
-            settings: base.settings.clone(),
-        };
+        let after = Resolver::new(common::load_files(&args.after)?, settings.clone());
         // The diagnostics of both inputs, each once.
-        diags.extend(after.build_topology().diagnostics);
+        diags.extend(after.input_diagnostics());
         topology_core::diag::sort_diagnostics(&mut diags);
         diags.dedup();
-        whatif::compare(&base, &after, full)
+        resolver.compare(&after)
     } else {
         if muts.is_empty() {
             return Err(usage(
                 "what-if needs at least one mutation (--set, --clear, --disable, ...) or --after PATH",
             ));
         }
-        whatif::what_if(&base, &muts, full).map_err(|e| usage(e.to_string()))?
+        resolver.what_if(&muts).map_err(|e| usage(e.to_string()))?
     };
     if let Some(names) = &shown {
         result

@@ -40,6 +40,8 @@ pub enum ErrorKind {
     UnknownObject,
     /// The node has no route to that destination.
     NoRoute,
+    /// The node has no link to that peer.
+    NoLink,
     /// A mutation that does not parse, does not fit its object, or asks an invalid value.
     BadMutation,
     /// Manifests could not be read.
@@ -53,6 +55,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Query(QueryError::NoSuchNode { .. }) => ErrorKind::UnknownNode,
+            Error::Query(QueryError::NoLink { .. }) => ErrorKind::NoLink,
             Error::Query(_) => ErrorKind::NoRoute,
             Error::Mutation(MutationError::NoSuchObject(n)) if n.what == "node" => {
                 ErrorKind::UnknownNode

@@ -113,7 +113,7 @@ pub use error::{Error, ErrorKind};
 pub use load::LoadError;
 pub use plan::*;
 pub use report::explanation::{Explained, Explanation, Question, Subject};
-pub use resolver::{Destination, Explanations, InputRefused, QueryError, Resolver};
+pub use resolver::{Destination, Explanations, InputRefused, Planned, QueryError, Resolver};
 pub use solver::{ComponentCap, DeviceNames, Settings, Solver};
 /// The model this crate resolves: its types (`Kind`, `Decoded`, `Diagnostic`...) named
 /// without a second dependency.

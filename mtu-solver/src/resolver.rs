@@ -8,6 +8,7 @@ use crate::plan::NodePlan;
 use crate::report::explanation::{self, Explanation, Question, Want};
 use crate::report::{self, NodeOut, RenderCache, Renderer, ResolveOut};
 use crate::solver::{Settings, Solver};
+use crate::stream::Workers;
 use crate::whatif::{self, Base, Input, Mutation, MutationError, WhatIf};
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
@@ -546,6 +547,119 @@ impl Resolver {
         })
     }
 
+    /// Runs `f` on the resolver's warm solver: for a tool that reads what the results do not
+    /// carry (memoized reach, explanation trees, the forwarding graph), as the binary's `graph`
+    /// does. What `f` memoizes stays for later questions; concurrent questions wait for `f`.
+    /// Costs what `f` asks of the solver.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let links = resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     solver.plan(wa).links.len()
+    /// });
+    /// assert_eq!(links, 1);
+    /// ```
+    pub fn with_solver<T>(&self, f: impl FnOnce(&mut Solver<'_>) -> T) -> T {
+        self.solve(|_, solver| f(solver))
+    }
+
+    /// The first of `mutations` that [`Resolver::what_if`] would refuse, by index, and why:
+    /// for a tool that names the flag or line that asked for it. Costs a look-up per mutation.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Kind, Mutation};
+    /// let asked = [
+    ///     Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 1300 },
+    ///     Mutation::SetCap { kind: Kind::SitePeering, name: "ba".into(), mtu: 1300 },
+    /// ];
+    /// let (index, why) = resolver.refused(&asked).expect("there is no SitePeering/ba");
+    /// assert_eq!(index, 1);
+    /// assert!(why.to_string().contains("ab"), "{why}");
+    /// ```
+    pub fn refused(&self, mutations: &[Mutation]) -> Option<(usize, MutationError)> {
+        whatif::first_refused(self.base().input(), self.topology(), mutations)
+    }
+
+    /// Every value that differs between this cluster and `after` (another input of the same
+    /// cluster, read with its own settings), each change explained at this resolver's level:
+    /// what the binary's `what-if --after` answers. Costs what [`Resolver::what_if`] costs for
+    /// the difference: per value for cap changes, the nodes around a node for underlay changes,
+    /// every node when links or paths may change.
+    ///
+    /// ```
+    /// # use mtu_solver::{Resolver, Settings, load};
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let lower = mtu_solver::doc_cluster::TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: 1350");
+    /// let after = Resolver::new(load::from_sources([("after.yaml", lower)]), Settings::default());
+    /// let change = resolver.compare(&after);
+    /// assert!(change.changes.iter().all(|c| c.after == Some(1350)));
+    /// ```
+    pub fn compare(&self, after: &Resolver) -> WhatIf {
+        whatif::compare(self.base().input(), after.base().input(), self.full())
+    }
+
+    /// Plans `nodes` (by name, in the order given) on several threads and hands each on as
+    /// soon as it is planned, without holding every plan: what the binary's `resolve` writes
+    /// node after node. `render` turns each [`Planned`] node into a value on the thread that
+    /// planned it (its explanations at the resolver's level); `consume` receives the values in
+    /// the order of `nodes`, each with its plan's diagnostics, on the calling thread. A name
+    /// the cluster does not have is refused before anything is planned; an error of `consume`
+    /// stops the workers and is returned. Costs a resolve of the nodes on solvers of the
+    /// workers' own ([`crate::stream`]): the resolver's warm solver is not used, so a stream
+    /// does not wait for other questions, nor they for it.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::stream::Workers;
+    /// let workers = Workers { threads: 2, chunk: 1, renew: None };
+    /// let mut fabrics = Vec::new();
+    /// resolver.plan_each(
+    ///     ["wa", "wb"],
+    ///     workers,
+    ///     |mut planned| planned.out().fabric_mtu,
+    ///     |fabric, _diagnostics| {
+    ///         fabrics.push(fabric);
+    ///         Ok::<_, mtu_solver::Error>(())
+    ///     },
+    /// )?;
+    /// assert_eq!(fabrics, [1400, 1400]);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
+    pub fn plan_each<T, E>(
+        &self,
+        nodes: impl IntoIterator<Item = impl AsRef<str>>,
+        workers: Workers,
+        render: impl Fn(Planned<'_, '_, '_>) -> T + Sync,
+        consume: impl FnMut(T, Vec<Diagnostic>) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        T: Send,
+        E: From<QueryError>,
+    {
+        let ids = nodes
+            .into_iter()
+            .map(|n| self.node_id(n.as_ref()))
+            .collect::<Result<Vec<NodeId>, QueryError>>()?;
+        let topo = self.topology();
+        crate::stream::plan_in_order(
+            topo,
+            self.settings(),
+            &ids,
+            workers,
+            self.full(),
+            |renderer, plan| {
+                render(Planned {
+                    topo,
+                    renderer,
+                    plan,
+                })
+            },
+            consume,
+        )
+    }
+
     fn node_id(&self, name: &str) -> Result<NodeId, QueryError> {
         let topo = self.base().topology();
         let ids = self.ids.get_or_init(|| {
@@ -562,6 +676,28 @@ impl Resolver {
             name: name.to_string(),
             nearest: e.nearest,
         })
+    }
+}
+
+/// A node [`Resolver::plan_each`] planned, on the thread that planned it.
+pub struct Planned<'a, 's, 't> {
+    topo: &'a Topology,
+    renderer: &'a mut Renderer<'s, 't>,
+    plan: &'a NodePlan,
+}
+
+impl<'s, 't> Planned<'_, 's, 't> {
+    /// The node's output, as [`Resolver::plan`] gives it. Costs rendering its values (each
+    /// explanation once per worker).
+    pub fn out(&mut self) -> NodeOut {
+        report::node_out(self.topo, self.renderer, self.plan)
+    }
+
+    /// The plan, the topology it names nodes of, and the worker's renderer: for a tool that
+    /// folds plans into something smaller than [`Planned::out`] (the binary's `resolve
+    /// --summary`). Free.
+    pub fn parts(&mut self) -> (&Topology, &mut Renderer<'s, 't>, &NodePlan) {
+        (self.topo, self.renderer, self.plan)
     }
 }
 

@@ -30,8 +30,6 @@ pub struct Workers {
     /// Consecutive nodes per chunk (at least 1): larger chunks share more memoized work within a
     /// worker, smaller ones hold fewer values in flight.
     pub chunk: usize,
-    /// Every explanation term rendered (`--explain full`), else the binding term alone.
-    pub full: bool,
     /// Nodes a worker plans with one solver before it starts a fresh one: memos and
     /// explanations grow with the nodes planned, and those of Sites already done are rarely
     /// asked again, so a fresh solver bounds memory at the price of rebuilding what later nodes
@@ -40,7 +38,7 @@ pub struct Workers {
 }
 
 /// Plans `nodes` (in the order given) with `workers`; `render` turns each plan into a value on
-/// the worker that planned it; `consume` receives the values in the order of `nodes`, each with
+/// the worker that planned it, its renderer adding every explanation term when `full`; `consume` receives the values in the order of `nodes`, each with
 /// its plan's diagnostics, on the calling thread (the plans themselves are dropped on the
 /// worker).
 ///
@@ -51,6 +49,7 @@ pub fn plan_in_order<T, E>(
     settings: &Settings,
     nodes: &[NodeId],
     workers: Workers,
+    full: bool,
     render: impl Fn(&mut Renderer<'_, '_>, &NodePlan) -> T + Sync,
     mut consume: impl FnMut(T, Vec<Diagnostic>) -> Result<(), E>,
 ) -> Result<(), E>
@@ -68,17 +67,7 @@ where
             let mine: Vec<&[NodeId]> = chunks.iter().skip(w).step_by(threads).copied().collect();
             let settings = settings.clone();
             let render = &render;
-            scope.spawn(move || {
-                work(
-                    topo,
-                    settings,
-                    workers.full,
-                    workers.renew,
-                    &mine,
-                    render,
-                    tx,
-                )
-            });
+            scope.spawn(move || work(topo, settings, full, workers.renew, &mine, render, tx));
         }
         // Chunk `c` comes from worker `c mod W`.
         for inbox in inboxes.iter().cycle().take(chunks.len()) {
@@ -146,7 +135,6 @@ mod tests {
             let w = Workers {
                 threads,
                 chunk,
-                full: false,
                 renew: Some(chunk * 3),
             };
             plan_in_order::<_, Infallible>(
@@ -154,6 +142,7 @@ mod tests {
                 &Settings::default(),
                 &nodes,
                 w,
+                false,
                 |r, p| (p.node, crate::report::node_out(&topo, r, p)),
                 |out, _| {
                     seen.push(out);
@@ -183,7 +172,6 @@ mod tests {
         let w = Workers {
             threads: 2,
             chunk: 3,
-            full: false,
             renew: None,
         };
         let r = plan_in_order(
@@ -191,6 +179,7 @@ mod tests {
             &Settings::default(),
             &nodes,
             w,
+            false,
             |_, p| p.node,
             |_, _| {
                 taken += 1;

@@ -33,8 +33,8 @@ use crate::common::{self, usage};
 use crate::output::{DataFormat, TableStyle, diagnostics_table, write_data};
 use crate::settings;
 use anyhow::{Context, Result};
-use mtu_solver::Solver;
 use mtu_solver::report::DiagOut;
+use mtu_solver::{Resolver, Solver};
 use std::io::Write as _;
 
 pub use dot::{Drawing, dot};
@@ -43,20 +43,23 @@ pub use select::Selection;
 /// Runs `graph`.
 pub fn run(args: &settings::Graph) -> Result<()> {
     let decoded = common::load(&args.offline.input)?;
-    let topo = common::topology(&decoded)?;
-    let mut solver = Solver::new(&topo, args.offline.solver.clone());
-    let selection = match &args.around {
-        Some(name) => {
-            let n = topo
-                .find_node(name)
-                .map_err(|e| usage(format!("--around {name}: {e}")))?;
-            Selection::around(&mut solver, n)
-        }
-        None if args.selector.is_empty() => Selection::All,
-        None => Selection::nodes(&topo, &common::select(&topo, &args.selector)?),
-    };
-    draw(&mut solver, &selection, args.format)?;
-    common::fail_on(args.fail_on, &topo.diagnostics)
+    let resolver = Resolver::new(decoded, args.offline.solver.clone());
+    common::some_resolved(resolver.topology())?;
+    resolver.with_solver(|solver| {
+        let topo = solver.topo();
+        let selection = match &args.around {
+            Some(name) => {
+                let n = topo
+                    .find_node(name)
+                    .map_err(|e| usage(format!("--around {name}: {e}")))?;
+                Selection::around(solver, n)
+            }
+            None if args.selector.is_empty() => Selection::All,
+            None => Selection::nodes(topo, &common::select(topo, &args.selector)?),
+        };
+        draw(solver, &selection, args.format)
+    })?;
+    common::fail_on(args.fail_on, &resolver.topology().diagnostics)
 }
 
 /// Writes the picture (or its document) of the Sites and pools `selection` selects, in the

@@ -7,7 +7,7 @@
 use super::{Job, stdout};
 use crate::output::DataFormat;
 use anyhow::{Result, anyhow};
-use mtu_solver::report::{self, API_VERSION, DiagOut, NodeOut, ResolveOut};
+use mtu_solver::report::{API_VERSION, DiagOut, NodeOut, ResolveOut};
 use serde::Serialize;
 use std::io::Write;
 use topology_core::diag::Diagnostic;
@@ -24,7 +24,7 @@ pub(super) fn write(job: &Job<'_>, format: DataFormat) -> Result<Vec<Diagnostic>
     let mut out = stdout();
     if job.nodes.is_empty() {
         // Nothing to stream: the document's empty layout is the serializer's.
-        let diags = job.stream(CHUNK, |_, _| (), |()| Ok(()))?;
+        let diags = job.stream(CHUNK, |_| (), |()| Ok(()))?;
         let doc = ResolveOut {
             api_version: API_VERSION,
             kind: KIND,
@@ -41,7 +41,7 @@ pub(super) fn write(job: &Job<'_>, format: DataFormat) -> Result<Vec<Diagnostic>
     let mut first = true;
     let diags = job.stream(
         CHUNK,
-        |r, p| node(&report::node_out(job.topo, r, p), format),
+        |mut p| node(&p.out(), format),
         |piece| {
             let piece = piece?;
             if format == DataFormat::Json && !std::mem::take(&mut first) {

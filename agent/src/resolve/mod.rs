@@ -2,7 +2,7 @@
 //! resolved (tables, JSON, YAML: `nodes.rs`, `document.rs`), or a rollup of the whole cluster that
 //! fits a screen (`--summary`: `rollup.rs`, `summary.rs`).
 //!
-//! Nodes are planned on every core ([`mtu_solver::stream`]) and written in name order, so the
+//! Nodes are planned on every core ([`Resolver::plan_each`]) and written in name order, so the
 //! output is byte for byte what one thread writes; memory holds the topology, the solvers' memos
 //! and explanations, and the few nodes in flight, never the whole cluster's plans.
 
@@ -14,24 +14,30 @@ mod summary;
 use crate::common;
 use crate::output::Format;
 use anyhow::Result;
-use mtu_solver::report::Renderer;
-use mtu_solver::stream::{Workers, plan_in_order};
-use mtu_solver::{NodePlan, Settings};
+use mtu_solver::stream::Workers;
+use mtu_solver::{Explanations, Planned, Resolver};
+use std::sync::Arc;
 use topology_core::diag::{Diagnostic, sort_diagnostics};
-use topology_core::ids::NodeId;
-use topology_core::model::Topology;
 
 pub use crate::cli::SummaryMode;
 
 /// Runs `resolve`.
 pub fn run(args: &crate::settings::Resolve) -> Result<()> {
     let decoded = common::load(&args.offline.input)?;
-    let topo = common::topology(&decoded)?;
+    let level = match args.full {
+        true => Explanations::Full,
+        false => Explanations::Bound,
+    };
+    let resolver = Resolver::new(decoded, args.offline.solver.clone()).with_explanations(level);
+    let topo = resolver.topology();
+    common::some_resolved(topo)?;
+    let nodes = common::select(topo, &args.selector)?
+        .into_iter()
+        .map(|n| topo.node(n).name.clone())
+        .collect();
     let job = Job {
-        topo: &topo,
-        settings: args.offline.solver.clone(),
-        nodes: common::select(&topo, &args.selector)?,
-        full: args.full,
+        resolver: &resolver,
+        nodes,
     };
     let format = args.format;
     let diags = match args.summary {
@@ -45,13 +51,10 @@ pub fn run(args: &crate::settings::Resolve) -> Result<()> {
 }
 
 /// What one `resolve` resolves.
-pub(crate) struct Job<'t> {
-    pub topo: &'t Topology,
-    pub settings: Settings,
+pub(crate) struct Job<'r> {
+    pub resolver: &'r Resolver,
     /// In output order.
-    pub nodes: Vec<NodeId>,
-    /// Every explanation term (`--explain full`).
-    pub full: bool,
+    pub nodes: Vec<Arc<str>>,
 }
 
 impl Job<'_> {
@@ -61,27 +64,20 @@ impl Job<'_> {
     pub fn stream<T: Send>(
         &self,
         chunk: usize,
-        render: impl Fn(&mut Renderer<'_, '_>, &NodePlan) -> T + Sync,
+        render: impl Fn(Planned<'_, '_, '_>) -> T + Sync,
         mut write: impl FnMut(T) -> Result<()>,
     ) -> Result<Vec<Diagnostic>> {
         let workers = Workers {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS)),
             chunk,
-            full: self.full,
             renew: Some(mtu_solver::stream::RENEW),
         };
-        let mut diags: Vec<Diagnostic> = self.topo.diagnostics.clone();
-        plan_in_order(
-            self.topo,
-            &self.settings,
-            &self.nodes,
-            workers,
-            render,
-            |out, plan_diags| {
+        let mut diags: Vec<Diagnostic> = self.resolver.topology().diagnostics.clone();
+        self.resolver
+            .plan_each(&self.nodes, workers, render, |out, plan_diags| {
                 diags.extend(plan_diags);
                 write(out)
-            },
-        )?;
+            })?;
         sort_diagnostics(&mut diags);
         Ok(diags)
     }

@@ -4,7 +4,7 @@
 use super::{Job, stdout};
 use crate::output::{TableStyle, bound, diagnostics_table, hops, table};
 use anyhow::Result;
-use mtu_solver::report::{self, NodeOut};
+use mtu_solver::report::NodeOut;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use topology_core::diag::Diagnostic;
@@ -17,7 +17,7 @@ pub(super) fn write(job: &Job<'_>, style: TableStyle) -> Result<Vec<Diagnostic>>
     let mut out = stdout();
     let diags = job.stream(
         CHUNK,
-        |r, p| node_tables(&report::node_out(job.topo, r, p), style),
+        |mut p| node_tables(&p.out(), style),
         |text| Ok(out.write_all(text.as_bytes())?),
     )?;
     out.write_all(diagnostics_table(&diags, style).as_bytes())?;

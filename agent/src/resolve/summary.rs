@@ -24,7 +24,10 @@ pub(super) fn write(job: &Job<'_>, mode: SummaryMode, format: Format) -> Result<
     let mut lines: Vec<NodeLine> = Vec::new();
     let diags = job.stream(
         CHUNK,
-        |r, p| NodeFacts::of(job.topo, r, p),
+        |mut p| {
+            let (topo, r, plan) = p.parts();
+            NodeFacts::of(topo, r, plan)
+        },
         |facts| {
             rollup.add(&facts);
             if keep_lines {
