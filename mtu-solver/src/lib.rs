@@ -78,6 +78,10 @@
 //! [`Error`] with `?`; [`Error::kind`] says what went wrong. The modules below it ([`solver`],
 //! [`whatif`], [`incremental`], [`report`]) are what it is built from, for tools that need more
 //! control.
+//!
+//! A what-if's answer can be kept: [`Resolver::apply`] is the resolver of the changed cluster
+//! (the mutations applied as [`Resolver::what_if`] applies them, so its values are the
+//! what-if's values after).
 #![cfg_attr(
     not(test),
     deny(

@@ -512,6 +512,48 @@ impl Resolver {
         )
     }
 
+    /// The resolver of the cluster after `mutations`, applied in order as [`Resolver::what_if`]
+    /// applies them: same settings (but for what an `underlay` or `agent-mtu` mutation sets)
+    /// and level of explanation, so its values are the ones `what_if` reports as after, and its
+    /// [`Resolver::plan_all`] is a fresh resolver's of the changed input. A mutation refused by
+    /// `what_if` is refused here, and `self` is left as it was. Costs a clone of the input and
+    /// a build of the topology; nothing of `self`'s memo or plans is shared (they belong to
+    /// its topology), so the changed resolver starts cold.
+    ///
+    /// ```
+    /// use mtu_solver::{Kind, Mutation, Resolver, Settings, load};
+    /// let yaml = "
+    /// apiVersion: net.unbounded-cloud.io/v1alpha1
+    /// kind: Site
+    /// metadata: {name: a}
+    /// spec: {nodeCidrs: [10.0.0.0/16], podCidrAssignments: [{cidrBlocks: [10.9.0.0/16]}]}
+    /// ---
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata: {name: n1, labels: {net.unbounded-cloud.io/site: a}}
+    /// status: {addresses: [{type: InternalIP, address: 10.0.0.1}]}
+    /// ---
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata: {name: n2, labels: {net.unbounded-cloud.io/site: a}}
+    /// status: {addresses: [{type: InternalIP, address: 10.0.0.2}]}
+    /// ";
+    /// let resolver = Resolver::new(load::from_sources([("cluster.yaml", yaml)]), Settings::default());
+    /// let cap = Mutation::SetCap { kind: Kind::Site, name: "a".into(), mtu: 1400 };
+    /// let capped = resolver.apply(&[cap])?;
+    /// assert_eq!(capped.plan("n1")?.links[0].mtu, 1400);
+    /// // The resolver asked stays on the cluster as it is.
+    /// assert_eq!(resolver.plan("n1")?.links[0].mtu, 1442);
+    /// // A refused mutation changes nothing.
+    /// let typo = Mutation::SetCap { kind: Kind::Site, name: "b".into(), mtu: 1400 };
+    /// assert!(resolver.apply(&[typo]).is_err());
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
+    pub fn apply(&self, mutations: &[Mutation]) -> Result<Resolver, MutationError> {
+        let after = whatif::changed_over(self.base().input(), self.topology(), mutations)?;
+        Ok(Resolver::over(Base::new(after), self.level))
+    }
+
     /// Every route of `node` that carries `destination`, longest match first (the first is the
     /// one the kernel forwards by; [`routes_carrying`]), each with every term of its
     /// explanation whatever the resolver's level: what the binary's `explain --destination`

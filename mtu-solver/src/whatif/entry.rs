@@ -1,9 +1,10 @@
 //! The entry points of a what-if ([`what_if`], [`what_if_on`]) and of a comparison ([`diff`],
 //! [`compare`]), and the one strategy they all try first ([`on_one_solver`]): cap changes one
 //! solver can answer are answered per value on one solver (`engine.rs`); any other question is
-//! answered by comparing the inputs before and after on a solver each (`diff.rs`).
+//! answered by comparing the inputs before and after on a solver each (`diff.rs`). Also the
+//! input a question makes ([`changed_over`]).
 
-use super::apply::apply;
+use super::apply::apply_all;
 use super::classify::{Difference, cap_replacements, classify, shared_caps};
 use super::diff::{WhatIf, two_inputs};
 use super::engine::per_value_shared;
@@ -31,11 +32,19 @@ pub(crate) fn what_if_over(
     if let Some(w) = on_one_solver(OneSolver::Fresh(tb, &base.settings), caps.as_deref(), full) {
         return Ok(w);
     }
-    let mut after = base.clone();
-    for m in mutations {
-        apply(&mut after, m)?;
-    }
+    let after = apply_all(base, mutations)?;
     Ok(diff(base, &after, full))
+}
+
+/// `base` changed by `mutations` in order, once [`check_all`] accepts them (against `tb`, the
+/// topology built from `base`): the input whose resolve gives a what-if's values after.
+pub(crate) fn changed_over(
+    base: &Input,
+    tb: &Topology,
+    mutations: &[Mutation],
+) -> Result<Input, MutationError> {
+    check_all(base, tb, mutations)?;
+    apply_all(base, mutations)
 }
 
 /// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one

@@ -16,10 +16,10 @@ mod mutation;
 mod reach;
 mod text;
 
-pub use apply::apply;
+pub use apply::{apply, apply_all};
 pub use diff::{Change, WhatIf};
 pub use digest::{Digest, DigestBuilder, Group, ItemKind, KindDigest};
-pub(crate) use entry::what_if_over;
+pub(crate) use entry::{changed_over, what_if_over};
 pub use entry::{compare, diff, what_if, what_if_on};
 pub use input::{Base, Input};
 pub use mutation::{Mutation, MutationError, check, check_all, first_refused};
