@@ -8,7 +8,7 @@ use crate::plan::NodePlan;
 use crate::report::hops::HopOut;
 use crate::report::{self, NodeOut, RenderCache, Renderer, ResolveOut, RouteOut};
 use crate::solver::{Settings, Solver};
-use crate::whatif::{self, Base, Input, Mutation, MutationError, WhatIf};
+use crate::whatif::{self, Base, Input, Manifests, Mutation, MutationError, WhatIf};
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -552,6 +552,60 @@ impl Resolver {
     pub fn apply(&self, mutations: &[Mutation]) -> Result<Resolver, MutationError> {
         let after = whatif::changed_over(self.base().input(), self.topology(), mutations)?;
         Ok(Resolver::over(Base::new(after), self.level))
+    }
+
+    /// What `mutations` change, as the manifests an operator applies to the cluster: a JSON
+    /// merge patch per changed object, each a partial manifest for `kubectl patch -f FILE
+    /// --type merge --patch-file FILE`, and the changes no object carries (the agent's `mtu`,
+    /// a pool's controller-written status); [`Manifests`] says what each mutation is written
+    /// as. Refuses what [`Resolver::what_if`] refuses. Costs a clone of the input and a
+    /// comparison of each object with its changed copy.
+    ///
+    /// ```
+    /// use mtu_solver::{Kind, Mutation, Resolver, Settings, load};
+    /// let yaml = "
+    /// apiVersion: net.unbounded-cloud.io/v1alpha1
+    /// kind: Site
+    /// metadata: {name: a}
+    /// spec: {nodeCidrs: [10.0.0.0/16], tunnelMTU: 1400}
+    /// ---
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata: {name: n1, labels: {net.unbounded-cloud.io/site: a, kubernetes.io/os: linux}}
+    /// status: {addresses: [{type: InternalIP, address: 10.0.0.1}]}
+    /// ";
+    /// let resolver = Resolver::new(load::from_sources([("cluster.yaml", yaml)]), Settings::default());
+    /// let change = [
+    ///     Mutation::ClearCap { kind: Kind::Site, name: "a".into() },
+    ///     Mutation::Underlay { node: "n1".into(), mtu: 9000 },
+    ///     Mutation::AgentMtu(1400),
+    /// ];
+    /// let manifests = resolver.manifests(&change)?;
+    /// let site = &manifests.objects()[0];
+    /// assert_eq!((site.kind(), site.name()), (Kind::Site, "a"));
+    /// assert_eq!(site.to_yaml(), "\
+    /// apiVersion: net.unbounded-cloud.io/v1alpha1
+    /// kind: Site
+    /// metadata:
+    ///   name: a
+    /// spec:
+    ///   tunnelMTU: null
+    /// ");
+    /// // The Node's other labels are not named, so a merge patch keeps them.
+    /// assert_eq!(manifests.objects()[1].to_yaml(), "\
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata:
+    ///   name: n1
+    ///   annotations:
+    ///     mtu.unbounded-cloud.io/underlay-mtu: \"9000\"
+    /// ");
+    /// // The agent's mtu is a setting of the agent, not an object.
+    /// assert_eq!(manifests.unwritten(), [mtu_solver::Unwritten::AgentMtu { mtu: 1400 }]);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
+    pub fn manifests(&self, mutations: &[Mutation]) -> Result<Manifests, MutationError> {
+        whatif::manifests_over(self.base().input(), self.topology(), mutations)
     }
 
     /// Every route of `node` that carries `destination`, longest match first (the first is the

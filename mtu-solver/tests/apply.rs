@@ -1,7 +1,7 @@
 //! `Resolver::apply`: the resolver of the changed cluster. On every shipped example and every
 //! mutation kind, its plans are a fresh resolver's of the changed input, its values the ones
 //! `what_if` reports as after (and every value that moved is among them); a refused mutation
-//! changes nothing; two applies in a row equal one of both lists.
+//! changes nothing (and writes no manifests); two applies in a row equal one of both lists.
 
 #![allow(clippy::disallowed_methods)] // the test lists the shipped examples' directory
 
@@ -291,6 +291,11 @@ fn a_refused_mutation_is_an_error_and_changes_nothing() {
         for muts in [vec![bad.clone()], vec![good.clone(), bad.clone()]] {
             let err = resolver.apply(&muts).unwrap_err();
             assert_eq!(resolver.what_if(&muts).err().as_ref(), Some(&err), "{name}");
+            assert_eq!(
+                resolver.manifests(&muts).err().as_ref(),
+                Some(&err),
+                "{name}"
+            );
         }
     }
     assert!(matches!(

@@ -2,13 +2,14 @@
 //! [`compare`]), and the one strategy they all try first ([`on_one_solver`]): cap changes one
 //! solver can answer are answered per value on one solver (`engine.rs`); any other question is
 //! answered by comparing the inputs before and after on a solver each (`diff.rs`). Also the
-//! input a question makes ([`changed_over`]).
+//! input a question makes ([`changed_over`]) and the manifests of its change ([`manifests`]).
 
 use super::apply::apply_all;
 use super::classify::{Difference, cap_replacements, classify, shared_caps};
 use super::diff::{WhatIf, two_inputs};
 use super::engine::per_value_shared;
 use super::input::{Base, Input};
+use super::manifests::Manifests;
 use super::mutation::{Mutation, MutationError, check_all};
 use crate::solver::{Settings, Solver};
 use topology_core::model::{ObjRef, Topology};
@@ -45,6 +46,25 @@ pub(crate) fn changed_over(
 ) -> Result<Input, MutationError> {
     check_all(base, tb, mutations)?;
     apply_all(base, mutations)
+}
+
+/// What `mutations` change in `base`'s cluster, as the manifests an operator applies
+/// ([`Manifests`]: a merge patch per changed object, and what no object carries), once
+/// [`check_all`] accepts them. Applied to the cluster, with the [`Unwritten`](super::Unwritten)
+/// changes made where they are made, they make it the cluster whose values a [`what_if`]
+/// reports as after.
+pub fn manifests(base: &Input, mutations: &[Mutation]) -> Result<Manifests, MutationError> {
+    manifests_over(base, &base.build_topology(), mutations)
+}
+
+/// [`manifests`] over the topology already built from `base`.
+pub(crate) fn manifests_over(
+    base: &Input,
+    tb: &Topology,
+    mutations: &[Mutation],
+) -> Result<Manifests, MutationError> {
+    let after = changed_over(base, tb, mutations)?;
+    Ok(Manifests::between(base, &after))
 }
 
 /// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one
