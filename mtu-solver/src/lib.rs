@@ -79,6 +79,13 @@
 //! [`Error`] with `?`; [`Error::kind`] says what went wrong. The modules below it ([`solver`],
 //! [`whatif`], [`incremental`], [`report`]) are what it is built from, for tools that need more
 //! control.
+//!
+//! A what-if's answer can be kept and carried out: [`Resolver::apply`] is the resolver of the
+//! changed cluster (the mutations applied as [`Resolver::what_if`] applies them, so its values
+//! are the what-if's values after), and [`Resolver::manifests`] writes the changed objects as
+//! [`Manifests`]: a JSON merge patch per object ([`Manifest`], `kubectl patch -f FILE --type
+//! merge --patch-file FILE`), and the changes no object carries ([`Unwritten`]: the agent's
+//! `mtu`, a pool's controller-written status).
 #![cfg_attr(
     not(test),
     deny(
@@ -100,6 +107,7 @@ pub mod locality;
 pub mod overhead;
 pub mod plan;
 pub mod probe;
+mod query;
 mod raw;
 pub mod report;
 pub mod resolver;
@@ -121,4 +129,6 @@ pub use topology_core;
 pub use topology_core::decode::Decoded;
 pub use topology_core::diag::{Diagnostic, Severity};
 pub use topology_core::vocab::Kind;
-pub use whatif::{Mutation, MutationError, ParseMutationError, WhatIf};
+pub use whatif::{
+    Manifest, Manifests, Mutation, MutationError, ParseMutationError, Unwritten, WhatIf,
+};

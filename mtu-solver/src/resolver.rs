@@ -4,133 +4,21 @@
 //! resolver can be handed to another: nothing of its API takes a result, an interned
 //! explanation or a node ID.
 
+pub use crate::query::{Destination, QueryError, routes_carrying};
+
 use crate::plan::NodePlan;
 use crate::report::explanation::{self, Explanation, Question, Want};
 use crate::report::{self, NodeOut, RenderCache, Renderer, ResolveOut};
 use crate::solver::{Settings, Solver};
 use crate::stream::Workers;
-use crate::whatif::{self, Base, Input, Mutation, MutationError, WhatIf};
-use ipnet::IpNet;
+use crate::whatif::{self, Base, Input, Manifests, Mutation, MutationError, WhatIf};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use topology_core::decode::Decoded;
 use topology_core::diag::{Diagnostic, Severity, sort_diagnostics};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
-
-/// A node or destination the cluster does not have.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum QueryError {
-    /// No node of this name (or it belongs to no Site).
-    #[error("node {name} does not exist{}", did_you_mean(nearest))]
-    NoSuchNode {
-        /// The name asked for.
-        name: String,
-        /// The closest existing names.
-        nearest: Vec<String>,
-    },
-    /// The node has no route that carries this destination.
-    #[error("node {node} has no route to {destination}")]
-    NoRoute {
-        /// The node.
-        node: String,
-        /// The destination asked for.
-        destination: String,
-    },
-    /// The node has no link to this peer.
-    #[error("node {node} has no link to {peer} (its peers: {})", peers_text(peers))]
-    NoLink {
-        /// The node.
-        node: String,
-        /// The peer asked for.
-        peer: String,
-        /// The peers it has links to.
-        peers: Vec<String>,
-    },
-}
-
-fn peers_text(peers: &[String]) -> String {
-    if peers.is_empty() {
-        "none".to_string()
-    } else {
-        peers.join(", ")
-    }
-}
-
-/// The routes among `prefixes` (a plan's, in its order) that carry `destination`, by index:
-/// longest prefix first, routes of equal length in the plan's order. The first is the one the
-/// kernel forwards by. This is what `explain` answers for a destination, in the binary and in
-/// [`Resolver::explain`].
-pub fn routes_carrying(
-    prefixes: impl Iterator<Item = Option<IpNet>>,
-    destination: Destination,
-) -> Vec<usize> {
-    let mut found: Vec<(u8, usize)> = prefixes
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let prefix = p?;
-            destination
-                .carried_by(&prefix)
-                .then_some((prefix.prefix_len(), i))
-        })
-        .collect();
-    found.sort_by_key(|(len, _)| std::cmp::Reverse(*len));
-    found.into_iter().map(|(_, i)| i).collect()
-}
-
-fn did_you_mean(nearest: &[String]) -> String {
-    if nearest.is_empty() {
-        String::new()
-    } else {
-        format!("; did you mean {}?", nearest.join(", "))
-    }
-}
-
-/// A destination: an address (the route whose prefix contains it, longest first) or a prefix
-/// (the route with exactly that prefix).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Destination {
-    /// An address.
-    Addr(IpAddr),
-    /// A prefix.
-    Prefix(IpNet),
-}
-
-impl Destination {
-    /// Whether a route to `prefix` carries this destination: an address inside it, or a prefix
-    /// equal to it.
-    pub fn carried_by(&self, prefix: &IpNet) -> bool {
-        match self {
-            Destination::Addr(a) => prefix.contains(a),
-            Destination::Prefix(p) => prefix == p,
-        }
-    }
-}
-
-impl std::fmt::Display for Destination {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Destination::Addr(a) => a.fmt(f),
-            Destination::Prefix(p) => p.fmt(f),
-        }
-    }
-}
-
-impl std::str::FromStr for Destination {
-    type Err = std::net::AddrParseError;
-
-    /// `10.1.2.3`, `fd00::1`, `10.1.0.0/16`.
-    fn from_str(s: &str) -> Result<Destination, Self::Err> {
-        match s.parse::<IpNet>() {
-            Ok(n) => Ok(Destination::Prefix(n.trunc())),
-            Err(_) => s.parse().map(Destination::Addr),
-        }
-    }
-}
 
 /// One cluster: its objects, settings and validated topology.
 ///
@@ -514,6 +402,102 @@ impl Resolver {
             mutations,
             self.full(),
         )
+    }
+
+    /// The resolver of the cluster after `mutations`, applied in order as [`Resolver::what_if`]
+    /// applies them: same settings (but for what an `underlay` or `agent-mtu` mutation sets)
+    /// and level of explanation, so its values are the ones `what_if` reports as after, and its
+    /// [`Resolver::plan_all`] is a fresh resolver's of the changed input. A mutation refused by
+    /// `what_if` is refused here, and `self` is left as it was. Costs a clone of the input and
+    /// a build of the topology; nothing of `self`'s memo or plans is shared (they belong to
+    /// its topology), so the changed resolver starts cold.
+    ///
+    /// ```
+    /// use mtu_solver::{Kind, Mutation, Resolver, Settings, load};
+    /// let yaml = "
+    /// apiVersion: net.unbounded-cloud.io/v1alpha1
+    /// kind: Site
+    /// metadata: {name: a}
+    /// spec: {nodeCidrs: [10.0.0.0/16], podCidrAssignments: [{cidrBlocks: [10.9.0.0/16]}]}
+    /// ---
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata: {name: n1, labels: {net.unbounded-cloud.io/site: a}}
+    /// status: {addresses: [{type: InternalIP, address: 10.0.0.1}]}
+    /// ---
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata: {name: n2, labels: {net.unbounded-cloud.io/site: a}}
+    /// status: {addresses: [{type: InternalIP, address: 10.0.0.2}]}
+    /// ";
+    /// let resolver = Resolver::new(load::from_sources([("cluster.yaml", yaml)]), Settings::default());
+    /// let cap = Mutation::SetCap { kind: Kind::Site, name: "a".into(), mtu: 1400 };
+    /// let capped = resolver.apply(&[cap])?;
+    /// assert_eq!(capped.plan("n1")?.links[0].mtu, 1400);
+    /// // The resolver asked stays on the cluster as it is.
+    /// assert_eq!(resolver.plan("n1")?.links[0].mtu, 1442);
+    /// // A refused mutation changes nothing.
+    /// let typo = Mutation::SetCap { kind: Kind::Site, name: "b".into(), mtu: 1400 };
+    /// assert!(resolver.apply(&[typo]).is_err());
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
+    pub fn apply(&self, mutations: &[Mutation]) -> Result<Resolver, MutationError> {
+        let after = whatif::changed_over(self.base().input(), self.topology(), mutations)?;
+        Ok(Resolver::over(Base::new(after), self.level))
+    }
+
+    /// What `mutations` change, as the manifests an operator applies to the cluster: a JSON
+    /// merge patch per changed object, each a partial manifest for `kubectl patch -f FILE
+    /// --type merge --patch-file FILE`, and the changes no object carries (the agent's `mtu`,
+    /// a pool's controller-written status); [`Manifests`] says what each mutation is written
+    /// as. Refuses what [`Resolver::what_if`] refuses. Costs a clone of the input and a
+    /// comparison of each object with its changed copy.
+    ///
+    /// ```
+    /// use mtu_solver::{Kind, Mutation, Resolver, Settings, load};
+    /// let yaml = "
+    /// apiVersion: net.unbounded-cloud.io/v1alpha1
+    /// kind: Site
+    /// metadata: {name: a}
+    /// spec: {nodeCidrs: [10.0.0.0/16], tunnelMTU: 1400}
+    /// ---
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata: {name: n1, labels: {net.unbounded-cloud.io/site: a, kubernetes.io/os: linux}}
+    /// status: {addresses: [{type: InternalIP, address: 10.0.0.1}]}
+    /// ";
+    /// let resolver = Resolver::new(load::from_sources([("cluster.yaml", yaml)]), Settings::default());
+    /// let change = [
+    ///     Mutation::ClearCap { kind: Kind::Site, name: "a".into() },
+    ///     Mutation::Underlay { node: "n1".into(), mtu: 9000 },
+    ///     Mutation::AgentMtu(1400),
+    /// ];
+    /// let manifests = resolver.manifests(&change)?;
+    /// let site = &manifests.objects()[0];
+    /// assert_eq!((site.kind(), site.name()), (Kind::Site, "a"));
+    /// assert_eq!(site.to_yaml(), "\
+    /// apiVersion: net.unbounded-cloud.io/v1alpha1
+    /// kind: Site
+    /// metadata:
+    ///   name: a
+    /// spec:
+    ///   tunnelMTU: null
+    /// ");
+    /// // The Node's other labels are not named, so a merge patch keeps them.
+    /// assert_eq!(manifests.objects()[1].to_yaml(), "\
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata:
+    ///   name: n1
+    ///   annotations:
+    ///     mtu.unbounded-cloud.io/underlay-mtu: \"9000\"
+    /// ");
+    /// // The agent's mtu is a setting of the agent, not an object.
+    /// assert_eq!(manifests.unwritten(), [mtu_solver::Unwritten::AgentMtu { mtu: 1400 }]);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
+    pub fn manifests(&self, mutations: &[Mutation]) -> Result<Manifests, MutationError> {
+        whatif::manifests_over(self.base().input(), self.topology(), mutations)
     }
 
     /// Why `node`'s values are what they are: what the binary's `explain` prints. Every value

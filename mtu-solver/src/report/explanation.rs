@@ -6,7 +6,7 @@ use super::hops::HopOut;
 use super::{API_VERSION, DiagOut, Renderer, TermOut};
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
-use crate::resolver::{Destination, QueryError, routes_carrying};
+use crate::query::{Destination, QueryError, routes_carrying};
 use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, RouteHops};
 use ipnet::IpNet;

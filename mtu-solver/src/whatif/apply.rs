@@ -48,6 +48,17 @@ fn relation(o: &mut RawObject) -> Option<&mut RawRelation> {
     }
 }
 
+/// `base` with `mutations` applied in order, to a copy (`base` is left as it was); the first
+/// mutation that does not apply is the error. What a what-if resolves as its values after, and
+/// what [`Resolver::apply`](crate::Resolver::apply) resolves.
+pub fn apply_all(base: &Input, mutations: &[Mutation]) -> Result<Input, MutationError> {
+    let mut after = base.clone();
+    for m in mutations {
+        apply(&mut after, m)?;
+    }
+    Ok(after)
+}
+
 /// Applies one mutation to an input.
 pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
     match m {

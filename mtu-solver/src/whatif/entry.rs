@@ -1,13 +1,15 @@
 //! The entry points of a what-if ([`what_if`], [`what_if_on`]) and of a comparison ([`diff`],
 //! [`compare`]), and the one strategy they all try first ([`on_one_solver`]): cap changes one
 //! solver can answer are answered per value on one solver (`engine.rs`); any other question is
-//! answered by comparing the inputs before and after on a solver each (`diff.rs`).
+//! answered by comparing the inputs before and after on a solver each (`diff.rs`). Also the
+//! input a question makes ([`changed_over`]) and the manifests of its change ([`manifests`]).
 
-use super::apply::apply;
+use super::apply::apply_all;
 use super::classify::{Difference, cap_replacements, classify, shared_caps};
 use super::diff::{WhatIf, two_inputs};
 use super::engine::per_value_shared;
 use super::input::{Base, Input};
+use super::manifests::Manifests;
 use super::mutation::{Mutation, MutationError, check_all};
 use crate::solver::{Settings, Solver};
 use topology_core::model::{ObjRef, Topology};
@@ -31,11 +33,38 @@ pub(crate) fn what_if_over(
     if let Some(w) = on_one_solver(OneSolver::Fresh(tb, &base.settings), caps.as_deref(), full) {
         return Ok(w);
     }
-    let mut after = base.clone();
-    for m in mutations {
-        apply(&mut after, m)?;
-    }
+    let after = apply_all(base, mutations)?;
     Ok(diff(base, &after, full))
+}
+
+/// `base` changed by `mutations` in order, once [`check_all`] accepts them (against `tb`, the
+/// topology built from `base`): the input whose resolve gives a what-if's values after.
+pub(crate) fn changed_over(
+    base: &Input,
+    tb: &Topology,
+    mutations: &[Mutation],
+) -> Result<Input, MutationError> {
+    check_all(base, tb, mutations)?;
+    apply_all(base, mutations)
+}
+
+/// What `mutations` change in `base`'s cluster, as the manifests an operator applies
+/// ([`Manifests`]: a merge patch per changed object, and what no object carries), once
+/// [`check_all`] accepts them. Applied to the cluster, with the [`Unwritten`](super::Unwritten)
+/// changes made where they are made, they make it the cluster whose values a [`what_if`]
+/// reports as after.
+pub fn manifests(base: &Input, mutations: &[Mutation]) -> Result<Manifests, MutationError> {
+    manifests_over(base, &base.build_topology(), mutations)
+}
+
+/// [`manifests`] over the topology already built from `base`.
+pub(crate) fn manifests_over(
+    base: &Input,
+    tb: &Topology,
+    mutations: &[Mutation],
+) -> Result<Manifests, MutationError> {
+    let after = changed_over(base, tb, mutations)?;
+    Ok(Manifests::between(base, &after))
 }
 
 /// A what-if against a resolved base: `solver` is a solver over `base`'s topology (a fresh one
