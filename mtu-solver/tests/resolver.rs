@@ -8,7 +8,7 @@
 use mtu_solver::load;
 use mtu_solver::resolver::{Destination, QueryError, Resolver};
 use mtu_solver::whatif::{Mutation, MutationError};
-use mtu_solver::{Settings, report};
+use mtu_solver::{Kind, ObjectRef, Settings, report};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -132,24 +132,16 @@ fn carrying_routes_of(ex: &Path) -> usize {
     {
         let plan = resolver.plan(&node).unwrap();
         for r in &plan.routes {
-            let net: ipnet::IpNet = r.destination.parse().unwrap();
+            let net = r.destination;
             let addr = net.network();
             let routes = resolver.explain(&node, Destination::Addr(addr)).unwrap();
             let want = plan
                 .routes
                 .iter()
-                .filter(|x| {
-                    x.destination
-                        .parse::<ipnet::IpNet>()
-                        .unwrap()
-                        .contains(&addr)
-                })
+                .filter(|x| x.destination.contains(&addr))
                 .count();
             assert_eq!(routes.len(), want, "{node} -> {addr}");
-            let lens: Vec<u8> = routes
-                .iter()
-                .map(|x| x.destination.parse::<ipnet::IpNet>().unwrap().prefix_len())
-                .collect();
+            let lens: Vec<u8> = routes.iter().map(|x| x.destination.prefix_len()).collect();
             assert!(
                 lens.windows(2).all(|w| w[0] >= w[1]),
                 "{node} -> {addr}: {lens:?}"
@@ -194,7 +186,8 @@ fn explain_hops_names_the_binding_hop() {
         ]
     );
     let bound = hops[1].bound.as_ref().expect("the hop adds a term");
-    assert_eq!(bound.object.as_deref(), Some("GatewayPoolPeering/pa-pb"));
+    let pa_pb = ObjectRef::new(Kind::GatewayPoolPeering, "pa-pb");
+    assert_eq!(bound.object, Some(pa_pb));
     assert!(diags.is_empty());
     let to_ga: Destination = "10.111.0.0/24".parse().expect("prefix");
     assert_eq!(resolver.explain_hops("wa", to_ga).map(|h| h.0.len()), Ok(0));

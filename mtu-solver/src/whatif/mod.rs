@@ -17,7 +17,7 @@ mod reach;
 mod text;
 
 pub use apply::apply;
-pub use diff::{Change, WhatIf};
+pub use diff::{Change, Strategy, WhatIf};
 pub use digest::{Digest, DigestBuilder, Group, ItemKind, KindDigest};
 pub(crate) use entry::what_if_over;
 pub use entry::{compare, diff, what_if, what_if_on};
