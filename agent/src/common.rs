@@ -160,12 +160,17 @@ pub fn selection_text(selector: &NodeSelector) -> String {
 
 /// Exit 1 when a diagnostic reaches `--fail-on` (the result was printed in full before).
 pub fn fail_on(level: FailOn, diags: &[Diagnostic]) -> Result<()> {
+    fail_on_severities(level, diags.iter().map(|d| d.severity))
+}
+
+/// [`fail_on`] for the severities of a command's findings.
+pub fn fail_on_severities(level: FailOn, found: impl Iterator<Item = Severity>) -> Result<()> {
     let limit = match level {
         FailOn::Error => Severity::Error,
         FailOn::Warning => Severity::Warning,
         FailOn::None => return Ok(()),
     };
-    let n = diags.iter().filter(|d| d.severity <= limit).count();
+    let n = found.filter(|s| *s <= limit).count();
     if n > 0 {
         bail!(ExitError {
             code: 1,

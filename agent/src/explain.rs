@@ -3,7 +3,7 @@
 //! flags make and prints the answer.
 
 use crate::common::{self, usage};
-use crate::output::{Format, TableStyle, diagnostics_table, write_data};
+use crate::output::{Format, TableStyle, findings_table, write_data};
 use crate::settings;
 use anyhow::Result;
 use mtu_solver::report::TermOut;
@@ -30,7 +30,7 @@ pub fn run(args: &settings::Explain) -> Result<()> {
         Format::Table(style) => common::write_text(&text(&doc, style))?,
         Format::Data(f) => write_data(&doc, f)?,
     }
-    common::fail_on(args.fail_on, &doc.diagnostics)
+    common::fail_on_severities(args.fail_on, doc.diagnostics.iter().map(|d| d.severity))
 }
 
 /// What is asked: a peer's link (`--peer`), the routes to a destination (`--destination`, a
@@ -93,7 +93,7 @@ fn text(doc: &Explanation, style: TableStyle) -> String {
         }
         s.push('\n');
     }
-    s.push_str(&diagnostics_table(&doc.diagnostics, style));
+    s.push_str(&findings_table(&doc.diagnostics, style));
     s
 }
 

@@ -3,6 +3,7 @@
 //! every table ends with.
 
 use anyhow::Result;
+use mtu_solver::report::DiagOut;
 use topology_core::diag::Diagnostic;
 
 /// Lines of a narrow table stay within this many columns on ordinary names.
@@ -156,16 +157,22 @@ pub fn hops<S: AsRef<str>>(via: &[S], style: TableStyle) -> String {
 /// are none). Wide: one line per diagnostic. Narrow: severity, code, object and field on a line,
 /// then where it was found and the message below it, wrapped.
 pub fn diagnostics_table(diags: &[Diagnostic], style: TableStyle) -> String {
+    let rows: Vec<DiagOut> = diags.iter().map(DiagOut::from).collect();
+    findings_table(&rows, style)
+}
+
+/// [`diagnostics_table`] of diagnostics as a document carries them.
+pub fn findings_table(diags: &[DiagOut], style: TableStyle) -> String {
     if diags.is_empty() {
         return "no diagnostics\n".to_string();
     }
-    let cells = |d: &Diagnostic| {
+    let cells = |d: &DiagOut| {
         vec![
             d.severity.to_string(),
             d.code.to_string(),
             d.object.clone(),
             d.field.clone(),
-            d.source.as_ref().map(|x| x.to_string()).unwrap_or_default(),
+            d.source.clone().unwrap_or_default(),
         ]
     };
     let headers = ["SEVERITY", "CODE", "OBJECT", "FIELD", "SOURCE", "MESSAGE"];

@@ -22,7 +22,7 @@
 //! # Load, resolve, ask what if, explain
 //!
 //! ```
-//! use mtu_solver::{Destination, Kind, Mutation, Resolver, Settings, load};
+//! use mtu_solver::{Destination, Kind, Mutation, ObjectRef, Resolver, Settings, load};
 //!
 //! // Two Sites peered over GENEVE; a directory would do as well: `load::load(&["manifests/"])`.
 //! let manifests = "
@@ -63,7 +63,7 @@
 //! // Why the route to wb's pods is 1400: the SitePeering's tunnelMTU.
 //! let to_wb: Destination = "10.8.1.9".parse()?;
 //! let route = &resolver.explain("wa", to_wb)?.values[0];
-//! assert_eq!(route.bound.object.as_deref(), Some("SitePeering/ab"));
+//! assert_eq!(route.bound.object, Some(ObjectRef::new(Kind::SitePeering, "ab")));
 //! assert_eq!(route.bound.location.as_deref(), Some("cluster.yaml:15"));
 //!
 //! // What if the peering's cap were 1300? Both nodes' links and routes follow.
@@ -128,7 +128,7 @@ pub use solver::{ComponentCap, DeviceNames, Settings, Solver};
 pub use topology_core;
 pub use topology_core::decode::Decoded;
 pub use topology_core::diag::{Diagnostic, Severity};
-pub use topology_core::vocab::Kind;
+pub use topology_core::vocab::{Kind, ObjectRef};
 pub use whatif::{
     Manifest, Manifests, Mutation, MutationError, ParseMutationError, Unwritten, WhatIf,
 };

@@ -56,8 +56,11 @@ pub struct LinkPlan {
     pub device: DeviceRef,
 }
 
-/// Route kinds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Route kinds; serialized by their output names ([`RouteKind::as_str`]).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum RouteKind {
     /// Over the link to a peer: its own pod CIDRs (`NodePod`) or node addresses (`NodeAddress`).
     Direct,
@@ -75,6 +78,12 @@ impl RouteKind {
             RouteKind::Gateway => "gateway",
             RouteKind::Transit => "transit",
         }
+    }
+}
+
+impl std::fmt::Display for RouteKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
     }
 }
 

@@ -1,22 +1,27 @@
 //! The JSON/YAML shape of `resolve`: typed, owned and `Send + Sync` (names are the
-//! topology's shared `Arc<str>`s, explanations shared `Arc`s), serialized by serde.
-//! Explanation texts are rendered once per distinct explanation and shared.
+//! topology's shared `Arc<str>`s, explanations shared `Arc`s), serialized and deserialized by
+//! serde: every type here reads back what it writes. Explanation texts are rendered once per
+//! distinct explanation and shared.
 
 pub mod explanation;
 pub mod hops;
 
 use crate::explain::ExplId;
-use crate::plan::{DeviceRef, NodePlan, Value};
+use crate::plan::{DeviceRef, NodePlan, RouteKind, Value};
 use crate::solver::Solver;
+use ipnet::IpNet;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use topology_core::diag::Diagnostic;
+use topology_core::diag::{Code, Diagnostic, Severity};
 use topology_core::model::{Role, Topology};
+use topology_core::net::{LinkKind, RouteType};
+pub use topology_core::vocab::ObjectRef;
+use topology_core::vocab::Protocol;
 
 /// One rendered term: the human text (`term`, `source`) next to what a script reads
 /// (`object`, `field`, `value`, and in `explain` the `location` it was read at).
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct TermOut {
     /// Short name (`auto`, `cfg`, `Site/A spec.tunnelMTU`, ...).
     pub term: String,
@@ -24,23 +29,24 @@ pub struct TermOut {
     pub value: u32,
     /// Where it came from, in words that reproduce its arithmetic.
     pub source: String,
-    /// The object it reads (`Kind/name`), null for agent settings, defaults and links.
-    pub object: Option<String>,
+    /// The object it reads (serialized as `Kind/name`), null for agent settings, defaults and
+    /// links.
+    pub object: Option<ObjectRef>,
     /// The field of that object (`spec.tunnelMTU`, an annotation), null with `object`.
     pub field: Option<String>,
     /// `file:line` of that field, where it was read from a file (`explain` only: `resolve`
     /// output does not depend on where objects were read).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
 }
 
 /// A rendered explanation.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ExplOut {
     /// The binding term.
     pub bound: Arc<TermOut>,
     /// Every term considered (with `--explain full`); values that share a term share it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terms: Option<Vec<Arc<TermOut>>>,
 }
 
@@ -117,7 +123,8 @@ impl<'s, 't> Renderer<'s, 't> {
             term: self.solver.expl.term_name(id, topo),
             value: self.solver.expl.value(id).get(),
             source: self.solver.expl.term_source(id, topo),
-            object,
+            // `term_origin` writes `Kind/name` with a kind this crate reads: it parses back.
+            object: object.and_then(|o| o.parse().ok()),
             field,
             location: None,
         }
@@ -165,14 +172,14 @@ impl<'s, 't> Renderer<'s, 't> {
 }
 
 /// A link in output.
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct LinkOut {
     /// Peer name.
     pub peer: Arc<str>,
     /// Kind.
-    pub kind: &'static str,
+    pub kind: LinkKind,
     /// Protocol.
-    pub protocol: &'static str,
+    pub protocol: Protocol,
     /// MTU.
     pub mtu: u32,
     /// Why.
@@ -180,15 +187,15 @@ pub struct LinkOut {
 }
 
 /// A route in output.
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct RouteOut {
-    /// Destination (canonical CIDR text).
-    pub destination: String,
+    /// Destination (serialized as canonical CIDR text).
+    pub destination: IpNet,
     /// Route type.
     #[serde(rename = "type")]
-    pub ty: &'static str,
+    pub ty: RouteType,
     /// Kind.
-    pub kind: &'static str,
+    pub kind: RouteKind,
     /// MTU.
     pub mtu: u32,
     /// First hops.
@@ -200,15 +207,15 @@ pub struct RouteOut {
 }
 
 /// A device in output.
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct DeviceOut {
     /// Name (null for a per-peer device whose port is unknown).
     pub name: Option<Arc<str>>,
     /// The gateway peer of a per-peer device.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<Arc<str>>,
     /// Protocol carried.
-    pub protocol: &'static str,
+    pub protocol: Protocol,
     /// MTU.
     pub mtu: u32,
     /// Why (the link that sets the maximum).
@@ -216,23 +223,58 @@ pub struct DeviceOut {
 }
 
 /// A published value in output.
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct PublishedOut {
-    /// Prefix.
-    pub destination: String,
+    /// Prefix (serialized as canonical CIDR text).
+    pub destination: IpNet,
     /// Value.
     pub mtu: u32,
 }
 
+/// A node's role in output: `worker` or `gateway` (its pool is [`NodeOut::pool`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeRole {
+    /// A worker.
+    Worker,
+    /// A gateway of a pool.
+    Gateway,
+}
+
+impl NodeRole {
+    /// The output name: `worker`, `gateway`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeRole::Worker => "worker",
+            NodeRole::Gateway => "gateway",
+        }
+    }
+}
+
+impl From<Role> for NodeRole {
+    fn from(role: Role) -> NodeRole {
+        match role {
+            Role::Worker => NodeRole::Worker,
+            Role::Gateway(_) => NodeRole::Gateway,
+        }
+    }
+}
+
+impl std::fmt::Display for NodeRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// A node in output.
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct NodeOut {
     /// Name.
     pub name: Arc<str>,
     /// Site.
     pub site: Arc<str>,
-    /// `worker` or `gateway`.
-    pub role: &'static str,
+    /// Worker or gateway.
+    pub role: NodeRole,
     /// Pool, null for workers.
     pub pool: Option<Arc<str>>,
     /// Fabric MTU.
@@ -254,17 +296,17 @@ pub struct NodeOut {
     /// Devices.
     pub devices: Vec<DeviceOut>,
     /// Published values (gateways only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<Vec<PublishedOut>>,
 }
 
-/// A diagnostic in output.
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+/// A diagnostic in output: a [`Diagnostic`] with its source written as `file:line`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct DiagOut {
     /// Severity.
-    pub severity: &'static str,
+    pub severity: Severity,
     /// Code.
-    pub code: &'static str,
+    pub code: Code,
     /// Object.
     pub object: String,
     /// Field.
@@ -278,8 +320,8 @@ pub struct DiagOut {
 impl From<&Diagnostic> for DiagOut {
     fn from(d: &Diagnostic) -> Self {
         DiagOut {
-            severity: d.severity.as_str(),
-            code: d.code.as_str(),
+            severity: d.severity,
+            code: d.code,
             object: d.object.to_string(),
             field: d.field.to_string(),
             message: d.message.to_string(),
@@ -289,16 +331,70 @@ impl From<&Diagnostic> for DiagOut {
 }
 
 /// The `apiVersion` of every JSON/YAML document.
-pub const API_VERSION: &str = "unbounded-mtu/v1alpha1";
+pub const API_VERSION: &str = ApiVersion::V1alpha1.as_str();
+
+/// The `apiVersion` of a document: [`API_VERSION`].
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ApiVersion {
+    /// `unbounded-mtu/v1alpha1`.
+    #[default]
+    #[serde(rename = "unbounded-mtu/v1alpha1")]
+    V1alpha1,
+}
+
+impl ApiVersion {
+    /// As written in documents.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ApiVersion::V1alpha1 => "unbounded-mtu/v1alpha1",
+        }
+    }
+}
+
+impl std::fmt::Display for ApiVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// The `kind` of a document this crate writes.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DocumentKind {
+    /// `Resolution`: [`ResolveOut`].
+    Resolution,
+    /// `ProbeReport`: [`crate::probe::ProbeReport`].
+    ProbeReport,
+    /// `Explanation`: [`explanation::Explanation`].
+    Explanation,
+}
+
+impl DocumentKind {
+    /// As written in documents.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DocumentKind::Resolution => "Resolution",
+            DocumentKind::ProbeReport => "ProbeReport",
+            DocumentKind::Explanation => "Explanation",
+        }
+    }
+}
+
+impl std::fmt::Display for DocumentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
 
 /// The whole `resolve` document.
-#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct ResolveOut {
     /// [`API_VERSION`].
     #[serde(rename = "apiVersion")]
-    pub api_version: &'static str,
-    /// `Resolution`.
-    pub kind: &'static str,
+    pub api_version: ApiVersion,
+    /// [`DocumentKind::Resolution`].
+    pub kind: DocumentKind,
     /// Nodes by name.
     pub nodes: Vec<NodeOut>,
     /// Diagnostics in output order.
@@ -317,9 +413,9 @@ pub fn route_out(
 ) -> RouteOut {
     let (mtu, explanation) = val(r, &rt.mtu);
     RouteOut {
-        destination: rt.destination.to_string(),
-        ty: rt.ty.as_str(),
-        kind: rt.kind.as_str(),
+        destination: rt.destination,
+        ty: rt.ty,
+        kind: rt.kind,
         mtu,
         via: rt.via.iter().map(|v| topo.node(*v).name.clone()).collect(),
         distance: rt.distance,
@@ -337,8 +433,8 @@ pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> N
             let (mtu, explanation) = val(r, &l.mtu);
             LinkOut {
                 peer: topo.node(l.peer).name.clone(),
-                kind: l.kind.as_str(),
-                protocol: l.protocol.as_str(),
+                kind: l.kind,
+                protocol: l.protocol,
                 mtu,
                 explanation,
             }
@@ -365,7 +461,7 @@ pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> N
             DeviceOut {
                 name,
                 peer,
-                protocol: d.protocol.as_str(),
+                protocol: d.protocol,
                 mtu,
                 explanation,
             }
@@ -374,7 +470,7 @@ pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> N
     let published = plan.published.as_ref().map(|ps| {
         ps.iter()
             .map(|p| PublishedOut {
-                destination: p.destination.to_string(),
+                destination: p.destination,
                 mtu: p.mtu.mtu.get(),
             })
             .collect()
@@ -383,10 +479,7 @@ pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> N
     NodeOut {
         name: node.name.clone(),
         site: topo.site(node.site).name.clone(),
-        role: match node.role {
-            Role::Worker => "worker",
-            Role::Gateway(_) => "gateway",
-        },
+        role: node.role.into(),
         pool: node.pool().map(|p| topo.pool(p).name.clone()),
         fabric_mtu,
         mss_ipv4: plan.mss_ipv4,
@@ -407,8 +500,8 @@ pub fn resolve_out(
     diagnostics: &[Diagnostic],
 ) -> ResolveOut {
     ResolveOut {
-        api_version: API_VERSION,
-        kind: "Resolution",
+        api_version: ApiVersion::V1alpha1,
+        kind: DocumentKind::Resolution,
         nodes: plans.iter().map(|p| node_out(topo, r, p)).collect(),
         diagnostics: diagnostics.iter().map(DiagOut::from).collect(),
     }

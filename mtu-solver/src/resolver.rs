@@ -515,7 +515,8 @@ impl Resolver {
     /// let to_wb: Destination = "10.8.1.9".parse()?;
     /// let why = resolver.explain("wa", to_wb)?;
     /// let route = &why.values[0];
-    /// assert_eq!((route.value, route.bound.object.as_deref()), (1400, Some("SitePeering/ab")));
+    /// let peering = mtu_solver::ObjectRef::new(mtu_solver::Kind::SitePeering, "ab");
+    /// assert_eq!((route.value, route.bound.object.as_ref()), (1400, Some(&peering)));
     /// assert_eq!(route.bound.location.as_deref(), Some("cluster.yaml:16"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

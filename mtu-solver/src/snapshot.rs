@@ -4,15 +4,16 @@
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
 use ipnet::IpNet;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 use topology_core::model::Topology;
 use topology_core::net::prefix_order;
 
-/// A prefix in output order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A prefix in output order; serialized as its canonical CIDR text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Prefix(pub IpNet);
 
 impl PartialOrd for Prefix {
@@ -26,7 +27,8 @@ impl Ord for Prefix {
     }
 }
 
-/// Which value of a node.
+/// Which value of a node. Serialized by its `type` and the fields that name it (`{"type":
+/// "route", "destination": "10.1.0.0/16", "kind": "gateway"}`), and read back from that.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Item {
@@ -90,11 +92,27 @@ struct ItemOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     peer: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    destination: Option<String>,
+    destination: Option<IpNet>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    kind: Option<&'static str>,
+    kind: Option<RouteKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
+}
+
+/// [`ItemOut`] as read back.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ItemIn {
+    #[serde(rename = "type")]
+    ty: String,
+    #[serde(default)]
+    peer: Option<Arc<str>>,
+    #[serde(default)]
+    destination: Option<IpNet>,
+    #[serde(default)]
+    kind: Option<RouteKind>,
+    #[serde(default)]
+    name: Option<Arc<str>>,
 }
 
 impl Serialize for Item {
@@ -113,8 +131,8 @@ impl Serialize for Item {
             }
             Item::Route { destination, kind } => {
                 o.ty = "route";
-                o.destination = Some(destination.0.to_string());
-                o.kind = Some(kind.as_str());
+                o.destination = Some(destination.0);
+                o.kind = Some(*kind);
             }
             Item::Device {
                 unnamed,
@@ -128,10 +146,43 @@ impl Serialize for Item {
             Item::Fabric => o.ty = "fabric",
             Item::Published { destination } => {
                 o.ty = "published";
-                o.destination = Some(destination.0.to_string());
+                o.destination = Some(destination.0);
             }
         }
         o.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Item {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Item, D::Error> {
+        use serde::de::Error;
+        let i = ItemIn::deserialize(deserializer)?;
+        let missing = |field: &'static str| D::Error::missing_field(field);
+        let empty = || Arc::<str>::from("");
+        Ok(match i.ty.as_str() {
+            "link" => Item::Link {
+                peer: i.peer.ok_or_else(|| missing("peer"))?,
+            },
+            "route" => Item::Route {
+                destination: Prefix(i.destination.ok_or_else(|| missing("destination"))?),
+                kind: i.kind.ok_or_else(|| missing("kind"))?,
+            },
+            "device" => Item::Device {
+                unnamed: i.name.is_none(),
+                name: i.name.unwrap_or_else(empty),
+                peer: i.peer.unwrap_or_else(empty),
+            },
+            "fabric" => Item::Fabric,
+            "published" => Item::Published {
+                destination: Prefix(i.destination.ok_or_else(|| missing("destination"))?),
+            },
+            other => {
+                return Err(D::Error::unknown_variant(
+                    other,
+                    &["link", "route", "device", "fabric", "published"],
+                ));
+            }
+        })
     }
 }
 

@@ -8,7 +8,7 @@
 use mtu_solver::load;
 use mtu_solver::resolver::{Destination, QueryError, Resolver};
 use mtu_solver::whatif::{Mutation, MutationError};
-use mtu_solver::{Question, Settings, Subject, report};
+use mtu_solver::{Kind, ObjectRef, Question, Settings, Subject, report};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -132,18 +132,13 @@ fn carrying_routes_of(ex: &Path) -> usize {
     {
         let plan = resolver.plan(&node).unwrap();
         for r in &plan.routes {
-            let net: ipnet::IpNet = r.destination.parse().unwrap();
+            let net = r.destination;
             let addr = net.network();
             let routes = routes_of(&resolver.explain(&node, Destination::Addr(addr)).unwrap());
             let want = plan
                 .routes
                 .iter()
-                .filter(|x| {
-                    x.destination
-                        .parse::<ipnet::IpNet>()
-                        .unwrap()
-                        .contains(&addr)
-                })
+                .filter(|x| x.destination.contains(&addr))
                 .count();
             assert_eq!(routes.len(), want, "{node} -> {addr}");
             let lens: Vec<u8> = routes.iter().map(|x| x.prefix_len()).collect();
@@ -208,11 +203,9 @@ fn explain_names_the_binding_hop_and_where_it_was_written() {
         ]
     );
     let bound = hops[1].bound.as_ref().expect("the hop adds a term");
-    assert_eq!(bound.object.as_deref(), Some("GatewayPoolPeering/pa-pb"));
-    assert_eq!(
-        route.bound.object.as_deref(),
-        Some("GatewayPoolPeering/pa-pb")
-    );
+    let pa_pb = ObjectRef::new(Kind::GatewayPoolPeering, "pa-pb");
+    assert_eq!(bound.object, Some(pa_pb.clone()));
+    assert_eq!(route.bound.object, Some(pa_pb));
     let at = route.bound.location.as_deref().expect("read from a file");
     assert!(at.contains("04-transit-chain") && at.contains(':'), "{at}");
     let paths = route.paths.as_ref().expect("paths");

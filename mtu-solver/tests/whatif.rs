@@ -4,7 +4,7 @@
 #![allow(clippy::disallowed_methods)] // tests read the shipped examples
 
 use mtu_solver::Solver;
-use mtu_solver::whatif::{Base, Input, Mutation, WhatIf, compare, what_if, what_if_on};
+use mtu_solver::whatif::{Base, Input, Mutation, Strategy, WhatIf, compare, what_if, what_if_on};
 use proptest::prelude::*;
 use test_utils::testkit::{TopoSpec, arb_spec, proptest_config};
 use topology_core::decode::{RawObject, decode};
@@ -630,7 +630,7 @@ fn removing_a_nodes_only_ipv4_address_changes_the_column() {
             .collect()
     };
     let down = mtu_solver::whatif::diff(&base, &after, false);
-    assert_eq!(down.strategy, "all-nodes");
+    assert_eq!(down.strategy, Strategy::AllNodes);
     let want_down: Vec<_> = [
         ("a3", "Device"),
         ("a3", "Fabric"),

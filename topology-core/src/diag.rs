@@ -1,10 +1,13 @@
 //! Diagnostics: what the decoder and validator found wrong, with stable codes and `file:line`.
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::sync::Arc;
 
-/// Severity of a diagnostic, ordered as output sorts them (errors first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Severity of a diagnostic, ordered as output sorts them (errors first); serialized by its
+/// output name ([`Severity::as_str`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Severity {
     /// Something is wrong; the affected value fails closed.
@@ -28,7 +31,7 @@ impl Severity {
 
 impl fmt::Display for Severity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -92,13 +95,52 @@ codes! {
 
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
+    }
+}
+
+/// A text that is no diagnostic code.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a diagnostic code (E-CAP-RANGE, W-MISSING-SITE, ...)")]
+pub struct ParseCodeError {
+    /// The text that was given.
+    pub text: String,
+}
+
+impl std::str::FromStr for Code {
+    type Err = ParseCodeError;
+
+    /// The stable text of a code ([`Code::as_str`]), exactly.
+    fn from_str(s: &str) -> Result<Code, ParseCodeError> {
+        Code::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| ParseCodeError {
+                text: s.to_string(),
+            })
+    }
+}
+
+impl Serialize for Code {
+    /// As its stable text ([`Code::as_str`]).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Code, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
 /// Where a value came from: a source name (file path, `-`, or an API object), a 1-based line
 /// and, where one point matters (a document that does not parse), a 1-based column.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Serialized as an object of those three fields (its text, [`fmt::Display`], does not parse
+/// back: a source name may hold `:`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SourceLoc {
     /// The source name given to the decoder.
     pub source: Arc<str>,
@@ -130,8 +172,9 @@ impl fmt::Display for SourceLoc {
     }
 }
 
-/// One finding of the decoder, the validator or the resolver.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// One finding of the decoder, the validator or the resolver. Serialized with its fields' names
+/// (`severity`, `code`, `object`, `field`, `message`, `source`), the code as its text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// Severity (always `code.severity()`).
     pub severity: Severity,

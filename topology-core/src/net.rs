@@ -59,8 +59,11 @@ impl Default for LinkSettings {
     }
 }
 
-/// Kind of a link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Kind of a link. Serialized by its output name ([`LinkKind::as_str`]: `mesh`, `pool-mesh`...).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum LinkKind {
     /// Worker to worker.
     Mesh,
@@ -84,6 +87,12 @@ impl LinkKind {
             LinkKind::PoolMesh => "pool-mesh",
             LinkKind::Transit => "transit",
         }
+    }
+}
+
+impl std::fmt::Display for LinkKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
     }
 }
 

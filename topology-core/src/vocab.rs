@@ -2,6 +2,9 @@
 //! group and version, and the label and annotation names nodes carry. The decoder, the model, the
 //! solver and the agent all name these things the same way through this module.
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::sync::Arc;
+
 /// The API group of this project's kinds.
 pub const API_GROUP: &str = "net.unbounded-cloud.io";
 
@@ -30,8 +33,8 @@ pub const PATH_MTU_ANNOTATION: &str = "mtu.unbounded-cloud.io/path-mtu";
 /// Annotation on a GatewayPoolNode: what the gateway published.
 pub const FORWARDING_ANNOTATION: &str = "mtu.unbounded-cloud.io/forwarding-mtus";
 
-/// The kinds this project reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The kinds this project reads. Serialized as written in manifests ([`Kind::as_str`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Kind {
     /// `Site`
     Site,
@@ -88,20 +91,23 @@ impl Kind {
 
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
-/// `tunnelProtocol` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// `tunnelProtocol` values. Serialized by their names in output ([`Protocol::as_str`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Protocol {
     /// WireGuard
     WireGuard,
     /// GENEVE
+    #[serde(rename = "GENEVE")]
     Geneve,
     /// VXLAN
+    #[serde(rename = "VXLAN")]
     Vxlan,
     /// IP in IP
+    #[serde(rename = "IPIP")]
     Ipip,
     /// No encapsulation
     None,
@@ -134,7 +140,76 @@ impl Protocol {
 
 impl std::fmt::Display for Protocol {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
+    }
+}
+
+/// An object of one of the kinds this project reads, by kind and name: written, and serialized,
+/// as `Kind/name` (`SitePeering/ab`, `Node/n1`), and parsed back from that text.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectRef {
+    /// Its kind.
+    pub kind: Kind,
+    /// Its `metadata.name`.
+    pub name: Arc<str>,
+}
+
+impl ObjectRef {
+    /// The object `name` of `kind`.
+    pub fn new(kind: Kind, name: impl Into<Arc<str>>) -> ObjectRef {
+        ObjectRef {
+            kind,
+            name: name.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectRef {
+    /// `Kind/name`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.kind.as_str(), self.name)
+    }
+}
+
+/// A text that is not `Kind/name` with a kind this project reads and a name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not KIND/NAME with a kind this project reads (Site, GatewayPool, Node, ...)")]
+pub struct ParseObjectRefError {
+    /// The text that was given.
+    pub text: String,
+}
+
+impl std::str::FromStr for ObjectRef {
+    type Err = ParseObjectRefError;
+
+    /// `Kind/name`, the kind spelt as [`Kind::as_str`] writes it; the name is everything after
+    /// the first `/` and not empty.
+    fn from_str(s: &str) -> Result<ObjectRef, ParseObjectRefError> {
+        let err = || ParseObjectRefError {
+            text: s.to_string(),
+        };
+        let (kind, name) = s.split_once('/').ok_or_else(err)?;
+        let kind = Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == kind)
+            .ok_or_else(err)?;
+        if name.is_empty() {
+            return Err(err());
+        }
+        Ok(ObjectRef::new(kind, name))
+    }
+}
+
+impl Serialize for ObjectRef {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ObjectRef {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ObjectRef, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -7,7 +7,7 @@
 use super::{Job, stdout};
 use crate::output::DataFormat;
 use anyhow::{Result, anyhow};
-use mtu_solver::report::{API_VERSION, DiagOut, NodeOut, ResolveOut};
+use mtu_solver::report::{ApiVersion, DiagOut, DocumentKind, NodeOut, ResolveOut};
 use serde::Serialize;
 use std::io::Write;
 use topology_core::diag::Diagnostic;
@@ -16,8 +16,11 @@ use topology_core::diag::Diagnostic;
 /// (a megabyte or more at 65,000 nodes), and a few chunks are in flight.
 const CHUNK: usize = 2;
 
+/// The document's `apiVersion`.
+const API_VERSION: ApiVersion = ApiVersion::V1alpha1;
+
 /// The document's kind.
-const KIND: &str = "Resolution";
+const KIND: DocumentKind = DocumentKind::Resolution;
 
 /// Writes the document; returns the diagnostics it lists.
 pub(super) fn write(job: &Job<'_>, format: DataFormat) -> Result<Vec<Diagnostic>> {
@@ -179,8 +182,8 @@ impl serde_json::ser::Formatter for Nested {
 fn json_head() -> Result<String> {
     Ok(format!(
         "{{\n  \"apiVersion\": {},\n  \"kind\": {},\n  \"nodes\": [\n",
-        serde_json::to_string(API_VERSION)?,
-        serde_json::to_string(KIND)?
+        serde_json::to_string(&API_VERSION)?,
+        serde_json::to_string(&KIND)?
     ))
 }
 
@@ -219,8 +222,8 @@ fn yaml<T: Serialize>(value: &T) -> Result<String> {
 #[derive(Serialize)]
 struct Head {
     #[serde(rename = "apiVersion")]
-    api_version: &'static str,
-    kind: &'static str,
+    api_version: ApiVersion,
+    kind: DocumentKind,
 }
 
 /// `nodes` as the document holds it, for one node at a time.

@@ -90,7 +90,7 @@ fn routes(s: &mut String, n: &NodeOut, style: TableStyle) {
         .iter()
         .map(|rt| {
             vec![
-                rt.destination.clone(),
+                rt.destination.to_string(),
                 rt.ty.to_string(),
                 rt.kind.to_string(),
                 rt.mtu.to_string(),
@@ -130,7 +130,7 @@ fn published(s: &mut String, n: &NodeOut, style: TableStyle) {
     let Some(ps) = &n.published else { return };
     let rows: Vec<Vec<String>> = ps
         .iter()
-        .map(|p| vec![p.destination.clone(), p.mtu.to_string()])
+        .map(|p| vec![p.destination.to_string(), p.mtu.to_string()])
         .collect();
     if !rows.is_empty() {
         s.push_str(&indent(&table(&["PUBLISHES", "MTU"], &rows, style)));

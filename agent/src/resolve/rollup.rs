@@ -327,13 +327,14 @@ impl Rollup {
             return *b;
         }
         let b = e.bound.object.as_ref().map(|object| {
+            let object = object.to_string();
             let field = e.bound.field.as_deref();
             let key = (object.clone(), field.map(str::to_string));
             match self.by_object.get(&key) {
                 Some(b) => *b,
                 None => {
                     self.binders.push(Binder {
-                        name: binder_name(object, field),
+                        name: binder_name(&object, field),
                         object: object.clone(),
                         field: key.1.clone(),
                         ..Binder::default()

@@ -930,7 +930,7 @@ fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
             if let Ok(w) = w {
                 changes = w.changes.len();
                 work = w.work;
-                strategy = w.strategy;
+                strategy = w.strategy.as_str();
             }
         }
         let (w, s) = timed(|| what_if(f.input(), &muts, false));

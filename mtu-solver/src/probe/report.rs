@@ -1,12 +1,13 @@
 //! Verdicts: what a probe of a link says about the plan, and the `ProbeReport` document.
 
 use super::target::Target;
-use serde::Serialize;
+use crate::report::{ApiVersion, DocumentKind};
+use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::sync::Arc;
 
 /// What the wire says about a link's plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The path carries what the plan sends, and no more than it assumed.
@@ -55,7 +56,7 @@ impl std::str::FromStr for Verdict {
 }
 
 /// One link's probe, judged against its plan.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LinkProbe {
     /// The peer.
@@ -82,7 +83,7 @@ pub struct LinkProbe {
 }
 
 /// What was measured on one link.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Measured {
     /// Largest size the underlay address answered.
     pub underlay: Option<u32>,
@@ -122,13 +123,13 @@ pub fn judge(target: &Target, measured: Measured) -> LinkProbe {
 }
 
 /// The `ProbeReport` document of one node (`probe -o json`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeReport {
     /// `unbounded-mtu/v1alpha1`.
-    pub api_version: &'static str,
-    /// `ProbeReport`.
-    pub kind: &'static str,
+    pub api_version: ApiVersion,
+    /// [`DocumentKind::ProbeReport`].
+    pub kind: DocumentKind,
     /// The probing node.
     pub node: Arc<str>,
     /// Its links, sorted by peer name.
@@ -147,8 +148,8 @@ impl ProbeReport {
     ) -> ProbeReport {
         links.sort_by(|a, b| a.peer.cmp(&b.peer));
         ProbeReport {
-            api_version: "unbounded-mtu/v1alpha1",
-            kind: "ProbeReport",
+            api_version: ApiVersion::V1alpha1,
+            kind: DocumentKind::ProbeReport,
             node,
             links,
             diagnostics: diagnostics

@@ -10,8 +10,10 @@ use topology_core::ids::NodeId;
 use topology_core::model::{PairPath, Topology};
 use topology_core::vocab::Protocol;
 
-/// One link of a node's plan, as a probe sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One link of a node's plan, as a probe sees it. Serialized with its fields' names in camel
+/// case (`tunnelAddress`, `plannedUnderlay`, ...).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Target {
     /// The peer.
     pub peer: Arc<str>,

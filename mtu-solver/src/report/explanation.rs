@@ -3,14 +3,14 @@
 //! it for the binary's `explain` and the library's [`crate::Resolver::explain`].
 
 use super::hops::HopOut;
-use super::{API_VERSION, DiagOut, Renderer, TermOut};
+use super::{ApiVersion, DiagOut, DocumentKind, Renderer, TermOut};
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
 use crate::query::{Destination, QueryError, routes_carrying};
 use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, RouteHops};
 use ipnet::IpNet;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use topology_core::diag::{Diagnostic, sort_diagnostics};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
@@ -64,7 +64,7 @@ impl Want {
 }
 
 /// The value an [`Explained`] explains.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum Subject {
@@ -93,7 +93,7 @@ pub enum Subject {
 }
 
 /// One explained value.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Explained {
     /// What the value is, in words (`link to b (direct, geneve)`, `route 10.1.0.0/16 (...)`).
     pub item: String,
@@ -118,7 +118,7 @@ pub struct Explained {
 }
 
 /// A learned route's forwarding paths: counted, and the first few walked.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Paths {
     /// How many forwarding paths there are (the largest u64 when `saturated`).
     pub total: u64,
@@ -129,13 +129,13 @@ pub struct Paths {
 }
 
 /// The whole `explain` document of one node.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Explanation {
-    /// [`API_VERSION`].
+    /// [`ApiVersion`].
     #[serde(rename = "apiVersion")]
-    pub api_version: &'static str,
-    /// `Explanation`.
-    pub kind: &'static str,
+    pub api_version: ApiVersion,
+    /// [`DocumentKind::Explanation`].
+    pub kind: DocumentKind,
     /// The node.
     pub node: String,
     /// Its Site.
@@ -146,12 +146,7 @@ pub struct Explanation {
     pub values: Vec<Explained>,
     /// The input's and the plan's findings, and those of the gateways whose published values
     /// the listed routes read, sorted.
-    #[serde(serialize_with = "diagnostics_out")]
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-fn diagnostics_out<S: Serializer>(d: &[Diagnostic], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(d.iter().map(DiagOut::from))
+    pub diagnostics: Vec<DiagOut>,
 }
 
 /// The explanation of node `n` (planned as `plan`) for `want`, listing at most `max_paths`
@@ -186,8 +181,8 @@ pub(crate) fn explanation(
     }
     let node = topo.node(n);
     Ok(Explanation {
-        api_version: API_VERSION,
-        kind: "Explanation",
+        api_version: ApiVersion::default(),
+        kind: DocumentKind::Explanation,
         node: node.name.to_string(),
         site: topo.site(node.site).name.to_string(),
         role: match node.pool() {
@@ -195,7 +190,10 @@ pub(crate) fn explanation(
             None => "worker".to_string(),
         },
         values,
-        diagnostics: diagnostics(topo, plan, &shown),
+        diagnostics: diagnostics(topo, plan, &shown)
+            .iter()
+            .map(DiagOut::from)
+            .collect(),
     })
 }
 

@@ -6,11 +6,57 @@ use super::{Renderer, TermOut};
 use crate::explain::ExplId;
 use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, PublishedTerm};
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::sync::Arc;
+use topology_core::net::LinkKind;
+use topology_core::vocab::Protocol;
+
+/// What a hop crosses: a link of a kind, or the way out of the overlay to a pool's routed CIDR.
+/// Serialized as the link kind's name (`uplink`, `transit`, ...) or `routed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HopKind {
+    /// A link of this kind.
+    Link(LinkKind),
+    /// Out of the overlay (a routed CIDR of a pool): no one link.
+    Routed,
+}
+
+impl HopKind {
+    /// The output name: the link kind's ([`LinkKind::as_str`]) or `routed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HopKind::Link(k) => k.as_str(),
+            HopKind::Routed => "routed",
+        }
+    }
+}
+
+impl std::fmt::Display for HopKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for HopKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for HopKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<HopKind, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text == "routed" {
+            return Ok(HopKind::Routed);
+        }
+        let kind =
+            LinkKind::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&text))?;
+        Ok(HopKind::Link(kind))
+    }
+}
 
 /// One hop of a route.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct HopOut {
     /// The node the hop leaves (the explained node, or a gateway).
@@ -19,10 +65,10 @@ pub struct HopOut {
     /// `GatewayPool/NAME` (out of the overlay, a routed CIDR of that pool).
     pub to: String,
     /// The link's kind (`uplink`, `transit`, `delivery`, ...), `routed` out of the overlay.
-    pub kind: &'static str,
+    pub kind: HopKind,
     /// The link's protocol (into a Site: the one a delivery link takes); null out of the
     /// overlay.
-    pub protocol: Option<&'static str>,
+    pub protocol: Option<Protocol>,
     /// The link's MTU from `from`'s end; null into a Site or out of the overlay (no one link).
     pub mtu: Option<u32>,
     /// The term that binds that link MTU.
@@ -30,7 +76,7 @@ pub struct HopOut {
     /// The configured caps of the hop (lowest first; empty when none applies).
     pub caps: Vec<TermOut>,
     /// What the gateway the hop leaves has published for the route's prefix (workers' routes).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<PublishedOut>,
     /// The lowest of the terms the hop adds to the route (the first hop: its link MTU; later
     /// hops: their caps and the published value); null when it adds none.
@@ -42,7 +88,7 @@ pub struct HopOut {
 }
 
 /// A gateway's published value on a hop.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct PublishedOut {
     /// The published term (`object` the GatewayPoolNode, `field` its annotation, `location`
@@ -80,8 +126,8 @@ impl Renderer<'_, '_> {
         HopOut {
             from: topo.node(h.from).name.clone(),
             to,
-            kind: h.kind.map_or("routed", |k| k.as_str()),
-            protocol: h.protocol.map(|p| p.as_str()),
+            kind: h.kind.map_or(HopKind::Routed, HopKind::Link),
+            protocol: h.protocol,
             mtu: h.link.map(|l| solver.expl.value(l).get()),
             link_bound: h.link.map(bound),
             caps: h

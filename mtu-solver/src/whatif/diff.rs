@@ -10,7 +10,7 @@ use crate::report::{ExplOut, Renderer};
 use crate::snapshot::{Item, Prefix, items};
 use crate::solver::Solver;
 use rustc_hash::FxHashSet;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use topology_core::model::{ObjRef, Topology};
 use topology_core::net::{Learned, cut};
 
 /// One changed value. Serializes as an entry of `changes` in `what-if` output.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
     /// Node name.
     pub node: Arc<str>,
@@ -33,13 +33,44 @@ pub struct Change {
     pub explanation: Option<Arc<ExplOut>>,
 }
 
+/// How a what-if was answered: serialized as `per-value`, `near-nodes` or `all-nodes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Strategy {
+    /// Cap changes, per value: the nodes near the capped objects, and elsewhere the learned
+    /// routes whose next hops' reach changed.
+    PerValue,
+    /// Underlay changes: the nodes around the changed nodes.
+    NearNodes,
+    /// Every node (links or paths may change).
+    AllNodes,
+}
+
+impl Strategy {
+    /// The output name: `per-value`, `near-nodes`, `all-nodes`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::PerValue => "per-value",
+            Strategy::NearNodes => "near-nodes",
+            Strategy::AllNodes => "all-nodes",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// The result of a what-if.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WhatIf {
     /// Changes, sorted by node then item.
     pub changes: Vec<Change>,
-    /// How the answer was computed (`per-value`, `near-nodes`, `all-nodes`).
-    pub strategy: &'static str,
+    /// How the answer was computed.
+    pub strategy: Strategy,
     /// Plans resolved (both sides) and learned routes re-evaluated: the cost actually paid.
     pub work: usize,
 }
@@ -115,7 +146,7 @@ pub(super) fn two_inputs(
             let (changes, work) = per_value(&mut sb, &mut sa, &objs, full);
             WhatIf {
                 changes,
-                strategy: "per-value",
+                strategy: Strategy::PerValue,
                 work,
             }
         }
@@ -135,7 +166,7 @@ pub(super) fn two_inputs(
             let changes = diff_nodes(&mut sb, &mut sa, &nodes, &nodes, full);
             WhatIf {
                 changes,
-                strategy: "near-nodes",
+                strategy: Strategy::NearNodes,
                 work,
             }
         }
@@ -146,7 +177,7 @@ pub(super) fn two_inputs(
             let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
             WhatIf {
                 changes,
-                strategy: "all-nodes",
+                strategy: Strategy::AllNodes,
                 work,
             }
         }

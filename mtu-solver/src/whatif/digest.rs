@@ -5,12 +5,13 @@
 use super::diff::Change;
 use crate::snapshot::Item;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use topology_core::vocab::ObjectRef;
 
 /// A kind of value, in the order a digest lists them: the node's fabric first, then what it
 /// has per peer or destination.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ItemKind {
     /// The fabric MTU.
@@ -63,7 +64,7 @@ impl ItemKind {
 }
 
 /// Changes of one kind with the same value before, value after and binding term.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Group {
     /// The value before (None: the values appear).
@@ -73,8 +74,9 @@ pub struct Group {
     /// The term that binds the value after (`Site/A spec.tunnelMTU`, `link to g1`, `auto`);
     /// None when the values disappear.
     pub bound_by: Option<String>,
-    /// The object that term reads (`Site/A`), None for agent settings, defaults and links.
-    pub object: Option<String>,
+    /// The object that term reads (serialized as `Site/A`), None for agent settings, defaults
+    /// and links.
+    pub object: Option<ObjectRef>,
     /// Nodes with at least one of these changes.
     pub nodes_affected: usize,
     /// How many changes.
@@ -82,7 +84,7 @@ pub struct Group {
 }
 
 /// The changes of one kind of value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KindDigest {
     /// The kind.
@@ -109,7 +111,7 @@ impl KindDigest {
 
 /// A what-if in groups: totals, then per kind of value (only kinds with changes, in
 /// [`ItemKind`] order) its groups.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Digest {
     /// Nodes with at least one change.
@@ -158,12 +160,12 @@ type Key = (ItemKind, Option<u32>, Option<u32>, Option<usize>);
 
 /// Builds a [`Digest`] one change at a time, holding one entry per group and per distinct
 /// binding term. Changes must come grouped by node.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct DigestBuilder {
     /// Binding term → index in `term_list`.
     terms: FxHashMap<String, usize>,
     /// Per index: the term and the object it reads.
-    term_list: Vec<(String, Option<String>)>,
+    term_list: Vec<(String, Option<ObjectRef>)>,
     groups: FxHashMap<Key, Count>,
     kinds: [Count; 5],
     total: Count,
@@ -181,7 +183,7 @@ impl DigestBuilder {
         }
         let kind = ItemKind::of(&c.item);
         let term = match (&c.explanation, c.after) {
-            (Some(e), Some(_)) => Some(self.term(&e.bound.term, e.bound.object.as_deref())),
+            (Some(e), Some(_)) => Some(self.term(&e.bound.term, e.bound.object.as_ref())),
             _ => None,
         };
         let n = self.ordinal;
@@ -196,13 +198,12 @@ impl DigestBuilder {
     }
 
     /// The index of a binding term, interned on first sight.
-    fn term(&mut self, term: &str, object: Option<&str>) -> usize {
+    fn term(&mut self, term: &str, object: Option<&ObjectRef>) -> usize {
         if let Some(i) = self.terms.get(term) {
             return *i;
         }
         let i = self.term_list.len();
-        self.term_list
-            .push((term.to_string(), object.map(str::to_string)));
+        self.term_list.push((term.to_string(), object.cloned()));
         self.terms.insert(term.to_string(), i);
         i
     }
@@ -268,7 +269,7 @@ mod tests {
                 term: term.to_string(),
                 value,
                 source: format!("{term} {value}"),
-                object: object.map(str::to_string),
+                object: object.map(|o| o.parse().unwrap()),
                 field: object.map(|_| "spec.tunnelMTU".to_string()),
                 location: None,
             }),
@@ -320,7 +321,7 @@ mod tests {
             before,
             after,
             bound_by: by.map(str::to_string),
-            object: object.map(str::to_string),
+            object: object.map(|o| o.parse().unwrap()),
             nodes_affected: nodes,
             values_changed: values,
         }

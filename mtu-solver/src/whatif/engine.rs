@@ -1,7 +1,7 @@
 //! The per-value engine on one solver: cap changes answered on a solver switched to the changed
 //! caps, values before recovered from the explanations after.
 
-use super::diff::{Change, WhatIf};
+use super::diff::{Change, Strategy, WhatIf};
 use super::reach::{change_reach, class_key, class_representatives};
 use crate::explain::{ExplId, Explanations, Kind as Kind2, Leaf};
 use crate::overhead::overhead;
@@ -167,7 +167,7 @@ pub(super) fn per_value_shared(
     let _ = s.set_caps(&restore);
     WhatIf {
         changes: render(s, pending, full),
-        strategy: "per-value",
+        strategy: Strategy::PerValue,
         work,
     }
 }

@@ -20,7 +20,7 @@ mod text;
 mod yaml;
 
 pub use apply::{apply, apply_all};
-pub use diff::{Change, WhatIf};
+pub use diff::{Change, Strategy, WhatIf};
 pub use digest::{Digest, DigestBuilder, Group, ItemKind, KindDigest};
 pub(crate) use entry::{changed_over, manifests_over, what_if_over};
 pub use entry::{compare, diff, manifests, what_if, what_if_on};

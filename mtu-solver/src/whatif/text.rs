@@ -4,7 +4,7 @@
 //! case-insensitively and written as in manifests. It serializes as that text.
 
 use super::mutation::Mutation;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 use topology_core::vocab::Kind;
@@ -325,8 +325,17 @@ impl fmt::Display for Mutation {
 }
 
 impl Serialize for Mutation {
+    /// As its text (`set SitePeering/ab=1400`).
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Mutation {
+    /// From its text, as [`std::str::FromStr`] reads it.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Mutation, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -403,10 +412,9 @@ mod tests {
         for m in every_kind() {
             let text = m.to_string();
             assert_eq!(text.parse::<Mutation>(), Ok(m.clone()), "{text}");
-            assert_eq!(
-                serde_json::to_value(&m).unwrap(),
-                serde_json::Value::String(text)
-            );
+            let value = serde_json::to_value(&m).unwrap();
+            assert_eq!(value, serde_json::Value::String(text));
+            assert_eq!(serde_json::from_value::<Mutation>(value).unwrap(), m);
         }
     }
 

@@ -9,8 +9,11 @@ use smallvec::SmallVec;
 
 use super::Topology;
 
-/// Route types, as `resolve` reports them (`NodePod`, `NodeAddress`, `NodeCidr`, `PodCidr`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Route types, as `resolve` reports them (`NodePod`, `NodeAddress`, `NodeCidr`, `PodCidr`, ...);
+/// serialized by that name ([`RouteType::as_str`]).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum RouteType {
     /// A Site's pod block.
     PodCidr,
@@ -35,6 +38,12 @@ impl RouteType {
             RouteType::NodePod => "NodePod",
             RouteType::NodeAddress => "NodeAddress",
         }
+    }
+}
+
+impl std::fmt::Display for RouteType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
     }
 }
 

@@ -375,8 +375,8 @@ mod tests {
 
     fn empty_plan() -> Arc<ResolveOut> {
         Arc::new(ResolveOut {
-            api_version: "unbounded-mtu/v1alpha1",
-            kind: "Resolution",
+            api_version: mtu_solver::report::ApiVersion::V1alpha1,
+            kind: mtu_solver::report::DocumentKind::Resolution,
             nodes: Vec::new(),
             diagnostics: Vec::new(),
         })
