@@ -12,6 +12,7 @@ use crate::solver::Solver;
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::sync::Arc;
 use topology_core::diag::{Code, Diagnostic, Severity};
 use topology_core::model::{Role, Topology};
@@ -57,6 +58,7 @@ pub struct RenderCache {
     cache: FxHashMap<ExplId, Arc<ExplOut>>,
     bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
     terms: FxHashMap<ExplId, Arc<TermOut>>,
+    located: FxHashMap<ExplId, Arc<TermOut>>,
 }
 
 impl RenderCache {
@@ -78,6 +80,8 @@ pub struct Renderer<'s, 't> {
     /// The terms of full explanations: the leaves many values share (a node's underlay, a
     /// Site's cap) are worded once.
     terms: FxHashMap<ExplId, Arc<TermOut>>,
+    /// Terms with where they were written (`explain`), worded and located once.
+    located: RefCell<FxHashMap<ExplId, Arc<TermOut>>>,
 }
 
 impl<'s, 't> Renderer<'s, 't> {
@@ -89,6 +93,7 @@ impl<'s, 't> Renderer<'s, 't> {
             cache: FxHashMap::default(),
             bound_cache: FxHashMap::default(),
             terms: FxHashMap::default(),
+            located: RefCell::default(),
         }
     }
 
@@ -101,6 +106,7 @@ impl<'s, 't> Renderer<'s, 't> {
             cache: cache.cache,
             bound_cache: cache.bound_cache,
             terms: cache.terms,
+            located: RefCell::new(cache.located),
         }
     }
 
@@ -112,6 +118,7 @@ impl<'s, 't> Renderer<'s, 't> {
             cache: self.cache,
             bound_cache: self.bound_cache,
             terms: self.terms,
+            located: self.located.into_inner(),
         }
     }
 

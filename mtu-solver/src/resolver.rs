@@ -527,8 +527,15 @@ impl Resolver {
     ) -> Result<Explanation, QueryError> {
         let id = self.node_id(node)?;
         let want = Want::of(self.topology(), &question.into())?;
-        self.on_plan(id, |_, solver, recent, _| {
-            explanation::explanation(solver, id, &recent.plan, want, self.paths)
+        self.on_plan(id, |_, solver, recent, rendered| {
+            explanation::explanation(
+                solver,
+                id,
+                &recent.plan,
+                want,
+                self.paths,
+                &mut rendered.full,
+            )
         })
     }
 

@@ -3,7 +3,7 @@
 //! it for the binary's `explain` and the library's [`crate::Resolver::explain`].
 
 use super::hops::HopOut;
-use super::{ApiVersion, DiagOut, DocumentKind, Renderer, TermOut};
+use super::{ApiVersion, DiagOut, DocumentKind, RenderCache, Renderer, TermOut};
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
 use crate::query::{Destination, QueryError, routes_carrying};
@@ -11,6 +11,7 @@ use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, RouteHops};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use topology_core::diag::{Diagnostic, sort_diagnostics};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
@@ -102,9 +103,9 @@ pub struct Explained {
     /// The value.
     pub value: u32,
     /// The term that binds it, located.
-    pub bound: TermOut,
-    /// Every term considered, lowest first, located.
-    pub terms: Vec<TermOut>,
+    pub bound: Arc<TermOut>,
+    /// Every term considered, lowest first, located; values that share a term share it.
+    pub terms: Vec<Arc<TermOut>>,
     /// A learned route's forwarding paths.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paths: Option<Paths>,
@@ -150,7 +151,8 @@ pub struct Explanation {
 }
 
 /// The explanation of node `n` (planned as `plan`) for `want`, listing at most `max_paths`
-/// forwarding paths per learned route. A peer `n` has no link to is [`QueryError::NoLink`];
+/// forwarding paths per learned route; its terms are worded once in `cache` (a full one, of
+/// `solver`), for this and later explanations. A peer `n` has no link to is [`QueryError::NoLink`];
 /// a destination no route carries, [`QueryError::NoRoute`].
 pub(crate) fn explanation(
     solver: &mut Solver<'_>,
@@ -158,26 +160,27 @@ pub(crate) fn explanation(
     plan: &NodePlan,
     want: Want,
     max_paths: usize,
+    cache: &mut RenderCache,
 ) -> Result<Explanation, QueryError> {
     let topo = solver.topo();
     if let Want::Peer(p) = want {
         linked(topo, n, plan, p)?;
     }
-    let shown = shown_routes(solver, n, plan, want, max_paths);
-    let r = Renderer::new(solver, true);
+    let listed = listed_routes(solver, n, plan, want, max_paths);
+    let r = Renderer::resume(solver, std::mem::take(cache));
     let mut values = link_values(&r, plan, want);
-    let routes = route_values(&r, plan, want, &shown);
+    values.extend(route_values(&r, plan, &listed));
+    if want == Want::Everything {
+        values.extend(node_values(&r, plan));
+    }
+    *cache = r.suspend();
     if let Want::To(d) = want
-        && routes.is_empty()
+        && listed.is_empty()
     {
         return Err(QueryError::NoRoute {
             node: topo.node(n).name.to_string(),
             destination: d.to_string(),
         });
-    }
-    values.extend(routes);
-    if want == Want::Everything {
-        values.extend(node_values(&r, plan));
     }
     let node = topo.node(n);
     Ok(Explanation {
@@ -190,7 +193,7 @@ pub(crate) fn explanation(
             None => "worker".to_string(),
         },
         values,
-        diagnostics: diagnostics(topo, plan, &shown)
+        diagnostics: diagnostics(topo, plan, &listed)
             .iter()
             .map(DiagOut::from)
             .collect(),
@@ -311,20 +314,30 @@ struct ShownRoute {
     all_hops: usize,
 }
 
-/// Paths and hops for the learned routes that will be listed: the paths counted, not
-/// enumerated (a chain of pools multiplies the branches), the first `max_paths` walked; the
-/// hops on those paths, and the binding ones wherever they are.
-fn shown_routes(
+/// The routes asked about, by index in the plan, in the order they are listed: every route,
+/// those to the destination, or the direct routes over the link to the peer. Each learned one
+/// comes with its paths and hops: the paths counted, not enumerated (a chain of pools
+/// multiplies the branches), the first `max_paths` walked; the hops on those paths, and the
+/// binding ones wherever they are.
+fn listed_routes(
     solver: &mut Solver<'_>,
     n: NodeId,
     plan: &NodePlan,
     want: Want,
     max_paths: usize,
-) -> Vec<Option<ShownRoute>> {
-    let mut out = Vec::with_capacity(plan.routes.len());
-    for rt in &plan.routes {
-        if rt.kind == RouteKind::Direct || !wanted_route(&rt.destination, want) {
-            out.push(None);
+) -> Vec<(usize, Option<ShownRoute>)> {
+    let mut out = Vec::new();
+    for i in listed_order(plan, want) {
+        let Some(rt) = plan.routes.get(i) else {
+            continue;
+        };
+        let via_peer =
+            matches!(want, Want::Peer(p) if rt.kind == RouteKind::Direct && rt.via.contains(&p));
+        if !(wanted_route(&rt.destination, want) || via_peer) {
+            continue;
+        }
+        if rt.kind == RouteKind::Direct {
+            out.push((i, None));
             continue;
         }
         let fp = solver.net().forwarding_paths(n, &rt.advertised);
@@ -336,15 +349,19 @@ fn shown_routes(
         let mut hops = solver.route_hops(n, rt);
         let all_hops = hops.hops.len();
         hops.hops.retain(|h| h.binds || on_paths(n, &walked, h));
-        out.push(Some(ShownRoute {
-            paths: Paths {
-                total: fp.total(),
-                saturated: fp.saturated(),
-                shown,
-            },
-            hops,
-            all_hops,
-        }));
+        let paths = Paths {
+            total: fp.total(),
+            saturated: fp.saturated(),
+            shown,
+        };
+        out.push((
+            i,
+            Some(ShownRoute {
+                paths,
+                hops,
+                all_hops,
+            }),
+        ));
     }
     out
 }
@@ -372,25 +389,18 @@ fn link_values(r: &Renderer<'_, '_>, plan: &NodePlan, want: Want) -> Vec<Explain
         .collect()
 }
 
-/// The routes asked about, with their paths and hops: every route, those to the destination,
-/// or the direct routes over the link to the peer.
+/// The listed routes' values, with their paths and hops.
 fn route_values(
     r: &Renderer<'_, '_>,
     plan: &NodePlan,
-    want: Want,
-    shown: &[Option<ShownRoute>],
+    listed: &[(usize, Option<ShownRoute>)],
 ) -> Vec<Explained> {
     let topo = r.solver.topo();
-    let mut values = Vec::new();
-    for i in listed_order(plan, want) {
-        let (Some(rt), Some(detail)) = (plan.routes.get(i), shown.get(i)) else {
+    let mut values = Vec::with_capacity(listed.len());
+    for (i, detail) in listed {
+        let Some(rt) = plan.routes.get(*i) else {
             continue;
         };
-        let via_peer =
-            matches!(want, Want::Peer(p) if rt.kind == RouteKind::Direct && rt.via.contains(&p));
-        if !(wanted_route(&rt.destination, want) || via_peer) {
-            continue;
-        }
         let via: Vec<&str> = rt.via.iter().map(|v| &*topo.node(*v).name).collect();
         let item = format!(
             "route {} ({}, {}, distance {}, via {})",
@@ -446,10 +456,18 @@ fn node_values(r: &Renderer<'_, '_>, plan: &NodePlan) -> Vec<Explained> {
 
 /// The input's and the plan's diagnostics, and what the listed routes read of gateways'
 /// published values, each once, sorted.
-fn diagnostics(topo: &Topology, plan: &NodePlan, shown: &[Option<ShownRoute>]) -> Vec<Diagnostic> {
+fn diagnostics(
+    topo: &Topology,
+    plan: &NodePlan,
+    listed: &[(usize, Option<ShownRoute>)],
+) -> Vec<Diagnostic> {
     let mut diags = topo.diagnostics.clone();
     diags.extend(plan.diagnostics.iter().cloned());
-    for d in shown.iter().flatten().flat_map(|s| &s.hops.diagnostics) {
+    for d in listed
+        .iter()
+        .filter_map(|(_, s)| s.as_ref())
+        .flat_map(|s| &s.hops.diagnostics)
+    {
         if !diags.contains(d) {
             diags.push(d.clone());
         }

@@ -72,9 +72,9 @@ pub struct HopOut {
     /// The link's MTU from `from`'s end; null into a Site or out of the overlay (no one link).
     pub mtu: Option<u32>,
     /// The term that binds that link MTU.
-    pub link_bound: Option<TermOut>,
+    pub link_bound: Option<Arc<TermOut>>,
     /// The configured caps of the hop (lowest first; empty when none applies).
-    pub caps: Vec<TermOut>,
+    pub caps: Vec<Arc<TermOut>>,
     /// What the gateway the hop leaves has published for the route's prefix (workers' routes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<PublishedOut>,
@@ -82,7 +82,7 @@ pub struct HopOut {
     /// hops: their caps and the published value); null when it adds none.
     pub limit: Option<u32>,
     /// The term that binds `limit`.
-    pub bound: Option<TermOut>,
+    pub bound: Option<Arc<TermOut>>,
     /// The route's binding term is among the terms this hop adds.
     pub binds: bool,
 }
@@ -93,7 +93,7 @@ pub struct HopOut {
 pub struct PublishedOut {
     /// The published term (`object` the GatewayPoolNode, `field` its annotation, `location`
     /// where it was written).
-    pub term: TermOut,
+    pub term: Arc<TermOut>,
     /// What this input would have the gateway publish for the prefix (null: nothing).
     pub would_publish: Option<u32>,
     /// The two differ (`W-PUBLISHED-STALE`).
@@ -101,11 +101,17 @@ pub struct PublishedOut {
 }
 
 impl Renderer<'_, '_> {
-    /// A term with where it was written (`explain` output).
-    pub fn located_term(&self, id: ExplId) -> TermOut {
+    /// A term with where it was written (`explain` output), worded and located once per
+    /// renderer (and the caches it resumes).
+    pub fn located_term(&self, id: ExplId) -> Arc<TermOut> {
+        if let Some(t) = self.located.borrow().get(&id) {
+            return t.clone();
+        }
         let solver = self.solver;
         let mut t = self.term(id);
         t.location = solver.expl.term_location(id, solver.topo());
+        let t = Arc::new(t);
+        self.located.borrow_mut().insert(id, t.clone());
         t
     }
 
