@@ -51,7 +51,21 @@ pub enum ErrorKind {
 }
 
 impl Error {
-    /// What the error is about.
+    /// What the error is about. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Error, ErrorKind, Kind, Mutation, Resolver};
+    /// fn fabric(resolver: &Resolver, node: &str) -> Result<u32, Error> {
+    ///     Ok(resolver.plan(node)?.fabric_mtu)
+    /// }
+    /// assert_eq!(fabric(&resolver, "wc").map_err(|e| e.kind()), Err(ErrorKind::UnknownNode));
+    /// let typo = Mutation::SetCap { kind: Kind::SitePeering, name: "ba".into(), mtu: 1300 };
+    /// let refused = Error::from(resolver.what_if(&[typo]).expect_err("no SitePeering/ba"));
+    /// assert_eq!(refused.kind(), ErrorKind::UnknownObject);
+    /// let garbled = Error::from("set SitePeering/ab".parse::<Mutation>().expect_err("no MTU"));
+    /// assert_eq!(garbled.kind(), ErrorKind::BadMutation);
+    /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Query(QueryError::NoSuchNode { .. }) => ErrorKind::UnknownNode,

@@ -59,7 +59,14 @@ pub enum LoadError {
     },
 }
 
-/// Whether a file name is a manifest's: `.yaml`, `.yml` or `.json`, any letter case.
+/// Whether a file name is a manifest's: `.yaml`, `.yml` or `.json`, any letter case. Costs a
+/// lowercase copy of the name.
+///
+/// ```
+/// use mtu_solver::load::is_manifest_name;
+/// assert!(is_manifest_name("sites/a.YAML") && is_manifest_name("nodes.json"));
+/// assert!(!is_manifest_name("README.md"));
+/// ```
 pub fn is_manifest_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     [".yaml", ".yml", ".json"]
@@ -69,7 +76,14 @@ pub fn is_manifest_name(name: &str) -> bool {
 
 #[cfg(feature = "fs")]
 /// Fails when standard input (`-`) is named more than once across `lists` (one command's
-/// inputs, e.g. a base and an `--after` set).
+/// inputs, e.g. a base and an `--after` set). Free.
+///
+/// ```
+/// use mtu_solver::load::{LoadError, stdin_once};
+/// assert!(stdin_once(&[&["-"][..], &["after/"][..]]).is_ok());
+/// let twice = stdin_once(&[&["-"][..], &["-"][..]]);
+/// assert!(matches!(twice, Err(LoadError::StdinTwice { count: 2 })));
+/// ```
 pub fn stdin_once<P: AsRef<Path>>(lists: &[&[P]]) -> Result<(), LoadError> {
     let count = lists
         .iter()
@@ -82,7 +96,17 @@ pub fn stdin_once<P: AsRef<Path>>(lists: &[&[P]]) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// Decodes `(name, bytes)` pairs, in order: what [`load`] does after reading.
+/// Decodes `(name, bytes)` pairs, in order: what [`load`] does after reading. Costs a decode
+/// of each source; reads nothing.
+///
+/// ```
+/// use mtu_solver::load;
+/// let cluster = mtu_solver::doc_cluster::TWO_SITES;
+/// let decoded = load::from_sources([("cluster.yaml", cluster), ("notes.yaml", "kind: [")]);
+/// assert_eq!(decoded.objects.len(), 5);
+/// let found = decoded.diagnostics.iter().map(|d| d.to_string()).collect::<Vec<_>>();
+/// assert!(found.len() == 1 && found[0].starts_with("notes.yaml:2:1: error E-DECODE"), "{found:?}");
+/// ```
 pub fn from_sources<N: AsRef<str>, B: AsRef<[u8]>>(
     sources: impl IntoIterator<Item = (N, B)>,
 ) -> Decoded {
@@ -96,7 +120,23 @@ pub fn from_sources<N: AsRef<str>, B: AsRef<[u8]>>(
 #[cfg(feature = "fs")]
 /// Reads and decodes every path: files, directories and `-` (standard input, once). A file is
 /// read once however often it is named, directly or inside a named directory (by its canonical
-/// path), so naming it twice does not make its objects duplicates of themselves.
+/// path), so naming it twice does not make its objects duplicates of themselves. Costs reading
+/// and decoding each file once.
+///
+/// ```
+/// use mtu_solver::load;
+/// let dir = std::env::temp_dir().join(format!("mtu-solver-doc-load-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("cluster.yaml"), mtu_solver::doc_cluster::TWO_SITES)?;
+/// std::fs::write(dir.join("README.md"), "not a manifest")?;
+/// let decoded = load::load(&[&dir])?;
+/// assert_eq!(decoded.objects.len(), 5);
+/// assert_eq!(decoded.diagnostics[0].code.as_str(), "N-SKIPPED-FILE");
+/// // The file named again, beside its directory, is read once.
+/// assert_eq!(load::load(&[dir.join("cluster.yaml"), dir.clone()])?.objects.len(), 5);
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn load<P: AsRef<Path>>(paths: &[P]) -> Result<Decoded, LoadError> {
     stdin_once(&[paths])?;
     let mut decoded = Decoded::default();

@@ -20,69 +20,7 @@ use topology_core::diag::{Diagnostic, Severity, sort_diagnostics};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 
-/// One cluster: its objects, settings and validated topology.
-///
-/// Questions are asked by name, never by ID, so no ID of another topology can reach it; this
-/// compiles:
-///
-/// ```
-/// # use mtu_solver::resolver::Resolver;
-/// fn ask(resolver: &Resolver, node: &str) {
-///     let _ = resolver.plan(node);
-/// }
-/// ```
-///
-/// and this, with a `NodeId` (of this cluster or any other), does not:
-///
-/// ```compile_fail
-/// # use mtu_solver::resolver::Resolver;
-/// use topology_core::ids::NodeId;
-/// fn ask(resolver: &Resolver, node: NodeId) {
-///     let _ = resolver.plan(node);
-/// }
-/// ```
-///
-/// ```
-/// use mtu_solver::resolver::Resolver;
-/// use mtu_solver::{Settings, load};
-/// use mtu_solver::resolver::Destination;
-/// let yaml = "
-/// apiVersion: net.unbounded-cloud.io/v1alpha1
-/// kind: Site
-/// metadata: {name: a}
-/// spec: {nodeCidrs: [10.0.0.0/16], podCidrAssignments: [{cidrBlocks: [10.9.0.0/16]}]}
-/// ---
-/// apiVersion: v1
-/// kind: Node
-/// metadata: {name: n1, labels: {net.unbounded-cloud.io/site: a}}
-/// status: {addresses: [{type: InternalIP, address: 10.0.0.1}]}
-/// spec: {podCIDRs: [10.9.1.0/24]}
-/// ---
-/// apiVersion: v1
-/// kind: Node
-/// metadata: {name: n2, labels: {net.unbounded-cloud.io/site: a}}
-/// status: {addresses: [{type: InternalIP, address: 10.0.0.2}]}
-/// spec: {podCIDRs: [10.9.2.0/24]}
-/// ";
-/// let decoded = load::from_sources([("cluster.yaml", yaml)]);
-/// let resolver = Resolver::new(decoded, Settings::default());
-/// // GENEVE on a 1500 underlay: 1500 − 58.
-/// let n1 = resolver.plan("n1").unwrap();
-/// assert_eq!(n1.links[0].mtu, 1442);
-/// // Why the route to n2's pods is what it is.
-/// let to_n2: Destination = "10.9.2.7".parse().unwrap();
-/// let route = &resolver.explain("n1", to_n2).unwrap().values[0];
-/// assert_eq!(route.bound.term, "auto");
-/// // A cap on the Site: every value at most 1400.
-/// let cap = mtu_solver::whatif::Mutation::SetCap {
-///     kind: topology_core::vocab::Kind::Site,
-///     name: "a".into(),
-///     mtu: 1400,
-/// };
-/// let change = resolver.what_if(&[cap]).unwrap();
-/// assert!(!change.changes.is_empty());
-/// assert!(change.changes.iter().all(|c| c.after <= Some(1400)));
-/// ```
+#[doc = include_str!("resolver.md")]
 pub struct Resolver {
     warm: Warm,
     level: Explanations,
@@ -183,6 +121,15 @@ impl std::fmt::Debug for Resolver {
 }
 
 /// The input had errors and the resolver was asked to be strict ([`Resolver::strict`]).
+/// Its message counts the errors and shows the first, located.
+///
+/// ```
+/// use mtu_solver::{Resolver, Settings, load};
+/// let quoted = mtu_solver::doc_cluster::TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: '1400'");
+/// let refused = Resolver::strict(load::from_sources([("cluster.yaml", quoted)]), Settings::default());
+/// let shown = refused.expect_err("a quoted cap").to_string();
+/// assert!(shown.starts_with("the input has 1 error: cluster.yaml:16: error E-FIELD-TYPE"), "{shown}");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the input has {} error{}: {}", errors.len(), if errors.len() == 1 { "" } else { "s" }, first(errors))]
 pub struct InputRefused {
@@ -198,6 +145,14 @@ impl Resolver {
     /// A resolver of `decoded` objects under `settings`, its results explained by the bound
     /// term ([`Explanations::Bound`]). Costs one build of the topology (linear in the
     /// objects); nothing is resolved until asked.
+    ///
+    /// ```
+    /// use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, load};
+    /// let settings = Settings { default_underlay: 1400, ..Settings::default() };
+    /// let resolver = Resolver::new(load::from_sources([("cluster.yaml", TWO_SITES)]), settings);
+    /// assert_eq!(resolver.plan("wa")?.links[0].mtu, 1342); // 1400 − GENEVE's 58, below the cap
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn new(decoded: Decoded, settings: Settings) -> Resolver {
         let base = Base::new(Input {
             objects: decoded.objects,
@@ -211,6 +166,15 @@ impl Resolver {
     /// does (`--fail-on error`): a document that did not decode, an invalid field, an object
     /// that names nothing. Costs a resolve of every node (the resolver's findings are among
     /// the diagnostics), kept for later questions.
+    ///
+    /// ```
+    /// use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, load, topology_core::diag::Code};
+    /// let read = |yaml: &str| load::from_sources([("cluster.yaml", yaml)]);
+    /// assert!(Resolver::strict(read(TWO_SITES), Settings::default()).is_ok());
+    /// let quoted = read(&TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: '1400'")); // wrong type
+    /// let first = &Resolver::strict(quoted, Settings::default()).expect_err("an error").errors[0];
+    /// assert_eq!((first.code, first.field.as_str()), (Code::FieldType, "spec.tunnelMTU"));
+    /// ```
     pub fn strict(decoded: Decoded, settings: Settings) -> Result<Resolver, InputRefused> {
         let r = Resolver::new(decoded, settings);
         if r.has_errors() {
@@ -225,7 +189,16 @@ impl Resolver {
         Ok(r)
     }
 
-    /// The same resolver, its results explained at `level`; what it memoized stays.
+    /// The same resolver, its results explained at `level`; what it memoized stays. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// assert_eq!(resolver.plan("wa")?.links[0].explanation.terms, None); // the bound term alone
+    /// let full = resolver.with_explanations(mtu_solver::Explanations::Full); // every term
+    /// let terms = full.plan("wa")?.links[0].explanation.terms.clone().unwrap_or_default();
+    /// assert!(terms.iter().any(|t| (&*t.term, t.value) == ("auto", 1442)), "{terms:?}"); // 1500 − 58
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn with_explanations(mut self, level: Explanations) -> Resolver {
         self.level = level;
         self
@@ -233,13 +206,31 @@ impl Resolver {
 
     /// The same resolver, its [`Resolver::explain`] walking at most `paths` forwarding paths
     /// of each learned route (the binary's `--paths`; [`DEFAULT_PATHS`](explanation::DEFAULT_PATHS)
-    /// when not told). The hops that bind are listed wherever they are.
+    /// when not told). The hops that bind are listed wherever they are. Free.
+    ///
+    /// ```
+    /// use mtu_solver::{Destination, Resolver, Settings, load};
+    /// // Worker a1 reaches Site b's pods through either of two hub gateways.
+    /// let hub = load::from_sources([("hub.yaml", mtu_solver::doc_cluster::HUB_AND_SPOKE)]);
+    /// let resolver = Resolver::new(hub, Settings::default()).with_paths(1);
+    /// let why = resolver.explain("a1", "10.102.0.9".parse::<Destination>()?)?;
+    /// let paths = why.values[0].paths.as_ref().expect("a learned route");
+    /// assert_eq!((paths.total, paths.shown.len()), (2, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_paths(mut self, paths: usize) -> Resolver {
         self.paths = paths;
         self
     }
 
-    /// The level its results are explained at.
+    /// The level its results are explained at. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::Explanations::{Bound, Full};
+    /// assert_eq!(resolver.explanations(), Bound);
+    /// assert_eq!(resolver.with_explanations(Full).explanations(), Full);
+    /// ```
     pub fn explanations(&self) -> Explanations {
         self.level
     }
@@ -313,12 +304,26 @@ impl Resolver {
         self.level == Explanations::Full
     }
 
-    /// The validated topology.
+    /// The validated topology. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let topo = resolver.topology();
+    /// assert_eq!((topo.sites.len(), topo.site_peerings.len(), topo.nodes.len()), (2, 1, 2));
+    /// ```
     pub fn topology(&self) -> &Topology {
         self.base().topology()
     }
 
-    /// The settings it resolves with.
+    /// The settings it resolves with. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Mutation, Settings};
+    /// assert_eq!(resolver.settings(), &Settings::default());
+    /// assert_eq!(resolver.apply(&[Mutation::AgentMtu(1300)])?.settings().cfg_mtu, 1300);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn settings(&self) -> &Settings {
         &self.base().input().settings
     }
@@ -326,6 +331,16 @@ impl Resolver {
     /// Every finding the binary prints for the whole cluster, in output order: the decoder's
     /// and the model's, and the resolver's (`W-IPV6-BELOW-1280`, `W-PUBLISHED-STALE`). The
     /// first call resolves every node (as [`Resolver::plan_all`]); later ones are free.
+    ///
+    /// ```
+    /// use mtu_solver::{Resolver, Settings, load};
+    /// let typo = mtu_solver::doc_cluster::TWO_SITES.replace("tunnelMTU", "tunelMTU"); // misspelt
+    /// let typo = Resolver::new(load::from_sources([("typo.yaml", typo)]), Settings::default());
+    /// let found: Vec<_> = typo.diagnostics().iter().map(|d| (d.code.as_str(), &*d.object)).collect();
+    /// assert_eq!(found, [("W-UNKNOWN-FIELD", "SitePeering/ab")]);
+    /// assert_eq!(typo.plan("wa")?.links[0].mtu, 1442); // read as absent
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn diagnostics(&self) -> &[Diagnostic] {
         self.diagnostics.get_or_init(|| {
             self.solve(|topo, solver| {
@@ -336,7 +351,16 @@ impl Resolver {
     }
 
     /// The decoder's and the model's findings alone, in output order: what the input says,
-    /// without resolving anything (a copy of the topology's list).
+    /// without resolving anything. Costs a copy of the topology's list.
+    ///
+    /// ```
+    /// use mtu_solver::{Resolver, Settings, load};
+    /// let typo = mtu_solver::doc_cluster::TWO_SITES.replace("tunnelMTU", "tunelMTU");
+    /// let typo = Resolver::new(load::from_sources([("typo.yaml", typo)]), Settings::default());
+    /// let said = typo.input_diagnostics();
+    /// assert_eq!((said.len(), said[0].field.as_str()), (1, "spec.tunelMTU"));
+    /// assert_eq!(said, typo.diagnostics());
+    /// ```
     pub fn input_diagnostics(&self) -> Vec<Diagnostic> {
         let mut d = self.base().topology().diagnostics.clone();
         sort_diagnostics(&mut d);
@@ -345,13 +369,29 @@ impl Resolver {
 
     /// Whether any diagnostic is an error: the input was not read as written, and the
     /// binary exits 1 by default. Costs what [`Resolver::diagnostics`] costs.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, load};
+    /// assert!(!resolver.has_errors());
+    /// let quoted = TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: '1400'"); // the wrong type
+    /// let broken = Resolver::new(load::from_sources([("quoted.yaml", quoted)]), Settings::default());
+    /// assert!(broken.has_errors());
+    /// assert_eq!(broken.plan("wa")?.links[0].mtu, 576); // the cap fails closed
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn has_errors(&self) -> bool {
         self.diagnostics()
             .iter()
             .any(|d| d.severity == Severity::Error)
     }
 
-    /// The names of the nodes it resolves, in order.
+    /// The names of the nodes it resolves, in order. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// assert_eq!(resolver.node_names().collect::<Vec<_>>(), ["wa", "wb"]);
+    /// ```
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
         self.base().topology().nodes.iter().map(|n| &*n.name)
     }
@@ -359,6 +399,14 @@ impl Resolver {
     /// One node's plan: links, routes, devices, fabric and published values, each explained
     /// at the resolver's level; equal to that node's entry of [`Resolver::plan_all`]. Costs a
     /// plan of the node on the warm solver (what earlier questions memoized is reused).
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let wa = resolver.plan("wa")?;
+    /// assert_eq!((&*wa.site, wa.fabric_mtu, &*wa.links[0].peer, wa.links[0].mtu), ("a", 1400, "wb", 1400));
+    /// assert!(matches!(resolver.plan("wc"), Err(mtu_solver::QueryError::NoSuchNode { .. })));
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn plan(&self, node: &str) -> Result<NodeOut, QueryError> {
         Ok(self.node_out(self.node_id(node)?, self.full()))
     }
@@ -371,6 +419,15 @@ impl Resolver {
 
     /// What `node`'s links carry by its plan, to compare with probes of the wire
     /// ([`crate::probe`]), sorted by peer name. Costs a plan of the node on the warm solver.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let targets = resolver.probe_targets("wa")?;
+    /// let wb = &targets[0];
+    /// assert_eq!((targets.len(), &*wb.peer, wb.link_mtu), (1, "wb", 1400));
+    /// assert_eq!((wb.planned_underlay, wb.overhead), (1500, 58));
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn probe_targets(&self, node: &str) -> Result<Vec<crate::probe::Target>, QueryError> {
         let id = self.node_id(node)?;
         Ok(self.on_plan(id, |_, solver, recent, _| {
@@ -380,6 +437,14 @@ impl Resolver {
 
     /// Every node's plan and the diagnostics: the `resolve -o json` document, explained at the
     /// resolver's level. Costs a resolve of every node on the warm solver.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let all = resolver.plan_all();
+    /// assert!(all.diagnostics.is_empty());
+    /// assert_eq!(all.nodes, [resolver.plan("wa")?, resolver.plan("wb")?]);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn plan_all(&self) -> ResolveOut {
         let full = self.full();
         self.planner(|topo, p| {
@@ -395,6 +460,18 @@ impl Resolver {
     /// resolver's level. A mutation that names something the cluster does not have, or a cap
     /// outside 576..9000, is refused. Costs what the binary's `what-if` costs: the values the
     /// mutations can reach, re-resolved on a solver of its own.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Kind, Mutation};
+    /// let cap = Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 1300 };
+    /// let what_if = resolver.what_if(&[cap])?;
+    /// assert_eq!(what_if.nodes_affected(), 2);
+    /// assert!(what_if.changes.iter().all(|c| (c.before, c.after) == (Some(1400), Some(1300))));
+    /// let wild = Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 100 };
+    /// assert!(resolver.what_if(&[wild]).is_err(), "a cap outside 576..9000");
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn what_if(&self, mutations: &[Mutation]) -> Result<WhatIf, MutationError> {
         whatif::what_if_over(
             self.base().input(),
@@ -681,6 +758,17 @@ pub struct Planned<'a, 's, 't> {
 impl<'s, 't> Planned<'_, 's, 't> {
     /// The node's output, as [`Resolver::plan`] gives it. Costs rendering its values (each
     /// explanation once per worker).
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let workers = mtu_solver::stream::Workers { threads: 2, chunk: 1, renew: None };
+    /// let mut planned = Vec::new();
+    /// resolver.plan_each(["wa", "wb"], workers, |mut node| node.out(), |out, _| {
+    ///     planned.push(out); Ok::<_, mtu_solver::Error>(())
+    /// })?;
+    /// assert_eq!(planned, [resolver.plan("wa")?, resolver.plan("wb")?]);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn out(&mut self) -> NodeOut {
         report::node_out(self.topo, self.renderer, self.plan)
     }
@@ -688,6 +776,20 @@ impl<'s, 't> Planned<'_, 's, 't> {
     /// The plan, the topology it names nodes of, and the worker's renderer: for a tool that
     /// folds plans into something smaller than [`Planned::out`] (the binary's `resolve
     /// --summary`). Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Kind, ObjectRef, stream::Workers};
+    /// let (workers, mut fabrics) = (Workers { threads: 2, chunk: 1, renew: None }, Vec::new());
+    /// resolver.plan_each(["wa", "wb"], workers, |mut planned| {
+    ///     let (topo, renderer, plan) = planned.parts();
+    ///     let why = renderer.expl(plan.fabric.expl).bound.object.clone();
+    ///     (topo.node(plan.node).name.to_string(), plan.fabric.mtu.get(), why)
+    /// }, |fabric, _| { fabrics.push(fabric); Ok::<_, mtu_solver::Error>(()) })?;
+    /// let ab = Some(ObjectRef::new(Kind::SitePeering, "ab"));
+    /// assert_eq!(fabrics, [("wa".into(), 1400, ab.clone()), ("wb".into(), 1400, ab)]);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn parts(&mut self) -> (&Topology, &mut Renderer<'s, 't>, &NodePlan) {
         (self.topo, self.renderer, self.plan)
     }

@@ -134,24 +134,77 @@ impl Unwritten {
 }
 
 impl Manifests {
-    /// The changed objects' manifests, by kind then name.
+    /// The changed objects' manifests, by kind then name. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Kind, Mutation};
+    /// let change = [
+    ///     Mutation::Underlay { node: "wb".into(), mtu: 9000 },
+    ///     Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 1300 },
+    ///     Mutation::Underlay { node: "wa".into(), mtu: 9000 },
+    /// ];
+    /// let manifests = resolver.manifests(&change)?;
+    /// let names: Vec<_> = manifests.objects().iter().map(|m| (m.kind(), m.name())).collect();
+    /// assert_eq!(names, [(Kind::SitePeering, "ab"), (Kind::Node, "wa"), (Kind::Node, "wb")]);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn objects(&self) -> &[Manifest] {
         &self.objects
     }
 
     /// The changes no manifest carries: the agent's setting first, then pools' status by name.
+    /// Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Mutation, Unwritten};
+    /// let manifests = resolver.manifests(&[Mutation::AgentMtu(1300)])?;
+    /// assert!(manifests.objects().is_empty());
+    /// assert_eq!(manifests.unwritten(), [Unwritten::AgentMtu { mtu: 1300 }]);
+    /// assert_eq!(
+    ///     manifests.unwritten()[0].to_string(),
+    ///     "the agent's mtu setting (--mtu, environment MTU) is 1300 on every node"
+    /// );
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn unwritten(&self) -> &[Unwritten] {
         &self.unwritten
     }
 
-    /// Whether the mutations changed nothing.
+    /// Whether the mutations changed nothing. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Kind, Mutation};
+    /// // The peering's cap is 1400 already.
+    /// let same = Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 1400 };
+    /// assert!(resolver.manifests(&[same])?.is_empty());
+    /// assert!(!resolver.manifests(&[Mutation::AgentMtu(1300)])?.is_empty());
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.objects.is_empty() && self.unwritten.is_empty()
     }
 
     /// Every manifest as one multi-document YAML stream (`---` between documents), after a
     /// comment line per [`Unwritten`] change. For reading and recording: apply each
-    /// [`Manifest::to_yaml`] on its own ([`Manifests`] says why).
+    /// [`Manifest::to_yaml`] on its own ([`Manifests`] says why). Costs writing every
+    /// manifest.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Kind, Mutation};
+    /// let change = [
+    ///     Mutation::AgentMtu(1300),
+    ///     Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 1300 },
+    /// ];
+    /// let stream = resolver.manifests(&change)?.to_yaml();
+    /// assert!(stream.starts_with("# not an object: the agent's mtu setting"), "{stream}");
+    /// let peering = "kind: SitePeering\nmetadata:\n  name: ab\nspec:\n  tunnelMTU: 1300\n";
+    /// assert!(stream.ends_with(peering), "{stream}");
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn to_yaml(&self) -> String {
         let mut out = String::new();
         for u in &self.unwritten {
@@ -196,24 +249,67 @@ impl Manifests {
 }
 
 impl Manifest {
-    /// The object's kind.
+    /// The object's kind. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Kind, Mutation};
+    /// let manifests = resolver.manifests(&[Mutation::Underlay { node: "wa".into(), mtu: 9000 }])?;
+    /// assert_eq!(manifests.objects()[0].kind(), Kind::Node);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn kind(&self) -> Kind {
         self.kind
     }
 
-    /// The object's name.
+    /// The object's name. Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::Mutation;
+    /// let manifests = resolver.manifests(&[Mutation::Underlay { node: "wa".into(), mtu: 9000 }])?;
+    /// assert_eq!(manifests.objects()[0].name(), "wa");
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The merge patch as JSON, `apiVersion`, `kind` and `metadata.name` included: what a
-    /// Kubernetes client sends as a merge patch (`application/merge-patch+json`).
+    /// Kubernetes client sends as a merge patch (`application/merge-patch+json`). Free.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Kind, Mutation};
+    /// let clear = Mutation::ClearCap { kind: Kind::SitePeering, name: "ab".into() };
+    /// let manifests = resolver.manifests(&[clear])?;
+    /// let patch = manifests.objects()[0].patch();
+    /// assert_eq!(patch["metadata"]["name"], "ab");
+    /// // A merge patch deletes what it sets to null.
+    /// assert!(patch["spec"]["tunnelMTU"].is_null());
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn patch(&self) -> &Value {
         &self.patch
     }
 
     /// The patch as one YAML document: the file of `kubectl patch -f FILE --type merge
-    /// --patch-file FILE`.
+    /// --patch-file FILE`. Costs writing the patch.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::Mutation;
+    /// let manifests = resolver.manifests(&[Mutation::Underlay { node: "wa".into(), mtu: 9000 }])?;
+    /// assert_eq!(manifests.objects()[0].to_yaml(), "\
+    /// apiVersion: v1
+    /// kind: Node
+    /// metadata:
+    ///   name: wa
+    ///   annotations:
+    ///     mtu.unbounded-cloud.io/underlay-mtu: \"9000\"
+    /// ");
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn to_yaml(&self) -> String {
         let mut out = String::new();
         yaml::document(&self.patch, &mut out);

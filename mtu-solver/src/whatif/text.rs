@@ -99,6 +99,17 @@ pub enum ParseMutationError {
 impl FromStr for Mutation {
     type Err = ParseMutationError;
 
+    /// Reads a mutation's text (the table of [`Mutation`]): what [`Display`](fmt::Display)
+    /// writes, with kinds in any letter case. Costs a parse of the text.
+    ///
+    /// ```
+    /// use mtu_solver::{Mutation, ParseMutationError};
+    /// let m: Mutation = "path wa=wb:1380".parse()?;
+    /// assert_eq!(m, Mutation::PathMtu { node: "wa".into(), peer: "wb".into(), mtu: Some(1380) });
+    /// let e = "set sitepeering/ab".parse::<Mutation>().expect_err("no MTU");
+    /// assert!(matches!(e, ParseMutationError::Malformed { form: "set KIND/NAME=MTU", .. }), "{e}");
+    /// # Ok::<(), ParseMutationError>(())
+    /// ```
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
         let (verb, argument) = match s.split_once(char::is_whitespace) {
@@ -291,6 +302,14 @@ impl<'a> Argument<'a> {
 }
 
 impl fmt::Display for Mutation {
+    /// The text [`FromStr`] reads back, kinds as manifests spell them. Costs writing the text.
+    ///
+    /// ```
+    /// use mtu_solver::{Kind, Mutation};
+    /// let off = Mutation::SetEnabled { kind: Kind::SitePeering, name: "ab".into(), enabled: false };
+    /// assert_eq!(off.to_string(), "disable SitePeering/ab");
+    /// assert_eq!(off.to_string().parse::<Mutation>(), Ok(off));
+    /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Mutation::SetCap { kind, name, mtu } => write!(f, "set {kind}/{name}={mtu}"),
