@@ -4,11 +4,16 @@
 //! resolver can be handed to another: nothing of its API takes a result, an interned
 //! explanation or a node ID.
 
-pub use crate::query::{Destination, QueryError, routes_carrying};
+mod planned;
+mod warm;
 
-use crate::plan::NodePlan;
+pub use crate::query::{Destination, QueryError, routes_carrying};
+pub use planned::Planned;
+
+use warm::{Planner, RECENT_PLANS, Recent, Rendered, Warm};
+
 use crate::report::explanation::{self, Explanation, Question, Want};
-use crate::report::{self, NodeOut, RenderCache, Renderer, ResolveOut};
+use crate::report::{self, NodeOut, ResolveOut};
 use crate::solver::{Settings, Solver};
 use crate::stream::Workers;
 use crate::whatif::{self, Base, Input, Manifests, Mutation, MutationError, WhatIf};
@@ -44,71 +49,6 @@ pub enum Explanations {
     /// memory and time of [`Explanations::Bound`] on large clusters.
     Full,
 }
-
-/// The solver a resolver keeps warm beside the topology it reads, and the plans of the nodes
-/// asked about last: repeated questions reuse what earlier ones memoized or planned.
-struct Planner<'t> {
-    solver: Solver<'t>,
-    /// The last [`RECENT_PLANS`] node plans made, the newest last.
-    recent: VecDeque<Recent>,
-    /// The explanations rendered so far, by level: values of one node and of its neighbours
-    /// share terms, rendered once.
-    rendered: Rendered,
-}
-
-/// A node's plan kept for the next questions.
-struct Recent {
-    node: NodeId,
-    plan: NodePlan,
-}
-
-/// How many node plans a resolver keeps: enough for a tool walking the nodes one by one and
-/// asking several questions of each, a small part of a large cluster's plans.
-const RECENT_PLANS: usize = 16;
-
-type Locked<'t> = Mutex<Planner<'t>>;
-
-/// A resolver's render caches, one per level of explanation.
-struct Rendered {
-    bound: RenderCache,
-    full: RenderCache,
-}
-
-impl Rendered {
-    fn new() -> Rendered {
-        Rendered {
-            bound: RenderCache::new(false),
-            full: RenderCache::new(true),
-        }
-    }
-
-    /// Runs `f` with a renderer of `solver` at the level `full` asks, on that level's cache.
-    fn render<T>(
-        &mut self,
-        solver: &Solver<'_>,
-        full: bool,
-        f: impl FnOnce(&mut Renderer<'_, '_>) -> T,
-    ) -> T {
-        let slot = if full {
-            &mut self.full
-        } else {
-            &mut self.bound
-        };
-        let mut r = Renderer::resume(solver, std::mem::take(slot));
-        let out = f(&mut r);
-        *slot = r.suspend();
-        out
-    }
-}
-
-self_cell::self_cell!(
-    /// The cluster and the solver over its topology.
-    struct Warm {
-        owner: Base,
-        #[not_covariant]
-        dependent: Locked,
-    }
-);
 
 impl std::fmt::Debug for Resolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -745,53 +685,6 @@ impl Resolver {
             name: name.to_string(),
             nearest: e.nearest,
         })
-    }
-}
-
-/// A node [`Resolver::plan_each`] planned, on the thread that planned it.
-pub struct Planned<'a, 's, 't> {
-    topo: &'a Topology,
-    renderer: &'a mut Renderer<'s, 't>,
-    plan: &'a NodePlan,
-}
-
-impl<'s, 't> Planned<'_, 's, 't> {
-    /// The node's output, as [`Resolver::plan`] gives it. Costs rendering its values (each
-    /// explanation once per worker).
-    ///
-    /// ```
-    /// # let resolver = mtu_solver::doc_cluster::resolver();
-    /// let workers = mtu_solver::stream::Workers { threads: 2, chunk: 1, renew: None };
-    /// let mut planned = Vec::new();
-    /// resolver.plan_each(["wa", "wb"], workers, |mut node| node.out(), |out, _| {
-    ///     planned.push(out); Ok::<_, mtu_solver::Error>(())
-    /// })?;
-    /// assert_eq!(planned, [resolver.plan("wa")?, resolver.plan("wb")?]);
-    /// # Ok::<(), mtu_solver::Error>(())
-    /// ```
-    pub fn out(&mut self) -> NodeOut {
-        report::node_out(self.topo, self.renderer, self.plan)
-    }
-
-    /// The plan, the topology it names nodes of, and the worker's renderer: for a tool that
-    /// folds plans into something smaller than [`Planned::out`] (the binary's `resolve
-    /// --summary`). Free.
-    ///
-    /// ```
-    /// # let resolver = mtu_solver::doc_cluster::resolver();
-    /// use mtu_solver::{Kind, ObjectRef, stream::Workers};
-    /// let (workers, mut fabrics) = (Workers { threads: 2, chunk: 1, renew: None }, Vec::new());
-    /// resolver.plan_each(["wa", "wb"], workers, |mut planned| {
-    ///     let (topo, renderer, plan) = planned.parts();
-    ///     let why = renderer.expl(plan.fabric.expl).bound.object.clone();
-    ///     (topo.node(plan.node).name.to_string(), plan.fabric.mtu.get(), why)
-    /// }, |fabric, _| { fabrics.push(fabric); Ok::<_, mtu_solver::Error>(()) })?;
-    /// let ab = Some(ObjectRef::new(Kind::SitePeering, "ab"));
-    /// assert_eq!(fabrics, [("wa".into(), 1400, ab.clone()), ("wb".into(), 1400, ab)]);
-    /// # Ok::<(), mtu_solver::Error>(())
-    /// ```
-    pub fn parts(&mut self) -> (&Topology, &mut Renderer<'s, 't>, &NodePlan) {
-        (self.topo, self.renderer, self.plan)
     }
 }
 

@@ -734,7 +734,7 @@ fn embedding(t: &mut Table, f: &Fixture, samples: usize) {
         "≤ 2 ×",
         r <= 2.0,
         format!(
-            "{routes} routes explained (every term) in {} vs the 200 nodes' plan_all entries (bound terms rendered) {}; the plans alone on one solver {}",
+            "{routes} routes explained (every term located, paths and hops) in {} vs the 200 nodes' plan_all entries (bound terms rendered) {}; the plans alone on one solver {}",
             both(me),
             both(mp),
             both(mb)
