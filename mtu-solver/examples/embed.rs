@@ -38,9 +38,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         plan.name, plan.site, plan.fabric_mtu
     );
     for l in &plan.links {
+        // Explained at the resolver's level: the bound term (Explanations::Bound).
+        let why = l.explanation.as_ref().map_or("", |e| &e.bound.source);
         println!(
-            "  link to {:<6} {:>5} {:<9} {}",
-            l.peer, l.mtu, l.protocol, l.explanation.bound.source
+            "  link to {:<6} {:>5} {:<9} {why}",
+            l.peer, l.mtu, l.protocol
         );
     }
 

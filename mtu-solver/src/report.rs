@@ -51,10 +51,27 @@ pub struct ExplOut {
     pub terms: Option<Vec<Arc<TermOut>>>,
 }
 
+/// How much of each value's explanation results carry, chosen once (a
+/// [`Resolver`](crate::Resolver)'s level; what the binary's `--explain` chooses).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Explanations {
+    /// Values alone: no explanation is rendered, and results carry none (`explanation` is
+    /// null and left out of their JSON).
+    None,
+    /// The term that binds each value (`resolve`'s default).
+    #[default]
+    Bound,
+    /// Every term considered (`--explain full`; `explain`'s answers): several times the
+    /// memory and time of [`Explanations::Bound`] on large clusters.
+    Full,
+}
+
 /// A [`Renderer`]'s caches while its solver plans more nodes.
 #[derive(Debug, Default)]
 pub struct RenderCache {
     full: bool,
+    values_only: bool,
     cache: FxHashMap<ExplId, Arc<ExplOut>>,
     bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
     terms: FxHashMap<ExplId, Arc<TermOut>>,
@@ -69,12 +86,23 @@ impl RenderCache {
             ..Default::default()
         }
     }
+
+    /// Empty caches of a renderer at `level`.
+    pub fn at(level: Explanations) -> Self {
+        RenderCache {
+            full: level == Explanations::Full,
+            values_only: level == Explanations::None,
+            ..Default::default()
+        }
+    }
 }
 
 /// Renders and caches explanations.
 pub struct Renderer<'s, 't> {
     solver: &'s Solver<'t>,
     full: bool,
+    /// [`Explanations::None`]: [`Renderer::explained`] renders nothing.
+    values_only: bool,
     cache: FxHashMap<ExplId, Arc<ExplOut>>,
     bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
     /// The terms of full explanations: the leaves many values share (a node's underlay, a
@@ -90,6 +118,7 @@ impl<'s, 't> Renderer<'s, 't> {
         Renderer {
             solver,
             full,
+            values_only: false,
             cache: FxHashMap::default(),
             bound_cache: FxHashMap::default(),
             terms: FxHashMap::default(),
@@ -103,6 +132,7 @@ impl<'s, 't> Renderer<'s, 't> {
         Renderer {
             solver,
             full: cache.full,
+            values_only: cache.values_only,
             cache: cache.cache,
             bound_cache: cache.bound_cache,
             terms: cache.terms,
@@ -115,6 +145,7 @@ impl<'s, 't> Renderer<'s, 't> {
     pub fn suspend(self) -> RenderCache {
         RenderCache {
             full: self.full,
+            values_only: self.values_only,
             cache: self.cache,
             bound_cache: self.bound_cache,
             terms: self.terms,
@@ -145,6 +176,12 @@ impl<'s, 't> Renderer<'s, 't> {
         let t = Arc::new(self.term(id));
         self.terms.insert(id, t.clone());
         t
+    }
+
+    /// A value's explanation at the renderer's level: none at [`Explanations::None`], else
+    /// [`Renderer::expl`].
+    pub fn explained(&mut self, id: ExplId) -> Option<Arc<ExplOut>> {
+        (!self.values_only).then(|| self.expl(id))
     }
 
     /// An explanation (cached; without `terms`, by its binding term alone).
@@ -189,8 +226,9 @@ pub struct LinkOut {
     pub protocol: Protocol,
     /// MTU.
     pub mtu: u32,
-    /// Why.
-    pub explanation: Arc<ExplOut>,
+    /// Why (none at [`Explanations::None`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Arc<ExplOut>>,
 }
 
 /// A route in output.
@@ -209,8 +247,9 @@ pub struct RouteOut {
     pub via: Vec<Arc<str>>,
     /// Pools on the hop list.
     pub distance: u32,
-    /// Why.
-    pub explanation: Arc<ExplOut>,
+    /// Why (none at [`Explanations::None`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Arc<ExplOut>>,
 }
 
 /// A device in output.
@@ -225,8 +264,9 @@ pub struct DeviceOut {
     pub protocol: Protocol,
     /// MTU.
     pub mtu: u32,
-    /// Why (the link that sets the maximum).
-    pub explanation: Arc<ExplOut>,
+    /// Why: the link that sets the maximum (none at [`Explanations::None`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Arc<ExplOut>>,
 }
 
 /// A published value in output.
@@ -295,7 +335,8 @@ pub struct NodeOut {
     pub mss_ipv6: u32,
     /// Why the fabric is what it is.
     #[serde(rename = "fabricExplanation")]
-    pub fabric_explanation: Arc<ExplOut>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_explanation: Option<Arc<ExplOut>>,
     /// Links.
     pub links: Vec<LinkOut>,
     /// Routes.
@@ -408,8 +449,8 @@ pub struct ResolveOut {
     pub diagnostics: Vec<DiagOut>,
 }
 
-fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Arc<ExplOut>) {
-    (v.mtu.get(), r.expl(v.expl))
+fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Option<Arc<ExplOut>>) {
+    (v.mtu.get(), r.explained(v.expl))
 }
 
 /// Builds the output of one route of a plan.

@@ -8,6 +8,7 @@ mod planned;
 mod warm;
 
 pub use crate::query::{Destination, QueryError, routes_carrying};
+pub use crate::report::Explanations;
 pub use planned::Planned;
 
 use warm::{Planner, RECENT_PLANS, Recent, Rendered, Warm};
@@ -35,19 +36,6 @@ pub struct Resolver {
     diagnostics: OnceLock<Vec<Diagnostic>>,
     /// Node IDs by name, once a question names a node (a lookup per question).
     ids: OnceLock<FxHashMap<Arc<str>, NodeId>>,
-}
-
-/// How much of each value's explanation a [`Resolver`]'s results carry, chosen once: what the
-/// binary's `--explain` chooses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Explanations {
-    /// The term that binds each value (`resolve`'s default).
-    #[default]
-    Bound,
-    /// Every term considered (`--explain full`; `explain`'s answers): several times the
-    /// memory and time of [`Explanations::Bound`] on large clusters.
-    Full,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -133,10 +121,15 @@ impl Resolver {
     ///
     /// ```
     /// # let resolver = mtu_solver::doc_cluster::resolver();
-    /// assert_eq!(resolver.plan("wa")?.links[0].explanation.terms, None); // the bound term alone
-    /// let full = resolver.with_explanations(mtu_solver::Explanations::Full); // every term
-    /// let terms = full.plan("wa")?.links[0].explanation.terms.clone().unwrap_or_default();
+    /// use mtu_solver::Explanations;
+    /// let bound = resolver.plan("wa")?.links[0].explanation.clone().expect("explained");
+    /// assert_eq!(bound.terms, None); // the bound term alone
+    /// let full = resolver.with_explanations(Explanations::Full); // every term
+    /// let why = full.plan("wa")?.links[0].explanation.clone().expect("explained");
+    /// let terms = why.terms.clone().unwrap_or_default();
     /// assert!(terms.iter().any(|t| (&*t.term, t.value) == ("auto", 1442)), "{terms:?}"); // 1500 − 58
+    /// let bare = full.with_explanations(Explanations::None); // values alone
+    /// assert_eq!(bare.plan("wa")?.links[0].explanation, None);
     /// # Ok::<(), mtu_solver::Error>(())
     /// ```
     pub fn with_explanations(mut self, level: Explanations) -> Resolver {
@@ -240,8 +233,19 @@ impl Resolver {
         self.warm.borrow_owner()
     }
 
+    /// Whether what-if answers carry every term (they render at least the bound term).
     fn full(&self) -> bool {
         self.level == Explanations::Full
+    }
+
+    /// A what-if answer at the resolver's level: no explanation at [`Explanations::None`].
+    fn leveled(&self, mut w: WhatIf) -> WhatIf {
+        if self.level == Explanations::None {
+            for c in &mut w.changes {
+                c.explanation = None;
+            }
+        }
+        w
     }
 
     /// The validated topology. Free.
@@ -348,12 +352,13 @@ impl Resolver {
     /// # Ok::<(), mtu_solver::Error>(())
     /// ```
     pub fn plan(&self, node: &str) -> Result<NodeOut, QueryError> {
-        Ok(self.node_out(self.node_id(node)?, self.full()))
+        Ok(self.node_out(self.node_id(node)?))
     }
 
-    fn node_out(&self, id: NodeId, full: bool) -> NodeOut {
+    fn node_out(&self, id: NodeId) -> NodeOut {
+        let level = self.level;
         self.on_plan(id, |topo, solver, recent, rendered| {
-            rendered.render(solver, full, |r| report::node_out(topo, r, &recent.plan))
+            rendered.render(solver, level, |r| report::node_out(topo, r, &recent.plan))
         })
     }
 
@@ -386,11 +391,11 @@ impl Resolver {
     /// # Ok::<(), mtu_solver::Error>(())
     /// ```
     pub fn plan_all(&self) -> ResolveOut {
-        let full = self.full();
+        let level = self.level;
         self.planner(|topo, p| {
             let plans = p.solver.plan_all();
             let diags = all_diagnostics(topo, &plans);
-            p.rendered.render(&p.solver, full, |r| {
+            p.rendered.render(&p.solver, level, |r| {
                 report::resolve_out(topo, r, &plans, &diags)
             })
         })
@@ -419,6 +424,7 @@ impl Resolver {
             mutations,
             self.full(),
         )
+        .map(|w| self.leveled(w))
     }
 
     /// The resolver of the cluster after `mutations`, applied in order as [`Resolver::what_if`]
@@ -606,7 +612,11 @@ impl Resolver {
     /// assert!(change.changes.iter().all(|c| c.after == Some(1350)));
     /// ```
     pub fn compare(&self, after: &Resolver) -> WhatIf {
-        whatif::compare(self.base().input(), after.base().input(), self.full())
+        self.leveled(whatif::compare(
+            self.base().input(),
+            after.base().input(),
+            self.full(),
+        ))
     }
 
     /// Plans `nodes` (by name, in the order given) on several threads and hands each on as
@@ -657,7 +667,7 @@ impl Resolver {
             self.settings(),
             &ids,
             workers,
-            self.full(),
+            self.level,
             |renderer, plan| {
                 render(Planned {
                     topo,

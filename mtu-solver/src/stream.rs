@@ -10,7 +10,7 @@
 //! worker's memos and explanation caches, and a few chunks' values: never every plan.
 
 use crate::plan::NodePlan;
-use crate::report::{RenderCache, Renderer};
+use crate::report::{Explanations, RenderCache, Renderer};
 use crate::solver::{Settings, Solver};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use topology_core::diag::Diagnostic;
@@ -38,7 +38,7 @@ pub struct Workers {
 }
 
 /// Plans `nodes` (in the order given) with `workers`; `render` turns each plan into a value on
-/// the worker that planned it, its renderer adding every explanation term when `full`; `consume` receives the values in the order of `nodes`, each with
+/// the worker that planned it, its renderer explaining at `level`; `consume` receives the values in the order of `nodes`, each with
 /// its plan's diagnostics, on the calling thread (the plans themselves are dropped on the
 /// worker).
 ///
@@ -49,7 +49,7 @@ pub fn plan_in_order<T, E>(
     settings: &Settings,
     nodes: &[NodeId],
     workers: Workers,
-    full: bool,
+    level: Explanations,
     render: impl Fn(&mut Renderer<'_, '_>, &NodePlan) -> T + Sync,
     mut consume: impl FnMut(T, Vec<Diagnostic>) -> Result<(), E>,
 ) -> Result<(), E>
@@ -67,7 +67,7 @@ where
             let mine: Vec<&[NodeId]> = chunks.iter().skip(w).step_by(threads).copied().collect();
             let settings = settings.clone();
             let render = &render;
-            scope.spawn(move || work(topo, settings, full, workers.renew, &mine, render, tx));
+            scope.spawn(move || work(topo, settings, level, workers.renew, &mine, render, tx));
         }
         // Chunk `c` comes from worker `c mod W`.
         for inbox in inboxes.iter().cycle().take(chunks.len()) {
@@ -90,19 +90,19 @@ type Chunk<T> = Vec<(T, Vec<Diagnostic>)>;
 fn work<T>(
     topo: &Topology,
     settings: Settings,
-    full: bool,
+    level: Explanations,
     renew: Option<usize>,
     chunks: &[&[NodeId]],
     render: &(impl Fn(&mut Renderer<'_, '_>, &NodePlan) -> T + Sync),
     out: SyncSender<Chunk<T>>,
 ) {
     let mut solver = Solver::new(topo, settings.clone());
-    let mut cache = RenderCache::new(full);
+    let mut cache = RenderCache::at(level);
     let mut planned = 0usize;
     for nodes in chunks {
         if renew.is_some_and(|r| planned >= r) {
             solver = Solver::new(topo, settings.clone());
-            cache = RenderCache::new(full);
+            cache = RenderCache::at(level);
             planned = 0;
         }
         planned = planned.saturating_add(nodes.len());
@@ -142,7 +142,7 @@ mod tests {
                 &Settings::default(),
                 &nodes,
                 w,
-                false,
+                Explanations::Bound,
                 |r, p| (p.node, crate::report::node_out(&topo, r, p)),
                 |out, _| {
                     seen.push(out);
@@ -179,7 +179,7 @@ mod tests {
             &Settings::default(),
             &nodes,
             w,
-            false,
+            Explanations::Bound,
             |_, p| p.node,
             |_, _| {
                 taken += 1;

@@ -35,7 +35,8 @@ fn targets_follow_the_plan_link_by_link() {
                 // The link never sends more than the underlay it assumed.
                 assert!(t.planned_outer() <= t.planned_underlay, "{example} {t:?}");
                 assert!(t.underlay_term.starts_with("underlay of "), "{t:?}");
-                assert_eq!(t.link_term, l.explanation.bound.source, "{example} {t:?}");
+                let explained = l.explanation.as_ref().expect("explained at the bound term");
+                assert_eq!(t.link_term, explained.bound.source, "{example} {t:?}");
                 if let Some(gw) = t.tunnel_address {
                     assert!(
                         pod_cidrs(&r, &t.peer).iter().any(|c| c.contains(&gw)),

@@ -257,7 +257,7 @@ fn explain_of_a_peer_answers_its_link() {
 fn a_node_s_plan_is_its_entry_of_the_whole_resolve() {
     use mtu_solver::resolver::Explanations;
     for ex in ["01-single-site", "03-hub-and-spoke", "04-transit-chain"] {
-        for level in [Explanations::Bound, Explanations::Full] {
+        for level in [Explanations::None, Explanations::Bound, Explanations::Full] {
             let decoded = load::load(&[example(ex)]).expect("example");
             let r = Resolver::new(decoded, Settings::default()).with_explanations(level);
             let names: Vec<String> = r.node_names().map(str::to_string).collect();
@@ -268,6 +268,50 @@ fn a_node_s_plan_is_its_entry_of_the_whole_resolve() {
             assert_eq!(first, again, "{ex} {level:?}: asked twice");
         }
     }
+}
+
+/// Every level of explanation resolves the same values; without explanations no result carries
+/// one, what-if changes included.
+#[test]
+fn the_level_of_explanation_changes_no_value() {
+    use mtu_solver::resolver::Explanations;
+    let values = |level| {
+        let decoded = load::load(&[example("04-transit-chain")]).expect("example");
+        let r = Resolver::new(decoded, Settings::default()).with_explanations(level);
+        let mut doc = r.plan_all();
+        for n in &mut doc.nodes {
+            n.fabric_explanation = None;
+            n.links.iter_mut().for_each(|l| l.explanation = None);
+            n.routes.iter_mut().for_each(|x| x.explanation = None);
+            n.devices.iter_mut().for_each(|d| d.explanation = None);
+        }
+        let cap = "set GatewayPoolPeering/pb-pc=1300"
+            .parse::<Mutation>()
+            .unwrap();
+        (doc, r.what_if(&[cap]).unwrap())
+    };
+    let (bare, bare_change) = values(Explanations::None);
+    for level in [Explanations::Bound, Explanations::Full] {
+        let (doc, change) = values(level);
+        assert_eq!(bare, doc, "{level:?}");
+        assert!(
+            change
+                .changes
+                .iter()
+                .all(|c| c.after.is_none() || c.explanation.is_some())
+        );
+        let moved = |w: &mtu_solver::WhatIf| -> Vec<_> {
+            w.changes
+                .iter()
+                .map(|c| (c.node.clone(), c.item.clone(), c.before, c.after))
+                .collect()
+        };
+        assert_eq!(moved(&bare_change), moved(&change), "{level:?}");
+    }
+    assert!(!bare_change.changes.is_empty());
+    assert!(bare_change.changes.iter().all(|c| c.explanation.is_none()));
+    let json = serde_json::to_string(&bare).unwrap();
+    assert!(!json.contains("xplanation"), "{json:.200}");
 }
 
 /// A small cluster with IPv6 pod CIDRs whose Site cap is `cap`; `extra` is appended as is.

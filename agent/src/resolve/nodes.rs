@@ -4,9 +4,10 @@
 use super::{Job, stdout};
 use crate::output::{TableStyle, bound, diagnostics_table, hops, table};
 use anyhow::Result;
-use mtu_solver::report::NodeOut;
+use mtu_solver::report::{ExplOut, NodeOut};
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::sync::Arc;
 use topology_core::diag::Diagnostic;
 
 /// Nodes per chunk: a node's tables reach a hundred kilobytes on a large cluster.
@@ -41,7 +42,7 @@ fn node_tables(n: &NodeOut, style: TableStyle) -> String {
             .unwrap_or_default(),
         n.fabric_mtu,
     );
-    let fabric_bound = &n.fabric_explanation.bound.term;
+    let fabric_bound = term(&n.fabric_explanation);
     let mss = format!("mss {}/{}", n.mss_ipv4, n.mss_ipv6);
     if style.wide {
         let _ = writeln!(s, "{head} (bound by {fabric_bound})  {mss}");
@@ -69,11 +70,10 @@ fn links(s: &mut String, n: &NodeOut, style: TableStyle) {
                 l.kind.to_string(),
                 l.protocol.to_string(),
                 l.mtu.to_string(),
-                bound(
-                    &l.explanation.bound.term,
-                    &l.explanation.bound.source,
-                    style,
-                ),
+                match &l.explanation {
+                    Some(e) => bound(&e.bound.term, &e.bound.source, style),
+                    None => String::new(),
+                },
             ]
         })
         .collect();
@@ -96,7 +96,7 @@ fn routes(s: &mut String, n: &NodeOut, style: TableStyle) {
                 rt.mtu.to_string(),
                 hops(&rt.via, style),
                 rt.distance.to_string(),
-                rt.explanation.bound.term.clone(),
+                term(&rt.explanation).to_string(),
             ]
         })
         .collect();
@@ -118,7 +118,7 @@ fn devices(s: &mut String, n: &NodeOut, style: TableStyle) {
                     }),
                     d.protocol.to_string(),
                     d.mtu.to_string(),
-                    d.explanation.bound.term.clone(),
+                    term(&d.explanation).to_string(),
                 ]
             })
             .collect();
@@ -135,6 +135,11 @@ fn published(s: &mut String, n: &NodeOut, style: TableStyle) {
     if !rows.is_empty() {
         s.push_str(&indent(&table(&["PUBLISHES", "MTU"], &rows, style)));
     }
+}
+
+/// The binding term's short name (`resolve` renders at least the bound term: never empty).
+fn term(e: &Option<Arc<ExplOut>>) -> &str {
+    e.as_ref().map_or("", |e| &e.bound.term)
 }
 
 fn indent(t: &str) -> String {

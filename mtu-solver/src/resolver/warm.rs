@@ -3,7 +3,7 @@
 //! caches of each level of explanation.
 
 use crate::plan::NodePlan;
-use crate::report::{RenderCache, Renderer};
+use crate::report::{Explanations, RenderCache, Renderer};
 use crate::solver::Solver;
 use crate::whatif::Base;
 use std::collections::VecDeque;
@@ -35,6 +35,7 @@ pub(super) type Locked<'t> = Mutex<Planner<'t>>;
 
 /// A resolver's render caches, one per level of explanation.
 pub(super) struct Rendered {
+    pub(super) none: RenderCache,
     pub(super) bound: RenderCache,
     pub(super) full: RenderCache,
 }
@@ -42,22 +43,23 @@ pub(super) struct Rendered {
 impl Rendered {
     pub(super) fn new() -> Rendered {
         Rendered {
-            bound: RenderCache::new(false),
-            full: RenderCache::new(true),
+            none: RenderCache::at(Explanations::None),
+            bound: RenderCache::at(Explanations::Bound),
+            full: RenderCache::at(Explanations::Full),
         }
     }
 
-    /// Runs `f` with a renderer of `solver` at the level `full` asks, on that level's cache.
+    /// Runs `f` with a renderer of `solver` at `level`, on that level's cache.
     pub(super) fn render<T>(
         &mut self,
         solver: &Solver<'_>,
-        full: bool,
+        level: Explanations,
         f: impl FnOnce(&mut Renderer<'_, '_>) -> T,
     ) -> T {
-        let slot = if full {
-            &mut self.full
-        } else {
-            &mut self.bound
+        let slot = match level {
+            Explanations::None => &mut self.none,
+            Explanations::Bound => &mut self.bound,
+            Explanations::Full => &mut self.full,
         };
         let mut r = Renderer::resume(solver, std::mem::take(slot));
         let out = f(&mut r);
