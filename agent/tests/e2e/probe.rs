@@ -381,13 +381,23 @@ fn the_agent_lowers_the_narrow_pair_and_publishes_it() {
 
     let took = wait_route(&lab, "a", &B_POD.cidr(), 1350, Duration::from_secs(40));
     println!("a's route to b lowered to 1350 after {took:?}");
-    // Published on a's own Node, and its underlay left as it was.
-    let node_a = server.get("/api/v1/nodes", "a").expect("Node a");
-    let annotations = &node_a["metadata"]["annotations"];
-    assert_eq!(
-        annotations["mtu.unbounded-cloud.io/path-mtu"], "b=1400",
-        "{annotations}"
-    );
+    // Published on a's own Node once the kernel carries it (the agent applies, then
+    // publishes), and its underlay left as it was.
+    let started = Instant::now();
+    let annotations = loop {
+        let node_a = server.get("/api/v1/nodes", "a").expect("Node a");
+        let annotations = node_a["metadata"]["annotations"].clone();
+        if annotations["mtu.unbounded-cloud.io/path-mtu"] == "b=1400" {
+            break annotations;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "a never published b=1400: {annotations}\n{}",
+            lab.agent_log("a")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    println!("published {:?} after the route", started.elapsed());
     assert_eq!(
         annotations["mtu.unbounded-cloud.io/underlay-mtu"], "1500",
         "{annotations}"
