@@ -14,6 +14,7 @@ use crate::dataplane::FabricOptions;
 use crate::k8s::client;
 use crate::output::{DataFormat, Format, TableStyle};
 use crate::prober::{self, MethodChoice};
+use mtu_solver::Explanations;
 use mtu_solver::whatif::Mutation;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -109,8 +110,8 @@ pub struct Resolve {
     pub fail_on: FailOn,
     /// A rollup instead of every node (`--summary`).
     pub summary: Option<SummaryMode>,
-    /// Every explanation term, not only the bound one (`--explain full`).
-    pub full: bool,
+    /// How much of each value's explanation is printed (`--explain`).
+    pub explanations: Explanations,
 }
 
 /// `resolve`'s settings from its flags.
@@ -121,7 +122,7 @@ pub fn resolve(a: &ResolveArgs) -> Result<Resolve, SettingsError> {
         format: format(&a.out),
         fail_on: a.fail.fail_on,
         summary: a.summary,
-        full: a.explain == ExplainLevel::Full,
+        explanations: explanations(a.explain),
     })
 }
 
@@ -176,8 +177,8 @@ pub struct WhatIf {
     pub asked: Vec<Asked>,
     /// The input compared with instead of mutations (`--after`).
     pub after: Vec<String>,
-    /// Every explanation term (`--explain full`).
-    pub full: bool,
+    /// How much of each change's explanation is printed (`--explain`).
+    pub explanations: Explanations,
     /// Every changed value below the digest: asked with `--details`, or the nodes shown
     /// restricted by a selector (a few nodes' values are read one by one).
     pub details: bool,
@@ -201,7 +202,7 @@ pub fn what_if(
         format: format(&a.out),
         fail_on: a.fail.fail_on,
         after: a.after.clone(),
-        full: a.explain == ExplainLevel::Full,
+        explanations: explanations(a.explain),
         summary: a.summary,
     })
 }
@@ -592,5 +593,13 @@ impl Agent {
             }),
             watches: WatchScope::Needed,
         })
+    }
+}
+
+/// The library's level of explanation for `--explain`.
+fn explanations(level: ExplainLevel) -> Explanations {
+    match level {
+        ExplainLevel::Full => Explanations::Full,
+        ExplainLevel::Bound => Explanations::Bound,
     }
 }

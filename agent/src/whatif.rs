@@ -7,8 +7,8 @@ use crate::common::{self, usage};
 use crate::output::{Format, diagnostics_table, write_data};
 use crate::settings;
 use anyhow::Result;
+use mtu_solver::Resolver;
 use mtu_solver::whatif::{self, Change, Digest, KindDigest, Mutation};
-use mtu_solver::{Explanations, Resolver};
 use serde::Serialize;
 use table::Shown;
 use topology_core::diag::Diagnostic;
@@ -81,10 +81,7 @@ pub fn run(args: &settings::WhatIf) -> Result<()> {
 fn answer(args: &settings::WhatIf) -> Result<(whatif::WhatIf, Vec<Diagnostic>)> {
     let (asked, selector) = (&args.asked, &args.selector);
     let decoded = common::load(&args.offline.input)?;
-    let level = match args.full {
-        true => Explanations::Full,
-        false => Explanations::Bound,
-    };
+    let level = args.explanations;
     let settings = &args.offline.solver;
     let resolver = Resolver::new(decoded, settings.clone()).with_explanations(level);
     let topo = resolver.topology();

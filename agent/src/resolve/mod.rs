@@ -15,7 +15,7 @@ use crate::common;
 use crate::output::Format;
 use anyhow::Result;
 use mtu_solver::stream::Workers;
-use mtu_solver::{Explanations, Planned, Resolver};
+use mtu_solver::{Planned, Resolver};
 use std::sync::Arc;
 use topology_core::diag::{Diagnostic, sort_diagnostics};
 
@@ -24,10 +24,7 @@ pub use crate::cli::SummaryMode;
 /// Runs `resolve`.
 pub fn run(args: &crate::settings::Resolve) -> Result<()> {
     let decoded = common::load(&args.offline.input)?;
-    let level = match args.full {
-        true => Explanations::Full,
-        false => Explanations::Bound,
-    };
+    let level = args.explanations;
     let resolver = Resolver::new(decoded, args.offline.solver.clone()).with_explanations(level);
     let topo = resolver.topology();
     common::some_resolved(topo)?;
