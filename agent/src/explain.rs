@@ -99,7 +99,7 @@ fn text(doc: &Explanation, style: TableStyle) -> String {
 
 /// A route's hops: what each adds to the route, the binding ones marked, and under a hop that
 /// leaves a gateway the value it published with what this input would publish.
-fn hops_text(s: &mut String, hops: &[HopOut], not_shown: usize) {
+fn hops_text(s: &mut String, hops: &[std::sync::Arc<HopOut>], not_shown: usize) {
     let more = if not_shown > 0 {
         format!("; {not_shown} more off the shown paths")
     } else {

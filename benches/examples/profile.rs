@@ -1,5 +1,5 @@
 //! A workload to run under a profiler (`perf record`), one figure of `perf-budget` at a time:
-//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|typical-free|sites|spread|build|whatif [repeats]`.
+//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|typical-free|sites|spread|build|whatif|explain [repeats]`.
 
 use benches::{Fixture, resolve_all, site_assignment_cap, thread_cpu};
 use mtu_solver::whatif::what_if;
@@ -183,6 +183,55 @@ fn main() {
                 println!(
                     "spread: {d:?}, {:.1} ns/value",
                     d.as_nanos() as f64 / n.max(1) as f64
+                );
+            }
+            "explain" => {
+                // perf-budget's "explain every route of 200 nodes through one Resolver".
+                let resolver = mtu_solver::Resolver::new(
+                    benches::decode_text(&fx.text),
+                    mtu_solver::Settings::default(),
+                );
+                let t = thread_cpu();
+                let mut routes = 0usize;
+                let (mut values, mut hops, mut diags) = (0usize, 0usize, 0usize);
+                for i in 0..200 {
+                    let n = fx.spread_node(i, 200);
+                    let name = fx.topo().node(n).name.to_string();
+                    let Ok(plan) = resolver.plan(&name) else {
+                        continue;
+                    };
+                    for r in &plan.routes {
+                        routes += 1;
+                        let d = mtu_solver::Destination::Prefix(r.destination);
+                        if let Ok(e) = resolver.explain(&name, d) {
+                            values += e.values.len();
+                            hops += e
+                                .values
+                                .iter()
+                                .map(|v| v.hops.as_ref().map_or(0, |h| h.len()))
+                                .sum::<usize>();
+                            diags += e.diagnostics.len();
+                        }
+                    }
+                }
+                let d = thread_cpu().saturating_sub(t);
+                let planned = mtu_solver::Resolver::new(
+                    benches::decode_text(&fx.text),
+                    mtu_solver::Settings::default(),
+                );
+                let tp = thread_cpu();
+                for i in 0..200 {
+                    let n = fx.spread_node(i, 200);
+                    std::hint::black_box(planned.plan(&fx.topo().node(n).name).ok());
+                }
+                let dp = thread_cpu().saturating_sub(tp);
+                println!(
+                    "explain / plans: {:.2} × ({dp:?} for the plans)",
+                    d.as_secs_f64() / dp.as_secs_f64()
+                );
+                println!(
+                    "explain: {d:?}, {routes} routes, {values} values, {hops} hops, {diags} diagnostics, {:.2} µs/route",
+                    d.as_secs_f64() * 1e6 / routes.max(1) as f64
                 );
             }
             "near-plans" => {

@@ -510,6 +510,46 @@ impl Explanations {
         out
     }
 
+    /// Whether `leaf` is `id` or among its [`Explanations::leaves`], without collecting them:
+    /// under its minimums (a maximum's children are leaves as they are). Each minimum is
+    /// looked into once.
+    pub fn has_leaf(&self, id: ExplId, leaf: ExplId) -> bool {
+        if id == leaf {
+            return true;
+        }
+        let mut stack: SmallVec<[ExplId; 8]> = SmallVec::new();
+        stack.push(id);
+        let mut seen: SmallVec<[ExplId; 8]> = SmallVec::new();
+        while let Some(x) = stack.pop() {
+            match &self.get(x).kind {
+                Kind::Leaf(_) | Kind::Link { .. } => {}
+                Kind::Max(k) => {
+                    if k.contains(&leaf) {
+                        return true;
+                    }
+                }
+                Kind::Min(k) => {
+                    for c in k.iter() {
+                        match self.get(*c).kind {
+                            Kind::Leaf(_) | Kind::Link { .. } => {
+                                if *c == leaf {
+                                    return true;
+                                }
+                            }
+                            Kind::Min(_) | Kind::Max(_) => {
+                                if !seen.contains(c) {
+                                    seen.push(*c);
+                                    stack.push(*c);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
     /// Whether term `a` binds before term `b`, each with its value: the lower value, then the
     /// term first in the order of terms.
     fn binds_before(&self, a: (Mtu, ExplId), b: (Mtu, ExplId)) -> bool {

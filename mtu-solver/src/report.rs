@@ -9,12 +9,15 @@ pub mod hops;
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind, Value};
 use crate::solver::Solver;
+use crate::solver::hops::Hop;
+use hops::HopOut;
 use ipnet::IpNet;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::sync::Arc;
 use topology_core::diag::{Code, Diagnostic, Severity};
+use topology_core::ids::NodeId;
 use topology_core::model::{Role, Topology};
 use topology_core::net::{LinkKind, RouteType};
 pub use topology_core::vocab::ObjectRef;
@@ -76,6 +79,9 @@ pub struct RenderCache {
     bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
     terms: FxHashMap<ExplId, Arc<TermOut>>,
     located: FxHashMap<ExplId, Arc<TermOut>>,
+    located_lists: FxHashMap<ExplId, Vec<Arc<TermOut>>>,
+    rendered_hops: FxHashMap<Hop, Arc<HopOut>>,
+    described: FxHashMap<NodeId, Arc<str>>,
 }
 
 impl RenderCache {
@@ -110,6 +116,12 @@ pub struct Renderer<'s, 't> {
     terms: FxHashMap<ExplId, Arc<TermOut>>,
     /// Terms with where they were written (`explain`), worded and located once.
     located: RefCell<FxHashMap<ExplId, Arc<TermOut>>>,
+    /// The located terms of a value (`explain`), listed once.
+    located_lists: RefCell<FxHashMap<ExplId, Vec<Arc<TermOut>>>>,
+    /// Route hops (`explain`), rendered once.
+    rendered_hops: RefCell<FxHashMap<Hop, Arc<HopOut>>>,
+    /// Nodes as forwarding paths name them (`explain`), worded once.
+    described: RefCell<FxHashMap<NodeId, Arc<str>>>,
 }
 
 impl<'s, 't> Renderer<'s, 't> {
@@ -123,6 +135,9 @@ impl<'s, 't> Renderer<'s, 't> {
             bound_cache: FxHashMap::default(),
             terms: FxHashMap::default(),
             located: RefCell::default(),
+            located_lists: RefCell::default(),
+            rendered_hops: RefCell::default(),
+            described: RefCell::default(),
         }
     }
 
@@ -137,6 +152,9 @@ impl<'s, 't> Renderer<'s, 't> {
             bound_cache: cache.bound_cache,
             terms: cache.terms,
             located: RefCell::new(cache.located),
+            located_lists: RefCell::new(cache.located_lists),
+            rendered_hops: RefCell::new(cache.rendered_hops),
+            described: RefCell::new(cache.described),
         }
     }
 
@@ -150,6 +168,9 @@ impl<'s, 't> Renderer<'s, 't> {
             bound_cache: self.bound_cache,
             terms: self.terms,
             located: self.located.into_inner(),
+            located_lists: self.located_lists.into_inner(),
+            rendered_hops: self.rendered_hops.into_inner(),
+            described: self.described.into_inner(),
         }
     }
 

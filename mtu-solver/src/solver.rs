@@ -149,6 +149,10 @@ pub struct Solver<'t> {
     /// for the hops of every route that reads its published values ([`Solver::route_hops`]).
     would_publish: FxHashMap<NodeId, hops::WouldPublish>,
     link_memo: FxHashMap<(NodeId, NodeId), Option<ExplId>>,
+    /// A route's first hop from a node to a next hop, and each gateway's step for a prefix
+    /// ([`Solver::route_hops`]): shared by every route that takes them.
+    first_hops: FxHashMap<(NodeId, NodeId), hops::Hop>,
+    steps: FxHashMap<hops::StepKey, std::sync::Arc<hops::Step>>,
     /// Per node (by index), protocol and outer family: the auto term naming that node, as its
     /// ID + 1 (`None`: none yet).
     auto_leaves: Sparse<[Option<std::num::NonZeroU32>; 10], 64>,
@@ -209,6 +213,8 @@ impl<'t> Solver<'t> {
             shared_walks: true,
             pub_memo: FxHashMap::default(),
             would_publish: FxHashMap::default(),
+            first_hops: FxHashMap::default(),
+            steps: FxHashMap::default(),
             link_memo: FxHashMap::default(),
             auto_leaves: Sparse::default(),
             scratch_combos: FxHashMap::default(),

@@ -291,7 +291,7 @@ fn what_ifs_read_back() {
 }
 
 /// The first value of an explanation: the route the kernel forwards by, with its hops.
-fn first_hops(r: &Resolver, node: &str, dest: &str) -> (Vec<HopOut>, Explanation) {
+fn first_hops(r: &Resolver, node: &str, dest: &str) -> (Vec<std::sync::Arc<HopOut>>, Explanation) {
     let why = r.explain(node, to(dest)).expect("a route");
     let hops = why.values[0].hops.clone().unwrap_or_default();
     (hops, why)

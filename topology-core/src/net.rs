@@ -137,7 +137,7 @@ struct LinkAddrs {
 }
 
 /// A learned (gateway or transit) route before `localCidrs` are cut out.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Learned {
     /// The advertised prefix (uncut).
     pub prefix: IpNet,
@@ -149,6 +149,19 @@ pub struct Learned {
     pub distance: u32,
     /// Selected equal-cost next hops (gateways), sorted.
     pub via: SmallVec<[NodeId; 4]>,
+}
+
+impl Clone for Learned {
+    /// A copy of the lists as slices (`SmallVec`'s own `clone` goes element by element).
+    fn clone(&self) -> Learned {
+        Learned {
+            prefix: self.prefix,
+            origin: self.origin,
+            origins: SmallVec::from_slice(&self.origins),
+            distance: self.distance,
+            via: SmallVec::from_slice(&self.via),
+        }
+    }
 }
 
 /// Pair facts between two Sites.
@@ -239,6 +252,9 @@ pub struct Net<'t> {
     site_routes: RefCell<FxHashMap<SiteId, LearnedRoutes>>,
     gw_routes: RefCell<LearnedMemo>,
     one_route: RefCell<FxHashMap<(NodeKey, IpNet), Option<Learned>>>,
+    /// Per gateway and prefix, where a forwarding path goes next ([`Net::forwarding_paths`]):
+    /// every path through the gateway to the prefix asks.
+    path_steps: RefCell<FxHashMap<(NodeId, IpNet), paths::PathStep>>,
 }
 
 /// Nodes sharing learned routes: workers of one Site, gateways of one pool in one Site.
@@ -287,6 +303,7 @@ impl<'t> Net<'t> {
             site_routes: RefCell::default(),
             gw_routes: RefCell::default(),
             one_route: RefCell::default(),
+            path_steps: RefCell::default(),
         }
     }
 

@@ -6,7 +6,7 @@ use super::hops::HopOut;
 use super::{ApiVersion, DiagOut, DocumentKind, RenderCache, Renderer, TermOut};
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
-use crate::query::{Destination, QueryError, routes_carrying};
+use crate::query::{Destination, QueryError, carrying_in_plan};
 use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, RouteHops};
 use ipnet::IpNet;
@@ -112,7 +112,7 @@ pub struct Explained {
     /// A learned route's hops: every hop of the listed paths, and the binding ones wherever
     /// they are.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hops: Option<Vec<HopOut>>,
+    pub hops: Option<Vec<Arc<HopOut>>>,
     /// How many hops are left out of `hops`: off the listed paths and not binding.
     #[serde(rename = "hopsNotShown", skip_serializing_if = "Option::is_none")]
     pub hops_not_shown: Option<usize>,
@@ -169,7 +169,7 @@ pub(crate) fn explanation(
     let listed = listed_routes(solver, n, plan, want, max_paths);
     let r = Renderer::resume(solver, std::mem::take(cache));
     let mut values = link_values(&r, plan, want);
-    values.extend(route_values(&r, plan, &listed));
+    values.extend(route_values(&r, n, plan, &listed));
     if want == Want::Everything {
         values.extend(node_values(&r, plan));
     }
@@ -200,40 +200,56 @@ pub(crate) fn explanation(
     })
 }
 
-/// A node in a path: `name@Site`, or `name (pool P, Site S)` for a gateway.
-fn describe(topo: &Topology, n: NodeId) -> String {
-    let node = topo.node(n);
-    let site = &topo.site(node.site).name;
-    match node.pool() {
-        Some(p) => format!("{} (pool {}, Site {})", node.name, topo.pool(p).name, site),
-        None => format!("{}@{}", node.name, site),
+impl Renderer<'_, '_> {
+    /// A node in a path: `name@Site`, or `name (pool P, Site S)` for a gateway; worded once
+    /// per renderer.
+    fn describe(&self, n: NodeId) -> Arc<str> {
+        if let Some(d) = self.described.borrow().get(&n) {
+            return d.clone();
+        }
+        let topo = self.solver.topo();
+        let node = topo.node(n);
+        let site = &topo.site(node.site).name;
+        let d: Arc<str> = match node.pool() {
+            Some(p) => format!("{} (pool {}, Site {})", node.name, topo.pool(p).name, site),
+            None => format!("{}@{}", node.name, site),
+        }
+        .into();
+        self.described.borrow_mut().insert(n, d.clone());
+        d
     }
-}
 
-/// One forwarding path in words: the node, its gateways, and where the last one delivers.
-fn path_text(solver: &Solver<'_>, from: NodeId, hops: &[NodeId], prefix: &IpNet) -> String {
-    let topo = solver.topo();
-    let mut s = describe(topo, from);
-    for h in hops {
-        s.push_str(" -> ");
-        s.push_str(&describe(topo, *h));
+    /// One forwarding path in words: the node, its gateways, and where the last one delivers.
+    fn path_text(&self, from: NodeId, hops: &[NodeId], prefix: &IpNet) -> String {
+        let solver = self.solver;
+        let topo = solver.topo();
+        let mut s = String::with_capacity(hops.len().saturating_add(1).saturating_mul(48));
+        s.push_str(&self.describe(from));
+        for h in hops {
+            s.push_str(" -> ");
+            s.push_str(&self.describe(*h));
+        }
+        let last = hops.last().copied();
+        let end = solver
+            .net()
+            .origins_of(prefix)
+            .iter()
+            .find(|o| last.is_some_and(|g| solver.net().originates(g, o.dest)))
+            .map(|o| o.dest);
+        match end {
+            Some(Dest::Site(d)) => {
+                s.push_str(" -> Site ");
+                s.push_str(&topo.site(d).name);
+            }
+            Some(Dest::Pool(p)) => {
+                s.push_str(" -> leaves the overlay (routed by pool ");
+                s.push_str(&topo.pool(p).name);
+                s.push(')');
+            }
+            None => {}
+        }
+        s
     }
-    let last = hops.last().copied();
-    let end = solver
-        .net()
-        .origins_of(prefix)
-        .iter()
-        .find(|o| last.is_some_and(|g| solver.net().originates(g, o.dest)))
-        .map(|o| match o.dest {
-            Dest::Site(d) => format!(" -> Site {}", topo.site(d).name),
-            Dest::Pool(p) => format!(
-                " -> leaves the overlay (routed by pool {})",
-                topo.pool(p).name
-            ),
-        })
-        .unwrap_or_default();
-    s.push_str(&end);
-    s
 }
 
 /// A value with its binding term and every term considered, each located.
@@ -245,12 +261,7 @@ fn explained(r: &Renderer<'_, '_>, item: String, subject: Subject, e: ExplId) ->
         subject,
         value: node.value.get(),
         bound: r.located_term(node.bound),
-        terms: solver
-            .explanations()
-            .leaves(e)
-            .into_iter()
-            .map(|t| r.located_term(t))
-            .collect(),
+        terms: r.located_terms(e),
         paths: None,
         hops: None,
         hops_not_shown: None,
@@ -282,10 +293,10 @@ fn wanted_route(dest: &IpNet, want: Want) -> bool {
 }
 
 /// The order the routes are listed in: for a destination, every route that carries it, longest
-/// match first ([`routes_carrying`]); otherwise the plan's order.
+/// match first ([`crate::query::routes_carrying`]); otherwise the plan's order.
 fn listed_order(plan: &NodePlan, want: Want) -> Vec<usize> {
     match want {
-        Want::To(d) => routes_carrying(plan.routes.iter().map(|r| Some(r.destination)), d),
+        Want::To(d) => carrying_in_plan(&plan.routes, d),
         _ => (0..plan.routes.len()).collect(),
     }
 }
@@ -308,7 +319,11 @@ fn linked(topo: &Topology, n: NodeId, plan: &NodePlan, peer: NodeId) -> Result<(
 
 /// The forwarding paths and hops of a learned route that is listed.
 struct ShownRoute {
-    paths: Paths,
+    /// The paths walked (gateways after the node).
+    walked: Vec<Vec<NodeId>>,
+    /// How many paths there are, and whether that count saturated.
+    total: u64,
+    saturated: bool,
     hops: RouteHops,
     /// Hops before those off the listed paths were left out.
     all_hops: usize,
@@ -342,22 +357,15 @@ fn listed_routes(
         }
         let fp = solver.net().forwarding_paths(n, &rt.advertised);
         let walked: Vec<Vec<NodeId>> = fp.iter().take(max_paths).collect();
-        let shown = walked
-            .iter()
-            .map(|p| path_text(solver, n, p, &rt.advertised))
-            .collect();
         let mut hops = solver.route_hops(n, rt);
         let all_hops = hops.hops.len();
         hops.hops.retain(|h| h.binds || on_paths(n, &walked, h));
-        let paths = Paths {
-            total: fp.total(),
-            saturated: fp.saturated(),
-            shown,
-        };
         out.push((
             i,
             Some(ShownRoute {
-                paths,
+                walked,
+                total: fp.total(),
+                saturated: fp.saturated(),
                 hops,
                 all_hops,
             }),
@@ -392,6 +400,7 @@ fn link_values(r: &Renderer<'_, '_>, plan: &NodePlan, want: Want) -> Vec<Explain
 /// The listed routes' values, with their paths and hops.
 fn route_values(
     r: &Renderer<'_, '_>,
+    n: NodeId,
     plan: &NodePlan,
     listed: &[(usize, Option<ShownRoute>)],
 ) -> Vec<Explained> {
@@ -415,7 +424,15 @@ fn route_values(
         };
         let mut e = explained(r, item, subject, rt.mtu.expl);
         if let Some(d) = detail {
-            e.paths = Some(d.paths.clone());
+            e.paths = Some(Paths {
+                total: d.total,
+                saturated: d.saturated,
+                shown: d
+                    .walked
+                    .iter()
+                    .map(|p| r.path_text(n, p, &rt.advertised))
+                    .collect(),
+            });
             e.hops = Some(r.hops(&d.hops.hops));
             e.hops_not_shown = Some(d.all_hops.saturating_sub(d.hops.hops.len()));
         }

@@ -115,9 +115,36 @@ impl Renderer<'_, '_> {
         t
     }
 
-    /// A route's hops.
-    pub fn hops(&self, hops: &[Hop]) -> Vec<HopOut> {
-        hops.iter().map(|h| self.hop(h)).collect()
+    /// Every term of `id` ([`crate::explain::Explanations::leaves`]), located, listed once per
+    /// renderer: the routes of one class share theirs.
+    pub fn located_terms(&self, id: ExplId) -> Vec<Arc<TermOut>> {
+        if let Some(t) = self.located_lists.borrow().get(&id) {
+            return t.clone();
+        }
+        let terms: Vec<Arc<TermOut>> = self
+            .solver
+            .expl
+            .leaves(id)
+            .into_iter()
+            .map(|t| self.located_term(t))
+            .collect();
+        self.located_lists.borrow_mut().insert(id, terms.clone());
+        terms
+    }
+
+    /// A route's hops, each rendered once per renderer (and the caches it resumes): routes
+    /// through the same gateways share them.
+    pub fn hops(&self, hops: &[Hop]) -> Vec<Arc<HopOut>> {
+        hops.iter()
+            .map(|h| {
+                if let Some(o) = self.rendered_hops.borrow().get(h) {
+                    return o.clone();
+                }
+                let o = Arc::new(self.hop(h));
+                self.rendered_hops.borrow_mut().insert(*h, o.clone());
+                o
+            })
+            .collect()
     }
 
     fn hop(&self, h: &Hop) -> HopOut {
@@ -136,13 +163,7 @@ impl Renderer<'_, '_> {
             protocol: h.protocol,
             mtu: h.link.map(|l| solver.expl.value(l).get()),
             link_bound: h.link.map(bound),
-            caps: h
-                .caps
-                .map(|c| solver.expl.leaves(c))
-                .unwrap_or_default()
-                .into_iter()
-                .map(|l| self.located_term(l))
-                .collect(),
+            caps: h.caps.map(|c| self.located_terms(c)).unwrap_or_default(),
             published: h.published.map(|p| self.published(p)),
             limit: h.limit.map(|l| solver.expl.value(l).get()),
             bound: h.limit.map(bound),

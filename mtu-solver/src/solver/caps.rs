@@ -135,6 +135,8 @@ impl Solver<'_> {
         self.deliveries.clear();
         self.would_publish.clear();
         self.link_memo.clear();
+        self.first_hops.clear();
+        self.steps.clear();
         self.classes.clear();
         // `reach` meets an assignment's cap only on the delivery into its Sites (never on the
         // paths towards an origin pool: `toward_memo` stays).

@@ -14,7 +14,6 @@ use super::published::{stale_finding, would_publish};
 use crate::explain::{ExplId, Leaf};
 use crate::plan::{Published, RouteKind, RoutePlan, Value};
 use ipnet::IpNet;
-use rustc_hash::FxHashSet;
 use smallvec::SmallVec;
 use topology_core::diag::Diagnostic;
 use topology_core::ids::{NodeId, PoolId, SiteId};
@@ -22,7 +21,7 @@ use topology_core::net::{Dest, LinkKind, Origin};
 use topology_core::vocab::Protocol;
 
 /// Where a hop goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HopTo {
     /// A gateway: the route's next hop, or a transit gateway's.
     Node(NodeId),
@@ -34,7 +33,7 @@ pub enum HopTo {
 }
 
 /// What the gateway a hop leaves has published for the route's prefix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PublishedTerm {
     /// The published term (its annotation is the term's origin).
     pub term: ExplId,
@@ -43,7 +42,7 @@ pub struct PublishedTerm {
 }
 
 /// One hop of a route.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Hop {
     /// Where it starts: the node itself or a gateway.
     pub from: NodeId,
@@ -82,9 +81,30 @@ type Reached = (NodeId, SmallVec<[Origin; 1]>);
 /// What a gateway's plan publishes, and the stale finding of its annotation.
 pub(super) type WouldPublish = std::sync::Arc<(Vec<Published>, Option<Diagnostic>)>;
 
+/// One gateway's step of a walk ([`Solver::route_hops`]): the hops leaving it and the
+/// gateways they reach, and the stale finding of the value it published for the prefix. It
+/// is the same for every route that reaches the gateway for that prefix by the same origins,
+/// whichever node the route belongs to, so a solver makes it once.
+#[derive(Debug, Default)]
+pub(super) struct Step {
+    /// The origins of the route that reached the gateway: the step is theirs.
+    origins: SmallVec<[Origin; 1]>,
+    hops: SmallVec<[Hop; 2]>,
+    next: SmallVec<[Reached; 2]>,
+    /// What the gateway would publish, when the route reads what it published: its stale
+    /// finding goes with the route.
+    would: Option<WouldPublish>,
+}
+
+/// Where a [`Step`] is kept: the gateway, the prefix, and whether the route is a worker's
+/// (which reads published values).
+pub(super) type StepKey = (NodeId, IpNet, bool);
+
 impl Solver<'_> {
     /// The hops of `route`, a route of node `n`'s plan (none for a direct route). Plans the
-    /// gateways whose published values the route reads, to say what they would publish.
+    /// gateways whose published values the route reads, to say what they would publish. Each
+    /// first hop (per next hop) and each gateway's step (per prefix) is made once per solver
+    /// and shared by the routes that take it.
     pub fn route_hops(&mut self, n: NodeId, route: &RoutePlan) -> RouteHops {
         let mut out = RouteHops::default();
         if route.kind == RouteKind::Direct {
@@ -95,45 +115,52 @@ impl Solver<'_> {
         let Some(l) = self.net.learned_for(n, &prefix) else {
             return out;
         };
-        let mut layer: Vec<Reached> = Vec::new();
+        let mut layer: Vec<Reached> = Vec::with_capacity(l.via.len());
         for g in &l.via {
             out.hops.push(self.first_hop(n, *g));
-            layer.push((*g, l.origins.clone()));
+            layer.push((*g, SmallVec::from_slice(&l.origins)));
         }
-        let mut seen: FxHashSet<NodeId> = FxHashSet::default();
+        let mut seen: SmallVec<[NodeId; 8]> = SmallVec::new();
         let max_depth = self.topo().pools.len();
         let mut depth = 0usize;
         while !layer.is_empty() && depth <= max_depth {
             let mut next: Vec<Reached> = Vec::new();
             for (g, origins) in layer {
-                if !seen.insert(g) {
+                if seen.contains(&g) {
                     continue;
                 }
-                let published = if worker {
-                    self.published_term(g, prefix, &mut out.diagnostics)
-                } else {
-                    None
-                };
-                self.hops_from(g, prefix, &origins, published, &mut out.hops, &mut next);
+                seen.push(g);
+                let step = self.step((g, prefix, worker), origins);
+                if let Some(d) = step.would.as_ref().and_then(|w| w.1.as_ref())
+                    && !out.diagnostics.contains(d)
+                {
+                    out.diagnostics.push(d.clone());
+                }
+                out.hops.extend_from_slice(&step.hops);
+                for (h, o) in &step.next {
+                    next.push((*h, SmallVec::from_slice(o)));
+                }
             }
             layer = next;
             depth = depth.saturating_add(1);
         }
         let bound = self.expl.get(route.mtu.expl).bound;
         for h in &mut out.hops {
-            h.binds = h
-                .limit
-                .is_some_and(|x| x == bound || self.expl.leaves(x).contains(&bound));
+            h.binds = h.limit.is_some_and(|x| self.expl.has_leaf(x, bound));
         }
         out
     }
 
-    /// The hop from node `n` to its next hop `g`: its link MTU enters the route.
+    /// The hop from node `n` to its next hop `g`: its link MTU enters the route. Made once per
+    /// solver.
     fn first_hop(&mut self, n: NodeId, g: NodeId) -> Hop {
+        if let Some(h) = self.first_hops.get(&(n, g)) {
+            return *h;
+        }
         let link = self.net.link(n, g);
         let caps = link.as_ref().and_then(|l| self.link_caps(n, g, l.kind));
         let mtu = self.link_value(n, g);
-        Hop {
+        let hop = Hop {
             from: n,
             to: HopTo::Node(g),
             kind: link.as_ref().map(|l| l.kind),
@@ -143,26 +170,52 @@ impl Solver<'_> {
             published: None,
             limit: mtu,
             binds: false,
+        };
+        self.first_hops.insert((n, g), hop);
+        hop
+    }
+
+    /// Gateway `g`'s step for the prefix, reached by `origins`: made once per solver (for the
+    /// origins a prefix is first reached by; a route that reaches the gateway by others, which
+    /// only a prefix of several Sites can, has its step made anew).
+    fn step(&mut self, key: StepKey, origins: SmallVec<[Origin; 1]>) -> std::sync::Arc<Step> {
+        if let Some(s) = self.steps.get(&key)
+            && s.origins == origins
+        {
+            return s.clone();
         }
+        let (g, prefix, worker) = key;
+        let mut step = Step {
+            origins,
+            ..Step::default()
+        };
+        let published = if worker {
+            self.published_term(g, prefix, &mut step.would)
+        } else {
+            None
+        };
+        self.hops_from(g, prefix, published, &mut step);
+        let step = std::sync::Arc::new(step);
+        self.steps.entry(key).or_insert_with(|| step.clone());
+        step
     }
 
     /// The hops leaving gateway `g`: into what it delivers, else to its own next hops (added to
-    /// `next`). Their caps and `g`'s published value enter the route.
+    /// the step's `next`). Their caps and `g`'s published value enter the route.
     fn hops_from(
         &mut self,
         g: NodeId,
         prefix: IpNet,
-        origins: &[Origin],
         published: Option<PublishedTerm>,
-        hops: &mut Vec<Hop>,
-        next: &mut Vec<Reached>,
+        step: &mut Step,
     ) {
         let topo = self.topo();
         let gn = topo.node(g);
         let Some(pool) = gn.pool() else {
             return;
         };
-        let originated: SmallVec<[Origin; 1]> = origins
+        let originated: SmallVec<[Origin; 1]> = step
+            .origins
             .iter()
             .filter(|o| self.net.originates(g, o.dest))
             .copied()
@@ -171,7 +224,7 @@ impl Solver<'_> {
             let terms: SmallVec<[ExplId; 2]> =
                 caps.into_iter().chain(published.map(|p| p.term)).collect();
             let limit = s.expl.min(&terms);
-            hops.push(Hop {
+            step.hops.push(Hop {
                 from: g,
                 to,
                 kind,
@@ -209,18 +262,18 @@ impl Solver<'_> {
             let mtu = self.link_value(g, *h);
             let protocol = link.as_ref().map(|l| l.protocol);
             push(self, HopTo::Node(*h), Some(kind), protocol, mtu, caps);
-            next.push((*h, lg.origins.clone()));
+            step.next.push((*h, SmallVec::from_slice(&lg.origins)));
         }
     }
 
     /// What gateway `g` has published for `prefix` (None: nothing), with what this input would
-    /// have it publish (its plan, made once per solver). A differing annotation adds the
-    /// gateway's `W-PUBLISHED-STALE` to `diagnostics` (once).
+    /// have it publish (its plan, made once per solver), which is also put in `would` (with
+    /// the gateway's `W-PUBLISHED-STALE` when its annotation differs).
     fn published_term(
         &mut self,
         g: NodeId,
         prefix: IpNet,
-        diagnostics: &mut Vec<Diagnostic>,
+        would: &mut Option<WouldPublish>,
     ) -> Option<PublishedTerm> {
         let m = self.topo().node(g).published_for(&prefix)?;
         let term = self.expl.leaf(Leaf::Published { gateway: g, prefix }, m);
@@ -229,22 +282,15 @@ impl Solver<'_> {
             None => {
                 let plan = self.plan(g);
                 let ps = plan.published.unwrap_or_default();
-                let finding = stale_finding(self.topo(), g, &ps);
-                let w: WouldPublish = std::sync::Arc::new((ps, finding));
+                let stale = stale_finding(self.topo(), g, &ps);
+                let w: WouldPublish = std::sync::Arc::new((ps, stale));
                 self.would_publish.insert(g, w.clone());
                 w
             }
         };
-        let (ps, finding) = &*planned;
-        if let Some(d) = finding
-            && !diagnostics.contains(d)
-        {
-            diagnostics.push(d.clone());
-        }
-        Some(PublishedTerm {
-            term,
-            would: would_publish(ps, &prefix).map(|p| p.mtu),
-        })
+        let mtu = would_publish(&planned.0, &prefix).map(|p| p.mtu);
+        *would = Some(planned);
+        Some(PublishedTerm { term, would: mtu })
     }
 }
 
@@ -424,6 +470,29 @@ mod tests {
                 .iter()
                 .any(|d| d.code == Code::PublishedStale && d.object == "GatewayPoolNode/gb")
         );
+    }
+
+    /// `has_leaf` answers what `leaves` lists, for every pair of terms a resolve of the
+    /// examples interned.
+    #[test]
+    fn has_leaf_agrees_with_leaves() {
+        use crate::explain::ExplId;
+        for (dir, _) in EXAMPLES {
+            let topo = example(dir);
+            let mut solver = Solver::new(&topo, Settings::default());
+            drop(solver.plan_all());
+            let ids: Vec<ExplId> = (0..solver.expl.len())
+                .filter_map(|i| u32::try_from(i).ok().map(ExplId))
+                .collect();
+            assert!(ids.len() > 10, "{dir}: {} terms", ids.len());
+            for x in &ids {
+                let leaves = solver.expl.leaves(*x);
+                for l in &ids {
+                    let want = x == l || leaves.contains(l);
+                    assert_eq!(solver.expl.has_leaf(*x, *l), want, "{dir}: {x:?} {l:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -29,19 +29,14 @@ impl<'t> Net<'t> {
         let Some(l) = self.learned_for(n, prefix) else {
             return fp;
         };
-        let origins = self.origins_of(prefix);
         let max_depth = self.topo.pools.len();
-        // Per gateway: whether it delivers the prefix, else its selected next hops (none when it
-        // has no route: a dead end that contributes no path).
-        let mut hops: FxHashMap<NodeId, Option<SmallVec<[NodeId; 4]>>> = FxHashMap::default();
-        let mut index: FxHashMap<(NodeId, usize), usize> = FxHashMap::default();
         // States layer by layer (layer `d`: the gateways reached after `d` earlier hops); every
         // edge goes from one layer to the next, so counting the layers backwards is a
         // topological order.
         let mut layers: Vec<Vec<usize>> = Vec::new();
         let mut current: Vec<usize> = Vec::new();
         for g in &l.via {
-            let r = fp.state(&mut index, &mut current, *g, 0);
+            let r = fp.state(&mut current, *g, 0);
             fp.roots.push(r);
         }
         let mut depth = 0usize;
@@ -52,22 +47,14 @@ impl<'t> Net<'t> {
                 let Some(g) = fp.states.get(i).map(|s| s.node) else {
                     continue;
                 };
-                let via = hops.entry(g).or_insert_with(|| {
-                    if origins.iter().any(|o| self.originates(g, o.dest)) {
-                        None
-                    } else {
-                        Some(
-                            self.learned_for(g, prefix)
-                                .map(|x| x.via)
-                                .unwrap_or_default(),
-                        )
+                let children: SmallVec<[usize; 4]> = match self.path_step(g, prefix) {
+                    Some(via) if depth <= max_depth => {
+                        let mut c = SmallVec::with_capacity(via.len());
+                        for h in &via {
+                            c.push(fp.state(&mut next, *h, child_depth));
+                        }
+                        c
                     }
-                });
-                let children: SmallVec<[usize; 4]> = match via {
-                    Some(via) if depth <= max_depth => via
-                        .iter()
-                        .map(|h| fp.state(&mut index, &mut next, *h, child_depth))
-                        .collect(),
                     // Delivers, or cut: the branch ends here.
                     _ => {
                         if let Some(s) = fp.states.get_mut(i) {
@@ -104,13 +91,47 @@ impl<'t> Net<'t> {
         }
         fp
     }
+
+    /// Where a path through gateway `g` to `prefix` goes: None when `g` delivers it (its pool
+    /// originates one of the prefix's origins), else `g`'s own next hops (none: a dead end).
+    /// Memoized per gateway and prefix.
+    fn path_step(&self, g: NodeId, prefix: &IpNet) -> PathStep {
+        if let Some(s) = self.path_steps.borrow().get(&(g, *prefix)) {
+            return s.as_deref().map(SmallVec::from_slice);
+        }
+        let delivers = self
+            .origins_of(prefix)
+            .iter()
+            .any(|o| self.originates(g, o.dest));
+        let step = if delivers {
+            None
+        } else {
+            Some(
+                self.learned_for(g, prefix)
+                    .map(|x| x.via)
+                    .unwrap_or_default(),
+            )
+        };
+        self.path_steps
+            .borrow_mut()
+            .insert((g, *prefix), step.as_deref().map(SmallVec::from_slice));
+        step
+    }
 }
+
+/// A gateway's step on a forwarding path ([`Net::path_step`]).
+pub(super) type PathStep = Option<SmallVec<[NodeId; 4]>>;
+
+/// Up to this many states, a state is found by a look at each; beyond, by a hash index.
+const LINEAR_STATES: usize = 16;
 
 /// The forwarding paths of one learned route: how many there are, and each of them on demand
 /// ([`Net::forwarding_paths`]).
 #[derive(Clone, Debug, Default)]
 pub struct ForwardingPaths {
     states: Vec<PathState>,
+    /// States by (gateway, hop count), once there are more than [`LINEAR_STATES`].
+    index: FxHashMap<(NodeId, usize), usize>,
     /// The states of the route's own next hops, in order.
     roots: Vec<usize>,
     total: u64,
@@ -121,6 +142,8 @@ pub struct ForwardingPaths {
 #[derive(Clone, Debug)]
 struct PathState {
     node: NodeId,
+    /// Earlier hops on the way here.
+    depth: usize,
     /// The branch ends here (the gateway delivers, or the branch is cut).
     terminal: bool,
     /// Next-hop states, in selection order (empty for a terminal state or a dead end).
@@ -158,24 +181,38 @@ impl ForwardingPaths {
     }
 
     /// The state for `(g, depth)`, created (and queued on `layer`) on first use.
-    fn state(
-        &mut self,
-        index: &mut FxHashMap<(NodeId, usize), usize>,
-        layer: &mut Vec<usize>,
-        g: NodeId,
-        depth: usize,
-    ) -> usize {
-        *index.entry((g, depth)).or_insert_with(|| {
-            let i = self.states.len();
-            self.states.push(PathState {
-                node: g,
-                terminal: false,
-                children: SmallVec::new(),
-                count: 0,
-            });
-            layer.push(i);
-            i
-        })
+    fn state(&mut self, layer: &mut Vec<usize>, g: NodeId, depth: usize) -> usize {
+        let found = if self.states.len() <= LINEAR_STATES {
+            self.states
+                .iter()
+                .position(|s| s.node == g && s.depth == depth)
+        } else {
+            if self.index.is_empty() {
+                self.index = self
+                    .states
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| ((s.node, s.depth), i))
+                    .collect();
+            }
+            self.index.get(&(g, depth)).copied()
+        };
+        if let Some(i) = found {
+            return i;
+        }
+        let i = self.states.len();
+        self.states.push(PathState {
+            node: g,
+            depth,
+            terminal: false,
+            children: SmallVec::new(),
+            count: 0,
+        });
+        if !self.index.is_empty() {
+            self.index.insert((g, depth), i);
+        }
+        layer.push(i);
+        i
     }
 
     /// The count of state `i` from its children's (already computed) counts, and whether the
