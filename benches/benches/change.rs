@@ -18,12 +18,18 @@ fn bench(c: &mut Criterion) {
     };
     let muts = [m.clone()];
     report_allocs(&format!("what_if/{}", std.name), || {
-        what_if(std.input(), &muts, false)
+        what_if(std.input(), &muts, mtu_solver::Explanations::Bound)
     });
     let mut g = c.benchmark_group("what_if");
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.bench_function(BenchmarkId::from_parameter(&std.name), |b| {
-        b.iter(|| what_if(std.input(), std::hint::black_box(&muts), false))
+        b.iter(|| {
+            what_if(
+                std.input(),
+                std::hint::black_box(&muts),
+                mtu_solver::Explanations::Bound,
+            )
+        })
     });
     g.finish();
 
@@ -31,12 +37,19 @@ fn bench(c: &mut Criterion) {
     let mut base = Solver::new(std.topo(), Settings::default());
     drop(base.plan_all());
     report_allocs(&format!("what_if_on/{}", std.name), || {
-        what_if_on(&mut base, &std.base, &muts, false)
+        what_if_on(&mut base, &std.base, &muts, mtu_solver::Explanations::Bound)
     });
     let mut g = c.benchmark_group("what_if_on");
     g.sample_size(20).measurement_time(Duration::from_secs(5));
     g.bench_function(BenchmarkId::from_parameter(&std.name), |b| {
-        b.iter(|| what_if_on(&mut base, &std.base, std::hint::black_box(&muts), false))
+        b.iter(|| {
+            what_if_on(
+                &mut base,
+                &std.base,
+                std::hint::black_box(&muts),
+                mtu_solver::Explanations::Bound,
+            )
+        })
     });
     g.finish();
     drop(base);

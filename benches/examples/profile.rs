@@ -58,7 +58,7 @@ fn main() {
                     eprintln!("no uncapped single-Site assignment");
                     std::process::exit(2);
                 };
-                let out = what_if(fx.input(), &[m], false);
+                let out = what_if(fx.input(), &[m], mtu_solver::Explanations::Bound);
                 let d = thread_cpu().saturating_sub(t);
                 println!(
                     "whatif: {d:?}, {} changes",
@@ -89,7 +89,7 @@ fn main() {
                         &mut base,
                         &fx.base,
                         std::slice::from_ref(&m),
-                        false,
+                        mtu_solver::Explanations::Bound,
                     );
                     n = out.map(|o| o.changes.len()).unwrap_or(0);
                 }

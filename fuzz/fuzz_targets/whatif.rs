@@ -12,7 +12,7 @@ use unbounded_mtu_fuzz::WhatIfCase;
 fuzz_target!(|c: WhatIfCase| {
     let base = c.topo.input();
     let muts = c.mutations();
-    let Ok(w) = what_if(&base, &muts, false) else {
+    let Ok(w) = what_if(&base, &muts, mtu_solver::Explanations::Bound) else {
         return;
     };
     // The same question on a solver that already resolved every node (warm memos).
@@ -25,7 +25,7 @@ fuzz_target!(|c: WhatIfCase| {
             .map(|c| (c.node.clone(), c.item.clone(), c.before, c.after))
             .collect()
     };
-    if let Ok(warm) = what_if_on(&mut solver, &resolved, &muts, false) {
+    if let Ok(warm) = what_if_on(&mut solver, &resolved, &muts, mtu_solver::Explanations::Bound) {
         assert!(
             key(&warm) == key(&w),
             "what-if on a resolved solver differs for {muts:?}"

@@ -200,7 +200,7 @@ impl Incremental {
     }
 
     fn advance(&mut self, next: Input) -> Arc<State> {
-        let w = diff(&self.input, &next, false);
+        let w = diff(&self.input, &next, crate::report::Explanations::Bound);
         self.last_work = w.work;
         let mut nodes = self.state.nodes.clone();
         apply_changes(&mut nodes, w.changes);

@@ -141,6 +141,11 @@ impl<'s, 't> Renderer<'s, 't> {
         }
     }
 
+    /// A renderer at `level`, its caches empty.
+    pub fn at(solver: &'s Solver<'t>, level: Explanations) -> Self {
+        Renderer::resume(solver, RenderCache::at(level))
+    }
+
     /// A renderer that goes on with the caches of one suspended earlier on the same solver
     /// (which may have planned more nodes since: explanation IDs stay valid).
     pub fn resume(solver: &'s Solver<'t>, cache: RenderCache) -> Self {
@@ -220,6 +225,11 @@ impl<'s, 't> Renderer<'s, 't> {
         let out = Arc::new(ExplOut { bound, terms });
         self.cache.insert(id, out.clone());
         out
+    }
+
+    /// [`Renderer::bound_only`] at this renderer's level: nothing at [`Explanations::None`].
+    pub fn explained_by(&mut self, bound: ExplId) -> Option<Arc<ExplOut>> {
+        (!self.values_only).then(|| self.bound_only(bound))
     }
 
     /// An explanation without `terms`, known by its binding term (cached by that term).

@@ -233,21 +233,6 @@ impl Resolver {
         self.warm.borrow_owner()
     }
 
-    /// Whether what-if answers carry every term (they render at least the bound term).
-    fn full(&self) -> bool {
-        self.level == Explanations::Full
-    }
-
-    /// A what-if answer at the resolver's level: no explanation at [`Explanations::None`].
-    fn leveled(&self, mut w: WhatIf) -> WhatIf {
-        if self.level == Explanations::None {
-            for c in &mut w.changes {
-                c.explanation = None;
-            }
-        }
-        w
-    }
-
     /// The validated topology. Free.
     ///
     /// ```
@@ -422,9 +407,8 @@ impl Resolver {
             self.base().input(),
             self.base().topology(),
             mutations,
-            self.full(),
+            self.level,
         )
-        .map(|w| self.leveled(w))
     }
 
     /// The resolver of the cluster after `mutations`, applied in order as [`Resolver::what_if`]
@@ -612,11 +596,7 @@ impl Resolver {
     /// assert!(change.changes.iter().all(|c| c.after == Some(1350)));
     /// ```
     pub fn compare(&self, after: &Resolver) -> WhatIf {
-        self.leveled(whatif::compare(
-            self.base().input(),
-            after.base().input(),
-            self.full(),
-        ))
+        whatif::compare(self.base().input(), after.base().input(), self.level)
     }
 
     /// Plans `nodes` (by name, in the order given) on several threads and hands each on as

@@ -126,7 +126,7 @@ fn whatif_regressions() {
             diagnostics: d.diagnostics,
             settings: Default::default(),
         };
-        let Ok(w) = what_if(&base, &muts, false) else {
+        let Ok(w) = what_if(&base, &muts, mtu_solver::Explanations::Bound) else {
             continue;
         };
         let mut after = base.clone();

@@ -149,7 +149,7 @@ proptest! {
             prop_assert!(*v <= before[k], "{:?} rose from {} to {} when {}/{} went {} -> {}", k, before[k], v, kind, name, old, lower);
         }
         // Upward recovery: back to the original never lowers.
-        let back = diff(&lowered, &base, false);
+        let back = diff(&lowered, &base, mtu_solver::Explanations::Bound);
         for c in &back.changes {
             prop_assert!(c.after >= c.before, "{:?} fell when the cap was raised back", c);
         }

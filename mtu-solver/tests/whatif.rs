@@ -88,19 +88,19 @@ fn terms(w: &WhatIf) -> Vec<(String, String, Vec<Term>)> {
 }
 
 fn check(name: &str, base: &Input, muts: &[Mutation]) {
-    let fast = what_if(base, muts, false).unwrap();
+    let fast = what_if(base, muts, mtu_solver::Explanations::Bound).unwrap();
     let mut after = base.clone();
     for m in muts {
         mtu_solver::whatif::apply(&mut after, m).unwrap();
     }
-    let oracle = compare(base, &after, false);
+    let oracle = compare(base, &after, mtu_solver::Explanations::Bound);
     // With every term, and on a solver that already resolved every node (warm memos), which
     // is left on the base caps afterwards.
     let resolved = Base::new(base.clone());
     let mut solver = Solver::new(resolved.topology(), base.settings.clone());
     let plans = solver.plan_all();
-    let warm = what_if_on(&mut solver, &resolved, muts, true).unwrap();
-    let oracle_full = compare(base, &after, true);
+    let warm = what_if_on(&mut solver, &resolved, muts, mtu_solver::Explanations::Full).unwrap();
+    let oracle_full = compare(base, &after, mtu_solver::Explanations::Full);
     assert_eq!(
         key(&warm),
         key(&oracle),
@@ -187,7 +187,12 @@ fn cap_mutations_equal_two_full_resolves() {
                     mtu,
                 };
                 assert_eq!(
-                    what_if(&base, std::slice::from_ref(&m), false).err(),
+                    what_if(
+                        &base,
+                        std::slice::from_ref(&m),
+                        mtu_solver::Explanations::Bound
+                    )
+                    .err(),
                     Some(mtu_solver::whatif::MutationError::CapOutOfRange { mtu }),
                     "{name}: {m:?}"
                 );
@@ -327,7 +332,7 @@ fn a_cap_on_an_unrelated_object_changes_nothing_on_a_node() {
                 name: "ab".into(),
                 mtu,
             }],
-            false,
+            mtu_solver::Explanations::Bound,
         )
         .unwrap();
         assert!(
@@ -345,7 +350,7 @@ fn a_cap_on_an_unrelated_object_changes_nothing_on_a_node() {
             kind: Kind::SitePeering,
             name: "ab".into(),
         }],
-        false,
+        mtu_solver::Explanations::Bound,
     )
     .unwrap();
     assert!(
@@ -366,7 +371,7 @@ fn unknown_objects_are_errors() {
                 name: "nope".into(),
                 mtu: 1300
             }],
-            false
+            mtu_solver::Explanations::Bound
         )
         .is_err()
     );
@@ -376,7 +381,7 @@ fn unknown_objects_are_errors() {
             &[Mutation::Demote {
                 node: "nope".into()
             }],
-            false
+            mtu_solver::Explanations::Bound
         )
         .is_err()
     );
@@ -387,7 +392,7 @@ fn unknown_objects_are_errors() {
                 node: "nope".into(),
                 mtu: 1500
             }],
-            false
+            mtu_solver::Explanations::Bound
         )
         .is_err()
     );
@@ -402,9 +407,18 @@ fn questions_are_checked_with_errors_that_name_what_exists() {
         .into_iter()
         .find(|(n, _)| n.contains("03-hub-and-spoke"))
         .unwrap();
-    let err = |m: Mutation| what_if(&base, &[m], false).err().map(|e| e.to_string());
+    let err = |m: Mutation| {
+        what_if(&base, &[m], mtu_solver::Explanations::Bound)
+            .err()
+            .map(|e| e.to_string())
+    };
     assert_eq!(
-        what_if(&base, &[Mutation::Demote { node: "a1".into() }], false).err(),
+        what_if(
+            &base,
+            &[Mutation::Demote { node: "a1".into() }],
+            mtu_solver::Explanations::Bound
+        )
+        .err(),
         Some(MutationError::NotAGateway("a1".into()))
     );
     assert_eq!(
@@ -452,7 +466,7 @@ fn questions_are_checked_with_errors_that_name_what_exists() {
                 peer: "h1".into(),
                 mtu: Some(100)
             }],
-            false
+            mtu_solver::Explanations::Bound
         )
         .err(),
         Some(MutationError::PathOutOfRange { mtu: 100 })
@@ -468,7 +482,7 @@ fn questions_are_checked_with_errors_that_name_what_exists() {
                 },
                 Mutation::Demote { node: "a1".into() }
             ],
-            false
+            mtu_solver::Explanations::Bound
         )
         .is_ok()
     );
@@ -591,10 +605,10 @@ fn repeated_what_ifs_on_one_solver_do_not_grow_it() {
             name: obj,
             mtu: 1280,
         }];
-        let first = key(&what_if_on(&mut s, &base, &muts, true).unwrap());
-        let _ = what_if_on(&mut s, &base, &muts, true).unwrap();
+        let first = key(&what_if_on(&mut s, &base, &muts, mtu_solver::Explanations::Full).unwrap());
+        let _ = what_if_on(&mut s, &base, &muts, mtu_solver::Explanations::Full).unwrap();
         let len = s.explanations().len();
-        let third = key(&what_if_on(&mut s, &base, &muts, true).unwrap());
+        let third = key(&what_if_on(&mut s, &base, &muts, mtu_solver::Explanations::Full).unwrap());
         assert_eq!(first, third, "{name}");
         assert_eq!(
             s.explanations().len(),
@@ -629,7 +643,7 @@ fn removing_a_nodes_only_ipv4_address_changes_the_column() {
             .map(|(n, i, b, a)| (n, i.split(' ').next().unwrap_or("").to_string(), b, a))
             .collect()
     };
-    let down = mtu_solver::whatif::diff(&base, &after, false);
+    let down = mtu_solver::whatif::diff(&base, &after, mtu_solver::Explanations::Bound);
     assert_eq!(down.strategy, Strategy::AllNodes);
     let want_down: Vec<_> = [
         ("a3", "Device"),
@@ -647,7 +661,7 @@ fn removing_a_nodes_only_ipv4_address_changes_the_column() {
     let mut got = changed(&down);
     got.sort();
     assert_eq!(got, want_down, "{:#?}", down.changes);
-    let up = mtu_solver::whatif::diff(&after, &base, false);
+    let up = mtu_solver::whatif::diff(&after, &base, mtu_solver::Explanations::Bound);
     let mut got = changed(&up);
     got.sort();
     let want_up: Vec<_> = want_down
@@ -676,12 +690,26 @@ fn a_solver_of_another_topology_is_refused() {
         mtu: 1300,
     };
     assert_eq!(
-        what_if_on(&mut s04, &b06, std::slice::from_ref(&cap), false).err(),
+        what_if_on(
+            &mut s04,
+            &b06,
+            std::slice::from_ref(&cap),
+            mtu_solver::Explanations::Bound
+        )
+        .err(),
         Some(mtu_solver::whatif::MutationError::OtherTopology)
     );
     // The same objects built twice are two topologies too: the solver must be made from the
     // base it is asked about.
     let again = Base::new(input("04-"));
-    assert!(what_if_on(&mut s04, &again, std::slice::from_ref(&cap), false).is_err());
-    assert!(what_if_on(&mut s04, &b04, &[cap], false).is_ok());
+    assert!(
+        what_if_on(
+            &mut s04,
+            &again,
+            std::slice::from_ref(&cap),
+            mtu_solver::Explanations::Bound
+        )
+        .is_err()
+    );
+    assert!(what_if_on(&mut s04, &b04, &[cap], mtu_solver::Explanations::Bound).is_ok());
 }

@@ -651,8 +651,11 @@ fn embedding(t: &mut Table, f: &Fixture, samples: usize) {
             let ((_, a), s) = timed(|| counted(|| std::hint::black_box(resolver.what_if(&muts))));
             lib.push(s);
             la = a;
-            let ((_, a), s) =
-                timed(|| counted(|| std::hint::black_box(what_if(f.input(), &muts, false))));
+            let ((_, a), s) = timed(|| {
+                counted(|| {
+                    std::hint::black_box(what_if(f.input(), &muts, mtu_solver::Explanations::Bound))
+                })
+            });
             cli.push(s);
             ca = a;
         }
@@ -924,7 +927,9 @@ fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
     for _ in 0..samples.max(5) {
         // The query is short (milliseconds): five samples per round, all in the median.
         for _ in 0..5 {
-            let ((w, a), s) = timed(|| counted(|| what_if_on(&mut base, &f.base, &muts, false)));
+            let ((w, a), s) = timed(|| {
+                counted(|| what_if_on(&mut base, &f.base, &muts, mtu_solver::Explanations::Bound))
+            });
             wi.push(s);
             wa = a;
             if let Ok(w) = w {
@@ -933,7 +938,7 @@ fn what_if_cap(t: &mut Table, f: &Fixture, samples: usize) {
                 strategy = w.strategy.as_str();
             }
         }
-        let (w, s) = timed(|| what_if(f.input(), &muts, false));
+        let (w, s) = timed(|| what_if(f.input(), &muts, mtu_solver::Explanations::Bound));
         cold.push(s);
         cold_changes = w.map(|w| w.changes.len()).unwrap_or(0);
         // The full re-resolve it replaces: build the topology, resolve every node.

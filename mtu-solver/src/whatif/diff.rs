@@ -6,6 +6,7 @@ use super::input::Input;
 use super::reach::{change_reach, class_key};
 use crate::explain::ExplId;
 use crate::plan::{NodePlan, RouteKind};
+use crate::report::Explanations;
 use crate::report::{ExplOut, Renderer};
 use crate::snapshot::{Item, Prefix, items};
 use crate::solver::Solver;
@@ -135,7 +136,7 @@ pub(super) fn two_inputs(
     base: &Input,
     after: &Input,
     difference: Difference,
-    full: bool,
+    level: Explanations,
 ) -> WhatIf {
     let ta = after.build_topology();
     let mut sb = Solver::new(tb, base.settings.clone());
@@ -143,7 +144,7 @@ pub(super) fn two_inputs(
     match difference {
         Difference::Caps(objs) => {
             let objs: Vec<ObjRef> = objs.iter().filter_map(|(k, n)| tb.obj_ref(*k, n)).collect();
-            let (changes, work) = per_value(&mut sb, &mut sa, &objs, full);
+            let (changes, work) = per_value(&mut sb, &mut sa, &objs, level);
             WhatIf {
                 changes,
                 strategy: Strategy::PerValue,
@@ -163,7 +164,7 @@ pub(super) fn two_inputs(
             let mut nodes: Vec<NodeId> = near.into_iter().collect();
             nodes.sort();
             let work = nodes.len().saturating_mul(2);
-            let changes = diff_nodes(&mut sb, &mut sa, &nodes, &nodes, full);
+            let changes = diff_nodes(&mut sb, &mut sa, &nodes, &nodes, level);
             WhatIf {
                 changes,
                 strategy: Strategy::NearNodes,
@@ -174,7 +175,7 @@ pub(super) fn two_inputs(
             let all_b: Vec<NodeId> = (0..tb.nodes.len()).map(NodeId::from_idx).collect();
             let all_a: Vec<NodeId> = (0..ta.nodes.len()).map(NodeId::from_idx).collect();
             let work = all_b.len().saturating_add(all_a.len());
-            let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, full);
+            let changes = diff_nodes(&mut sb, &mut sa, &all_b, &all_a, level);
             WhatIf {
                 changes,
                 strategy: Strategy::AllNodes,
@@ -225,7 +226,7 @@ fn diff_items(
             item: item.clone(),
             before: bv,
             after: av.map(|x| x.0),
-            explanation: av.map(|x| r.expl(x.1)),
+            explanation: av.and_then(|x| r.explained(x.1)),
         });
     }
 }
@@ -235,7 +236,7 @@ fn diff_nodes(
     sa: &mut Solver<'_>,
     nodes_b: &[NodeId],
     nodes_a: &[NodeId],
-    full: bool,
+    level: Explanations,
 ) -> Vec<Change> {
     let tb = sb.topo();
     let ta = sa.topo();
@@ -248,7 +249,7 @@ fn diff_nodes(
     for n in nodes_a {
         after_plans.insert(ta.node(*n).name.clone(), sa.plan(*n));
     }
-    let mut r = Renderer::new(sa, full);
+    let mut r = Renderer::at(sa, level);
     let mut out = Vec::new();
     let mut names: Vec<&Arc<str>> = before.keys().chain(after_plans.keys()).collect();
     names.sort();
@@ -269,7 +270,7 @@ fn per_value(
     sb: &mut Solver<'_>,
     sa: &mut Solver<'_>,
     objs: &[ObjRef],
-    full: bool,
+    level: Explanations,
 ) -> (Vec<Change>, usize) {
     let t = sb.topo();
     // Elsewhere only learned routes (and gateways' published values for them) can change.
@@ -277,7 +278,7 @@ fn per_value(
     let mut near_nodes: Vec<NodeId> = near_set.iter().copied().collect();
     near_nodes.sort();
     let mut work = near_nodes.len().saturating_mul(2);
-    let mut changes = diff_nodes(sb, sa, &near_nodes, &near_nodes, full);
+    let mut changes = diff_nodes(sb, sa, &near_nodes, &near_nodes, level);
     let mut remote: Vec<(Change, Option<ExplId>)> = Vec::new();
     // Nodes that share learned routes: workers of a Site, gateways of a pool in a Site.
     let mut groups: BTreeMap<(bool, u32, u32), Vec<NodeId>> = BTreeMap::new();
@@ -310,9 +311,9 @@ fn per_value(
             }
         }
     }
-    let mut r = Renderer::new(sa, full);
+    let mut r = Renderer::at(sa, level);
     for (mut c, e) in remote {
-        c.explanation = e.map(|e| r.expl(e));
+        c.explanation = e.and_then(|e| r.explained(e));
         changes.push(c);
     }
     changes.sort_by(|a, b| a.node.cmp(&b.node).then_with(|| a.item.cmp(&b.item)));

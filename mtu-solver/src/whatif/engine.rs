@@ -6,6 +6,7 @@ use super::reach::{change_reach, class_key, class_representatives};
 use crate::explain::{ExplId, Explanations, Kind as Kind2, Leaf};
 use crate::overhead::overhead;
 use crate::plan::RouteKind;
+use crate::report::Explanations as Level;
 use crate::report::Renderer;
 use crate::snapshot::{Item, Prefix, items};
 use crate::solver::Solver;
@@ -112,7 +113,7 @@ fn min_opt(a: Option<u32>, b: Option<u32>) -> Option<u32> {
 pub(super) fn per_value_shared(
     s: &mut Solver<'_>,
     caps: &[(ObjRef, Option<Mtu>)],
-    full: bool,
+    level: Level,
 ) -> WhatIf {
     let t = s.topo();
     let objs: Vec<ObjRef> = caps.iter().map(|(o, _)| *o).collect();
@@ -161,12 +162,12 @@ pub(super) fn per_value_shared(
             continue;
         };
         work = work.saturating_add(routes.len());
-        remote_changes(s, id, routes, full, &mut pending);
+        remote_changes(s, id, routes, level, &mut pending);
     }
     // Back on the base caps; explanations stay valid (the arena only grows).
     let _ = s.set_caps(&restore);
     WhatIf {
-        changes: render(s, pending, full),
+        changes: render(s, pending, level),
         strategy: Strategy::PerValue,
         work,
     }
@@ -407,7 +408,7 @@ fn remote_changes(
     s: &mut Solver<'_>,
     id: NodeId,
     routes: &[RemoteRoute],
-    full: bool,
+    level: Level,
     pending: &mut Vec<Pending>,
 ) {
     let start = pending.len();
@@ -425,17 +426,21 @@ fn remote_changes(
         if vb == va {
             continue;
         }
-        let after = match (r.rest_after_expl, r.rest_after, links) {
-            (Some(e), Some(ra), Some(lv)) if !full && ra < lv => {
-                Some(After::Bound(s.expl.get(e).bound))
-            }
-            _ => {
-                let le = s.via_links(id, &r.learned.via, None);
-                match (le, r.rest_after_expl) {
-                    (Some(a), Some(b)) => s.expl.min(&[a, b]),
-                    (a, b) => a.or(b),
+        let after = if level == Level::None {
+            None
+        } else {
+            match (r.rest_after_expl, r.rest_after, links) {
+                (Some(e), Some(ra), Some(lv)) if level != Level::Full && ra < lv => {
+                    Some(After::Bound(s.expl.get(e).bound))
                 }
-                .map(After::Node)
+                _ => {
+                    let le = s.via_links(id, &r.learned.via, None);
+                    match (le, r.rest_after_expl) {
+                        (Some(a), Some(b)) => s.expl.min(&[a, b]),
+                        (a, b) => a.or(b),
+                    }
+                    .map(After::Node)
+                }
             }
         };
         let kind = if r.gateway {
@@ -470,9 +475,9 @@ fn remote_changes(
 }
 
 /// The changes with their explanations after rendered.
-fn render(s: &Solver<'_>, pending: Vec<Pending>, full: bool) -> Vec<Change> {
+fn render(s: &Solver<'_>, pending: Vec<Pending>, level: Level) -> Vec<Change> {
     let t = s.topo();
-    let mut r = Renderer::new(s, full);
+    let mut r = Renderer::at(s, level);
     pending
         .into_iter()
         .map(|p| Change {
@@ -481,8 +486,8 @@ fn render(s: &Solver<'_>, pending: Vec<Pending>, full: bool) -> Vec<Change> {
             before: p.before,
             after: p.after,
             explanation: match p.expl {
-                Some(After::Node(id)) => Some(r.expl(id)),
-                Some(After::Bound(x)) => Some(r.bound_only(x)),
+                Some(After::Node(id)) => r.explained(id),
+                Some(After::Bound(x)) => r.explained_by(x),
                 None => None,
             },
         })

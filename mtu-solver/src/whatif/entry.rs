@@ -11,13 +11,18 @@ use super::engine::per_value_shared;
 use super::input::{Base, Input};
 use super::manifests::Manifests;
 use super::mutation::{Mutation, MutationError, check_all};
+use crate::report::Explanations;
 use crate::solver::{Settings, Solver};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::Mtu;
 
 /// Runs a what-if: `mutations` applied in order to `base`.
-pub fn what_if(base: &Input, mutations: &[Mutation], full: bool) -> Result<WhatIf, MutationError> {
-    what_if_over(base, &base.build_topology(), mutations, full)
+pub fn what_if(
+    base: &Input,
+    mutations: &[Mutation],
+    level: Explanations,
+) -> Result<WhatIf, MutationError> {
+    what_if_over(base, &base.build_topology(), mutations, level)
 }
 
 /// [`what_if`] over the topology already built from `base` (a [`Base`]'s), so a caller that
@@ -26,15 +31,15 @@ pub(crate) fn what_if_over(
     base: &Input,
     tb: &Topology,
     mutations: &[Mutation],
-    full: bool,
+    level: Explanations,
 ) -> Result<WhatIf, MutationError> {
     check_all(base, tb, mutations)?;
     let caps = cap_replacements(tb, base, mutations);
-    if let Some(w) = on_one_solver(OneSolver::Fresh(tb, &base.settings), caps.as_deref(), full) {
+    if let Some(w) = on_one_solver(OneSolver::Fresh(tb, &base.settings), caps.as_deref(), level) {
         return Ok(w);
     }
     let after = apply_all(base, mutations)?;
-    Ok(diff(base, &after, full))
+    Ok(diff(base, &after, level))
 }
 
 /// `base` changed by `mutations` in order, once [`check_all`] accepts them (against `tb`, the
@@ -78,7 +83,7 @@ pub fn what_if_on(
     solver: &mut Solver<'_>,
     base: &Base,
     mutations: &[Mutation],
-    full: bool,
+    level: Explanations,
 ) -> Result<WhatIf, MutationError> {
     if !std::ptr::eq(solver.topo(), base.topology()) {
         return Err(MutationError::OtherTopology);
@@ -86,31 +91,35 @@ pub fn what_if_on(
     let base = base.input();
     check_all(base, solver.topo(), mutations)?;
     let caps = cap_replacements(solver.topo(), base, mutations);
-    match on_one_solver(OneSolver::Given(solver), caps.as_deref(), full) {
+    match on_one_solver(OneSolver::Given(solver), caps.as_deref(), level) {
         Some(w) => Ok(w),
-        None => what_if(base, mutations, full),
+        None => what_if(base, mutations, level),
     }
 }
 
 /// Compares two complete inputs (`--after PATH`): the same as [`diff`].
-pub fn compare(base: &Input, after: &Input, full: bool) -> WhatIf {
-    diff(base, after, full)
+pub fn compare(base: &Input, after: &Input, level: Explanations) -> WhatIf {
+    diff(base, after, level)
 }
 
 /// Every value that differs between two inputs, computed at a cost that follows what changed:
 /// per value for cap changes, the nodes around a node for underlay changes, every node when
 /// links or paths may change.
-pub fn diff(base: &Input, after: &Input, full: bool) -> WhatIf {
+pub fn diff(base: &Input, after: &Input, level: Explanations) -> WhatIf {
     let tb = base.build_topology();
     let difference = classify(base, after);
     let caps = match &difference {
         Difference::Caps(objs) => shared_caps(&tb, after, objs),
         _ => None,
     };
-    if let Some(w) = on_one_solver(OneSolver::Fresh(&tb, &base.settings), caps.as_deref(), full) {
+    if let Some(w) = on_one_solver(
+        OneSolver::Fresh(&tb, &base.settings),
+        caps.as_deref(),
+        level,
+    ) {
         return w;
     }
-    two_inputs(&tb, base, after, difference, full)
+    two_inputs(&tb, base, after, difference, level)
 }
 
 /// The solver a per-value answer runs on.
@@ -128,13 +137,13 @@ enum OneSolver<'s, 't> {
 fn on_one_solver(
     solver: OneSolver<'_, '_>,
     caps: Option<&[(ObjRef, Option<Mtu>)]>,
-    full: bool,
+    level: Explanations,
 ) -> Option<WhatIf> {
     let caps = caps?;
     Some(match solver {
         OneSolver::Fresh(topo, settings) => {
-            per_value_shared(&mut Solver::new(topo, settings.clone()), caps, full)
+            per_value_shared(&mut Solver::new(topo, settings.clone()), caps, level)
         }
-        OneSolver::Given(s) => per_value_shared(s, caps, full),
+        OneSolver::Given(s) => per_value_shared(s, caps, level),
     })
 }
