@@ -205,9 +205,18 @@ mod tests {
     #[test]
     fn the_plan_search_finds_what_the_scan_finds() {
         for text in [
-            include_str!("../../examples/04-transit-chain/cluster.yaml"),
-            include_str!("../../examples/06-routed-local-published/cluster.yaml"),
-            include_str!("../../examples/07-nat-and-unmanaged-cni/cluster.yaml"),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../examples/04-transit-chain/cluster.yaml"
+            )),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../examples/06-routed-local-published/cluster.yaml"
+            )),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../examples/07-nat-and-unmanaged-cni/cluster.yaml"
+            )),
         ] {
             let topo = topology_of(text);
             let mut solver = Solver::new(&topo, Settings::default());
