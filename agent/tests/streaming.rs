@@ -75,7 +75,12 @@ fn whole_document(file: &Path, full: bool) -> report::ResolveOut {
         diags.extend(p.diagnostics.iter().cloned());
     }
     sort_diagnostics(&mut diags);
-    let mut r = Renderer::new(&solver, full);
+    let level = if full {
+        mtu_solver::Explanations::Full
+    } else {
+        mtu_solver::Explanations::Bound
+    };
+    let mut r = Renderer::new(&solver, level);
     report::resolve_out(&topo, &mut r, &plans, &diags)
 }
 

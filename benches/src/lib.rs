@@ -160,7 +160,7 @@ pub fn resolve_and_serialize(topo: &Topology) -> (Duration, Duration, usize, usi
 
 /// Serializes plans as the `resolve` JSON document (`report::resolve_out`) into a `Vec`.
 pub fn serialize(s: &Solver<'_>, topo: &Topology, plans: &[NodePlan]) -> usize {
-    let mut r = mtu_solver::report::Renderer::new(s, false);
+    let mut r = mtu_solver::report::Renderer::new(s, mtu_solver::Explanations::Bound);
     let out = mtu_solver::report::resolve_out(topo, &mut r, plans, &topo.diagnostics);
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
     // Serializing plain data into a Vec cannot fail.

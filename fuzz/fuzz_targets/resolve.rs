@@ -39,7 +39,7 @@ fuzz_target!(|t: FTopo| {
             );
         }
     }
-    let mut r = Renderer::new(&solver, false);
+    let mut r = Renderer::new(&solver, mtu_solver::Explanations::Bound);
     let out = resolve_out(&topo, &mut r, &plans, &topo.diagnostics);
     serde_json::to_writer(std::io::sink(), &out).expect("serialize");
 });

@@ -85,14 +85,6 @@ pub struct RenderCache {
 }
 
 impl RenderCache {
-    /// Empty caches; `full` adds every term.
-    pub fn new(full: bool) -> Self {
-        RenderCache {
-            full,
-            ..Default::default()
-        }
-    }
-
     /// Empty caches of a renderer at `level`.
     pub fn at(level: Explanations) -> Self {
         RenderCache {
@@ -125,24 +117,9 @@ pub struct Renderer<'s, 't> {
 }
 
 impl<'s, 't> Renderer<'s, 't> {
-    /// A renderer; `full` adds every term.
-    pub fn new(solver: &'s Solver<'t>, full: bool) -> Self {
-        Renderer {
-            solver,
-            full,
-            values_only: false,
-            cache: FxHashMap::default(),
-            bound_cache: FxHashMap::default(),
-            terms: FxHashMap::default(),
-            located: RefCell::default(),
-            located_lists: RefCell::default(),
-            rendered_hops: RefCell::default(),
-            described: RefCell::default(),
-        }
-    }
-
-    /// A renderer at `level`, its caches empty.
-    pub fn at(solver: &'s Solver<'t>, level: Explanations) -> Self {
+    /// A renderer at `level`, its caches empty: [`Explanations::Full`] adds every term,
+    /// [`Explanations::None`] renders values alone.
+    pub fn new(solver: &'s Solver<'t>, level: Explanations) -> Self {
         Renderer::resume(solver, RenderCache::at(level))
     }
 

@@ -14,7 +14,7 @@ use topology_core::model::Topology;
 /// One node's plan rendered with every term.
 fn rendered(solver: &mut Solver<'_>, topo: &Topology, node: NodeId) -> String {
     let plan = solver.plan(node);
-    let mut r = Renderer::new(solver, true);
+    let mut r = Renderer::new(solver, mtu_solver::Explanations::Full);
     serde_json::to_string(&node_out(topo, &mut r, &plan)).unwrap_or_default()
 }
 

@@ -407,7 +407,7 @@ fn check(name: &str) {
     let mut ctx = Ctx {
         topo: &topo,
         plans: &plans,
-        r: Renderer::new(&solver, false),
+        r: Renderer::new(&solver, mtu_solver::Explanations::Bound),
         solver: &solver,
     };
     let mut failures = Vec::new();

@@ -308,7 +308,7 @@ fn rendered(topo: &topology_core::model::Topology) -> serde_json::Value {
     let plans: Vec<_> = (0..topo.nodes.len())
         .map(|i| solver.plan(topology_core::ids::NodeId::from_idx(i)))
         .collect();
-    let mut r = mtu_solver::report::Renderer::new(&solver, true);
+    let mut r = mtu_solver::report::Renderer::new(&solver, mtu_solver::Explanations::Full);
     let doc = mtu_solver::report::resolve_out(topo, &mut r, &plans, &topo.diagnostics);
     serde_json::to_value(doc).unwrap_or_default()
 }

@@ -397,7 +397,12 @@ fn resolve_json(
         diags.extend(p.diagnostics.iter().cloned());
     }
     sort_diagnostics(&mut diags);
-    let mut r = Renderer::new(&solver, full);
+    let level = if full {
+        mtu_solver::Explanations::Full
+    } else {
+        mtu_solver::Explanations::Bound
+    };
+    let mut r = Renderer::new(&solver, level);
     let mut doc = report::resolve_out(&t, &mut r, &ps, &diags);
     for d in &mut doc.diagnostics {
         d.source = None;

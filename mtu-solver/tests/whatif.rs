@@ -3,6 +3,7 @@
 
 #![allow(clippy::disallowed_methods)] // tests read the shipped examples
 
+use mtu_solver::Explanations::{Bound, Full};
 use mtu_solver::Solver;
 use mtu_solver::whatif::{Base, Input, Mutation, Strategy, WhatIf, compare, what_if, what_if_on};
 use proptest::prelude::*;
@@ -88,19 +89,19 @@ fn terms(w: &WhatIf) -> Vec<(String, String, Vec<Term>)> {
 }
 
 fn check(name: &str, base: &Input, muts: &[Mutation]) {
-    let fast = what_if(base, muts, mtu_solver::Explanations::Bound).unwrap();
+    let fast = what_if(base, muts, Bound).unwrap();
     let mut after = base.clone();
     for m in muts {
         mtu_solver::whatif::apply(&mut after, m).unwrap();
     }
-    let oracle = compare(base, &after, mtu_solver::Explanations::Bound);
+    let oracle = compare(base, &after, Bound);
     // With every term, and on a solver that already resolved every node (warm memos), which
     // is left on the base caps afterwards.
     let resolved = Base::new(base.clone());
     let mut solver = Solver::new(resolved.topology(), base.settings.clone());
     let plans = solver.plan_all();
-    let warm = what_if_on(&mut solver, &resolved, muts, mtu_solver::Explanations::Full).unwrap();
-    let oracle_full = compare(base, &after, mtu_solver::Explanations::Full);
+    let warm = what_if_on(&mut solver, &resolved, muts, Full).unwrap();
+    let oracle_full = compare(base, &after, Full);
     assert_eq!(
         key(&warm),
         key(&oracle),
@@ -187,12 +188,7 @@ fn cap_mutations_equal_two_full_resolves() {
                     mtu,
                 };
                 assert_eq!(
-                    what_if(
-                        &base,
-                        std::slice::from_ref(&m),
-                        mtu_solver::Explanations::Bound
-                    )
-                    .err(),
+                    what_if(&base, std::slice::from_ref(&m), Bound).err(),
                     Some(mtu_solver::whatif::MutationError::CapOutOfRange { mtu }),
                     "{name}: {m:?}"
                 );
@@ -332,7 +328,7 @@ fn a_cap_on_an_unrelated_object_changes_nothing_on_a_node() {
                 name: "ab".into(),
                 mtu,
             }],
-            mtu_solver::Explanations::Bound,
+            Bound,
         )
         .unwrap();
         assert!(
@@ -350,7 +346,7 @@ fn a_cap_on_an_unrelated_object_changes_nothing_on_a_node() {
             kind: Kind::SitePeering,
             name: "ab".into(),
         }],
-        mtu_solver::Explanations::Bound,
+        Bound,
     )
     .unwrap();
     assert!(
@@ -371,7 +367,7 @@ fn unknown_objects_are_errors() {
                 name: "nope".into(),
                 mtu: 1300
             }],
-            mtu_solver::Explanations::Bound
+            Bound
         )
         .is_err()
     );
@@ -381,7 +377,7 @@ fn unknown_objects_are_errors() {
             &[Mutation::Demote {
                 node: "nope".into()
             }],
-            mtu_solver::Explanations::Bound
+            Bound
         )
         .is_err()
     );
@@ -392,7 +388,7 @@ fn unknown_objects_are_errors() {
                 node: "nope".into(),
                 mtu: 1500
             }],
-            mtu_solver::Explanations::Bound
+            Bound
         )
         .is_err()
     );
@@ -407,18 +403,9 @@ fn questions_are_checked_with_errors_that_name_what_exists() {
         .into_iter()
         .find(|(n, _)| n.contains("03-hub-and-spoke"))
         .unwrap();
-    let err = |m: Mutation| {
-        what_if(&base, &[m], mtu_solver::Explanations::Bound)
-            .err()
-            .map(|e| e.to_string())
-    };
+    let err = |m: Mutation| what_if(&base, &[m], Bound).err().map(|e| e.to_string());
     assert_eq!(
-        what_if(
-            &base,
-            &[Mutation::Demote { node: "a1".into() }],
-            mtu_solver::Explanations::Bound
-        )
-        .err(),
+        what_if(&base, &[Mutation::Demote { node: "a1".into() }], Bound).err(),
         Some(MutationError::NotAGateway("a1".into()))
     );
     assert_eq!(
@@ -466,7 +453,7 @@ fn questions_are_checked_with_errors_that_name_what_exists() {
                 peer: "h1".into(),
                 mtu: Some(100)
             }],
-            mtu_solver::Explanations::Bound
+            Bound
         )
         .err(),
         Some(MutationError::PathOutOfRange { mtu: 100 })
@@ -482,7 +469,7 @@ fn questions_are_checked_with_errors_that_name_what_exists() {
                 },
                 Mutation::Demote { node: "a1".into() }
             ],
-            mtu_solver::Explanations::Bound
+            Bound
         )
         .is_ok()
     );
@@ -605,10 +592,10 @@ fn repeated_what_ifs_on_one_solver_do_not_grow_it() {
             name: obj,
             mtu: 1280,
         }];
-        let first = key(&what_if_on(&mut s, &base, &muts, mtu_solver::Explanations::Full).unwrap());
-        let _ = what_if_on(&mut s, &base, &muts, mtu_solver::Explanations::Full).unwrap();
+        let first = key(&what_if_on(&mut s, &base, &muts, Full).unwrap());
+        let _ = what_if_on(&mut s, &base, &muts, Full).unwrap();
         let len = s.explanations().len();
-        let third = key(&what_if_on(&mut s, &base, &muts, mtu_solver::Explanations::Full).unwrap());
+        let third = key(&what_if_on(&mut s, &base, &muts, Full).unwrap());
         assert_eq!(first, third, "{name}");
         assert_eq!(
             s.explanations().len(),
@@ -643,7 +630,7 @@ fn removing_a_nodes_only_ipv4_address_changes_the_column() {
             .map(|(n, i, b, a)| (n, i.split(' ').next().unwrap_or("").to_string(), b, a))
             .collect()
     };
-    let down = mtu_solver::whatif::diff(&base, &after, mtu_solver::Explanations::Bound);
+    let down = mtu_solver::whatif::diff(&base, &after, Bound);
     assert_eq!(down.strategy, Strategy::AllNodes);
     let want_down: Vec<_> = [
         ("a3", "Device"),
@@ -661,7 +648,7 @@ fn removing_a_nodes_only_ipv4_address_changes_the_column() {
     let mut got = changed(&down);
     got.sort();
     assert_eq!(got, want_down, "{:#?}", down.changes);
-    let up = mtu_solver::whatif::diff(&after, &base, mtu_solver::Explanations::Bound);
+    let up = mtu_solver::whatif::diff(&after, &base, Bound);
     let mut got = changed(&up);
     got.sort();
     let want_up: Vec<_> = want_down
@@ -690,26 +677,12 @@ fn a_solver_of_another_topology_is_refused() {
         mtu: 1300,
     };
     assert_eq!(
-        what_if_on(
-            &mut s04,
-            &b06,
-            std::slice::from_ref(&cap),
-            mtu_solver::Explanations::Bound
-        )
-        .err(),
+        what_if_on(&mut s04, &b06, std::slice::from_ref(&cap), Bound).err(),
         Some(mtu_solver::whatif::MutationError::OtherTopology)
     );
     // The same objects built twice are two topologies too: the solver must be made from the
     // base it is asked about.
     let again = Base::new(input("04-"));
-    assert!(
-        what_if_on(
-            &mut s04,
-            &again,
-            std::slice::from_ref(&cap),
-            mtu_solver::Explanations::Bound
-        )
-        .is_err()
-    );
-    assert!(what_if_on(&mut s04, &b04, &[cap], mtu_solver::Explanations::Bound).is_ok());
+    assert!(what_if_on(&mut s04, &again, std::slice::from_ref(&cap), Bound).is_err());
+    assert!(what_if_on(&mut s04, &b04, &[cap], Bound).is_ok());
 }

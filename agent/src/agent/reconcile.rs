@@ -485,7 +485,7 @@ fn plan(
     let site = topo.site(node_plan.site).name.to_string();
     let pool = node_plan.pool.map(|p| topo.pool(p).name.to_string());
     let plans = [node_plan];
-    let mut r = Renderer::new(&solver, false);
+    let mut r = Renderer::new(&solver, mtu_solver::Explanations::Bound);
     let doc = report::resolve_out(topo, &mut r, &plans, &diags);
     Ok(Planned {
         document: Arc::new(doc),

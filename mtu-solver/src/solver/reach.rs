@@ -396,7 +396,7 @@ mod tests {
             }
             solver.shared_walks = shared;
             let plan = solver.plan(NodeId::from_idx(i));
-            let mut r = Renderer::new(&solver, true);
+            let mut r = Renderer::new(&solver, crate::Explanations::Full);
             out.push(serde_json::to_string(&node_out(topo, &mut r, &plan)).unwrap_or_default());
         }
         out

@@ -249,7 +249,7 @@ fn diff_nodes(
     for n in nodes_a {
         after_plans.insert(ta.node(*n).name.clone(), sa.plan(*n));
     }
-    let mut r = Renderer::at(sa, level);
+    let mut r = Renderer::new(sa, level);
     let mut out = Vec::new();
     let mut names: Vec<&Arc<str>> = before.keys().chain(after_plans.keys()).collect();
     names.sort();
@@ -311,7 +311,7 @@ fn per_value(
             }
         }
     }
-    let mut r = Renderer::at(sa, level);
+    let mut r = Renderer::new(sa, level);
     for (mut c, e) in remote {
         c.explanation = e.and_then(|e| r.explained(e));
         changes.push(c);

@@ -477,7 +477,7 @@ fn remote_changes(
 /// The changes with their explanations after rendered.
 fn render(s: &Solver<'_>, pending: Vec<Pending>, level: Level) -> Vec<Change> {
     let t = s.topo();
-    let mut r = Renderer::at(s, level);
+    let mut r = Renderer::new(s, level);
     pending
         .into_iter()
         .map(|p| Change {
