@@ -30,13 +30,14 @@ impl<'t> Net<'t> {
             return fp;
         };
         let max_depth = self.topo.pools.len();
+        let mut index: FxHashMap<(NodeId, usize), usize> = FxHashMap::default();
         // States layer by layer (layer `d`: the gateways reached after `d` earlier hops); every
         // edge goes from one layer to the next, so counting the layers backwards is a
         // topological order.
         let mut layers: Vec<Vec<usize>> = Vec::new();
         let mut current: Vec<usize> = Vec::new();
         for g in &l.via {
-            let r = fp.state(&mut current, *g, 0);
+            let r = fp.state(&mut index, &mut current, *g, 0);
             fp.roots.push(r);
         }
         let mut depth = 0usize;
@@ -51,7 +52,7 @@ impl<'t> Net<'t> {
                     Some(via) if depth <= max_depth => {
                         let mut c = SmallVec::with_capacity(via.len());
                         for h in &via {
-                            c.push(fp.state(&mut next, *h, child_depth));
+                            c.push(fp.state(&mut index, &mut next, *h, child_depth));
                         }
                         c
                     }
@@ -122,16 +123,11 @@ impl<'t> Net<'t> {
 /// A gateway's step on a forwarding path ([`Net::path_step`]).
 pub(super) type PathStep = Option<SmallVec<[NodeId; 4]>>;
 
-/// Up to this many states, a state is found by a look at each; beyond, by a hash index.
-const LINEAR_STATES: usize = 16;
-
 /// The forwarding paths of one learned route: how many there are, and each of them on demand
 /// ([`Net::forwarding_paths`]).
 #[derive(Clone, Debug, Default)]
 pub struct ForwardingPaths {
     states: Vec<PathState>,
-    /// States by (gateway, hop count), once there are more than [`LINEAR_STATES`].
-    index: FxHashMap<(NodeId, usize), usize>,
     /// The states of the route's own next hops, in order.
     roots: Vec<usize>,
     total: u64,
@@ -142,8 +138,6 @@ pub struct ForwardingPaths {
 #[derive(Clone, Debug)]
 struct PathState {
     node: NodeId,
-    /// Earlier hops on the way here.
-    depth: usize,
     /// The branch ends here (the gateway delivers, or the branch is cut).
     terminal: bool,
     /// Next-hop states, in selection order (empty for a terminal state or a dead end).
@@ -181,38 +175,24 @@ impl ForwardingPaths {
     }
 
     /// The state for `(g, depth)`, created (and queued on `layer`) on first use.
-    fn state(&mut self, layer: &mut Vec<usize>, g: NodeId, depth: usize) -> usize {
-        let found = if self.states.len() <= LINEAR_STATES {
-            self.states
-                .iter()
-                .position(|s| s.node == g && s.depth == depth)
-        } else {
-            if self.index.is_empty() {
-                self.index = self
-                    .states
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| ((s.node, s.depth), i))
-                    .collect();
-            }
-            self.index.get(&(g, depth)).copied()
-        };
-        if let Some(i) = found {
-            return i;
-        }
-        let i = self.states.len();
-        self.states.push(PathState {
-            node: g,
-            depth,
-            terminal: false,
-            children: SmallVec::new(),
-            count: 0,
-        });
-        if !self.index.is_empty() {
-            self.index.insert((g, depth), i);
-        }
-        layer.push(i);
-        i
+    fn state(
+        &mut self,
+        index: &mut FxHashMap<(NodeId, usize), usize>,
+        layer: &mut Vec<usize>,
+        g: NodeId,
+        depth: usize,
+    ) -> usize {
+        *index.entry((g, depth)).or_insert_with(|| {
+            let i = self.states.len();
+            self.states.push(PathState {
+                node: g,
+                terminal: false,
+                children: SmallVec::new(),
+                count: 0,
+            });
+            layer.push(i);
+            i
+        })
     }
 
     /// The count of state `i` from its children's (already computed) counts, and whether the
