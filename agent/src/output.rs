@@ -162,7 +162,11 @@ pub fn diagnostics_table(diags: &[Diagnostic], style: TableStyle) -> String {
 }
 
 /// [`diagnostics_table`] of diagnostics as a document carries them.
-pub fn findings_table(diags: &[DiagOut], style: TableStyle) -> String {
+pub fn findings_table<'a>(
+    diags: impl IntoIterator<Item = &'a DiagOut>,
+    style: TableStyle,
+) -> String {
+    let diags: Vec<&DiagOut> = diags.into_iter().collect();
     if diags.is_empty() {
         return "no diagnostics\n".to_string();
     }

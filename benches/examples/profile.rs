@@ -23,6 +23,14 @@ fn main() {
         Ok("hyperscale") => Fixture::hyperscale(),
         _ => Fixture::standard(),
     };
+    // `PROFILE_NOTES=N` adds N objects of a kind this tool skips (N notes in every document).
+    let fx = match std::env::var("PROFILE_NOTES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        Some(notes) => Fixture::from_text(fx.name.clone(), benches::with_notes(&fx.text, notes)),
+        None => fx,
+    };
     if what == "yaml" {
         print!("{}", fx.text);
         return;

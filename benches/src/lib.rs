@@ -284,3 +284,16 @@ pub fn report_allocs<R>(id: &str, f: impl FnOnce() -> R) {
     drop(r);
     println!("alloc {id}: {} per iteration", a.human());
 }
+
+/// `text` with `notes` ConfigMaps appended: objects of a kind this tool skips, each an
+/// `N-UNKNOWN-KIND` note in every document (a `kubectl get all` export of a busy cluster).
+pub fn with_notes(text: &str, notes: usize) -> String {
+    let mut out = String::with_capacity(text.len().saturating_add(notes.saturating_mul(64)));
+    out.push_str(text);
+    for i in 0..notes {
+        out.push_str(&format!(
+            "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n"
+        ));
+    }
+    out
+}

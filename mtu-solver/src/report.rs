@@ -3,8 +3,12 @@
 //! serde: every type here reads back what it writes. Explanation texts are rendered once per
 //! distinct explanation and shared.
 
+mod diagnostics;
 pub mod explanation;
 pub mod hops;
+
+use diagnostics::InputDiagnostics;
+pub use diagnostics::{DiagIter, DiagList};
 
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind, Value};
@@ -82,6 +86,7 @@ pub struct RenderCache {
     located_lists: FxHashMap<ExplId, Vec<Arc<TermOut>>>,
     rendered_hops: FxHashMap<Hop, Arc<HopOut>>,
     described: FxHashMap<NodeId, Arc<str>>,
+    input_diagnostics: Option<Arc<InputDiagnostics>>,
 }
 
 impl RenderCache {
@@ -114,6 +119,8 @@ pub struct Renderer<'s, 't> {
     rendered_hops: RefCell<FxHashMap<Hop, Arc<HopOut>>>,
     /// Nodes as forwarding paths name them (`explain`), worded once.
     described: RefCell<FxHashMap<NodeId, Arc<str>>>,
+    /// The topology's diagnostics, sorted and rendered once (`explain`).
+    input_diagnostics: Option<Arc<InputDiagnostics>>,
 }
 
 impl<'s, 't> Renderer<'s, 't> {
@@ -137,6 +144,7 @@ impl<'s, 't> Renderer<'s, 't> {
             located_lists: RefCell::new(cache.located_lists),
             rendered_hops: RefCell::new(cache.rendered_hops),
             described: RefCell::new(cache.described),
+            input_diagnostics: cache.input_diagnostics,
         }
     }
 
@@ -153,6 +161,7 @@ impl<'s, 't> Renderer<'s, 't> {
             located_lists: self.located_lists.into_inner(),
             rendered_hops: self.rendered_hops.into_inner(),
             described: self.described.into_inner(),
+            input_diagnostics: self.input_diagnostics,
         }
     }
 

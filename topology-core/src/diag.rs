@@ -235,12 +235,16 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Sorts diagnostics into output order and removes exact duplicates.
+/// The output order of two diagnostics: by [`Diagnostic::sort_key`], then by source.
+pub fn output_order(a: &Diagnostic, b: &Diagnostic) -> std::cmp::Ordering {
+    a.sort_key()
+        .cmp(&b.sort_key())
+        .then_with(|| a.source.cmp(&b.source))
+}
+
+/// Sorts diagnostics into output order ([`output_order`], stable) and removes exact
+/// duplicates.
 pub fn sort_diagnostics(diags: &mut Vec<Diagnostic>) {
-    diags.sort_by(|a, b| {
-        a.sort_key()
-            .cmp(&b.sort_key())
-            .then_with(|| a.source.cmp(&b.source))
-    });
+    diags.sort_by(output_order);
     diags.dedup();
 }

@@ -13,7 +13,7 @@
 use benches::alloc::{Allocs, counted};
 use benches::{
     Fixture, Sample, build, decode_text, index_entries, median, medians, resolve_one, serialize,
-    site_assignment_cap, timed,
+    site_assignment_cap, timed, with_notes,
 };
 use mtu_solver::incremental::{Event, Incremental};
 use mtu_solver::whatif::{what_if, what_if_on};
@@ -741,6 +741,56 @@ fn embedding(t: &mut Table, f: &Fixture, samples: usize) {
             both(me),
             both(mp),
             both(mb)
+        ),
+    );
+    noisy_explain(t, f, &asked, samples);
+}
+
+/// Notes added to the input of the noisy `explain` figure: an export of a busy cluster, whose
+/// objects of kinds this tool skips are each a note.
+const EXPLAIN_NOTES: usize = 10_000;
+
+/// How many of the explained nodes the noisy `explain` figure asks about, every route of each.
+const NOISY_EXPLAINED_NODES: usize = 20;
+
+/// `explain` of every route of some nodes with [`EXPLAIN_NOTES`] notes in the input against
+/// the same without: every explanation lists the input's diagnostics, which are sorted and
+/// rendered once per resolver and shared, so their number does not multiply each question.
+fn noisy_explain(t: &mut Table, f: &Fixture, asked: &[(String, Vec<Destination>)], samples: usize) {
+    let noisy_text = with_notes(&f.text, EXPLAIN_NOTES);
+    let asked = asked.get(..NOISY_EXPLAINED_NODES).unwrap_or(asked);
+    let explain_all = |resolver: &Resolver| {
+        let mut listed = 0usize;
+        for (n, dests) in asked {
+            for d in dests {
+                listed += resolver.explain(n, *d).map_or(0, |e| e.diagnostics.len());
+            }
+        }
+        listed
+    };
+    let (mut quiet, mut noisy) = (Vec::new(), Vec::new());
+    let mut listed = 0usize;
+    for _ in 0..samples {
+        let resolver = Resolver::new(decode_text(&f.text), Settings::default());
+        let (_, s) = timed(|| std::hint::black_box(explain_all(&resolver)));
+        quiet.push(s);
+        let resolver = Resolver::new(decode_text(&noisy_text), Settings::default());
+        let (l, s) = timed(|| std::hint::black_box(explain_all(&resolver)));
+        listed = l;
+        noisy.push(s);
+    }
+    let (mq, mn) = (medians(&quiet), medians(&noisy));
+    let r = mn.cpu.as_secs_f64() / mq.cpu.as_secs_f64();
+    t.budget(
+        "explain every route of 20 nodes, 10,000 notes in the input / none (standard-5000)",
+        format!("{r:.2} ×"),
+        "≤ 1.5 ×",
+        r <= 1.5,
+        format!(
+            "{} explanations listing {listed} diagnostics in all: {} with the notes vs {} without",
+            asked.iter().map(|(_, d)| d.len()).sum::<usize>(),
+            both(mn),
+            both(mq)
         ),
     );
 }

@@ -2,8 +2,9 @@
 //! (`file:line`), each learned route with its forwarding paths and hops. One function builds
 //! it for the binary's `explain` and the library's [`crate::Resolver::explain`].
 
+use super::diagnostics::{DiagList, InputDiagnostics};
 use super::hops::HopOut;
-use super::{ApiVersion, DiagOut, DocumentKind, RenderCache, Renderer, TermOut};
+use super::{ApiVersion, DocumentKind, RenderCache, Renderer, TermOut};
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
 use crate::query::{Destination, QueryError, carrying_in_plan};
@@ -12,7 +13,7 @@ use crate::solver::hops::{Hop, HopTo, RouteHops};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use topology_core::diag::{Diagnostic, sort_diagnostics};
+use topology_core::diag::Diagnostic;
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
 use topology_core::net::Dest;
@@ -146,8 +147,9 @@ pub struct Explanation {
     /// The values asked about, in order: links, routes, then the node's own values.
     pub values: Vec<Explained>,
     /// The input's and the plan's findings, and those of the gateways whose published values
-    /// the listed routes read, sorted.
-    pub diagnostics: Vec<DiagOut>,
+    /// the listed routes read, in output order; the input's are shared by every explanation
+    /// of one resolver.
+    pub diagnostics: DiagList,
 }
 
 /// The explanation of node `n` (planned as `plan`) for `want`, listing at most `max_paths`
@@ -167,12 +169,13 @@ pub(crate) fn explanation(
         linked(topo, n, plan, p)?;
     }
     let listed = listed_routes(solver, n, plan, want, max_paths);
-    let r = Renderer::resume(solver, std::mem::take(cache));
+    let mut r = Renderer::resume(solver, std::mem::take(cache));
     let mut values = link_values(&r, plan, want);
     values.extend(route_values(&r, n, plan, &listed));
     if want == Want::Everything {
         values.extend(node_values(&r, plan));
     }
+    let diagnostics = r.input_diagnostics().with(diagnostics(plan, &listed));
     *cache = r.suspend();
     if let Want::To(d) = want
         && listed.is_empty()
@@ -193,14 +196,19 @@ pub(crate) fn explanation(
             None => "worker".to_string(),
         },
         values,
-        diagnostics: diagnostics(topo, plan, &listed)
-            .iter()
-            .map(DiagOut::from)
-            .collect(),
+        diagnostics,
     })
 }
 
 impl Renderer<'_, '_> {
+    /// The topology's diagnostics, sorted and rendered once for this and later explanations.
+    fn input_diagnostics(&mut self) -> Arc<InputDiagnostics> {
+        let topo = self.solver.topo();
+        self.input_diagnostics
+            .get_or_insert_with(|| Arc::new(InputDiagnostics::of(topo)))
+            .clone()
+    }
+
     /// A node in a path: `name@Site`, or `name (pool P, Site S)` for a gateway; worded once
     /// per renderer.
     fn describe(&self, n: NodeId) -> Arc<str> {
@@ -471,24 +479,15 @@ fn node_values(r: &Renderer<'_, '_>, plan: &NodePlan) -> Vec<Explained> {
     values
 }
 
-/// The input's and the plan's diagnostics, and what the listed routes read of gateways'
-/// published values, each once, sorted.
-fn diagnostics(
-    topo: &Topology,
-    plan: &NodePlan,
-    listed: &[(usize, Option<ShownRoute>)],
-) -> Vec<Diagnostic> {
-    let mut diags = topo.diagnostics.clone();
-    diags.extend(plan.diagnostics.iter().cloned());
-    for d in listed
+/// The plan's diagnostics, and the stale findings of the gateways whose published values the
+/// listed routes read.
+fn diagnostics<'a>(
+    plan: &'a NodePlan,
+    listed: &'a [(usize, Option<ShownRoute>)],
+) -> impl Iterator<Item = &'a Diagnostic> {
+    let hops = listed
         .iter()
         .filter_map(|(_, s)| s.as_ref())
-        .flat_map(|s| &s.hops.diagnostics)
-    {
-        if !diags.contains(d) {
-            diags.push(d.clone());
-        }
-    }
-    sort_diagnostics(&mut diags);
-    diags
+        .flat_map(|s| &s.hops.diagnostics);
+    plan.diagnostics.iter().chain(hops)
 }
