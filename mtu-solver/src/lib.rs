@@ -120,7 +120,9 @@ pub use error::{Error, ErrorKind};
 #[cfg(feature = "fs")]
 pub use load::LoadError;
 pub use plan::*;
-pub use report::explanation::{Explained, Explanation, Question, Subject};
+pub use report::explanation::{Explained, Explanation, Paths, Question, Subject};
+pub use report::hops::{HopEnd, HopKind, HopOut, PublishedOut};
+pub use report::{DiagList, DiagOut, TermList, TermOut};
 pub use resolver::{Destination, Explanations, InputRefused, Planned, QueryError, Resolver};
 pub use solver::{ComponentCap, DeviceNames, Settings, Solver};
 /// The model this crate resolves: its types (`Kind`, `Decoded`, `Diagnostic`...) named

@@ -48,6 +48,35 @@ pub struct TermOut {
     pub location: Option<String>,
 }
 
+/// Terms, lowest first, shared: the values (and hops) an explanation lists with the same terms
+/// share one list. Reads as a slice; written as a list.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct TermList(Arc<[Arc<TermOut>]>);
+
+impl std::ops::Deref for TermList {
+    type Target = [Arc<TermOut>];
+
+    fn deref(&self) -> &[Arc<TermOut>] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a TermList {
+    type Item = &'a Arc<TermOut>;
+    type IntoIter = std::slice::Iter<'a, Arc<TermOut>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl FromIterator<Arc<TermOut>> for TermList {
+    fn from_iter<I: IntoIterator<Item = Arc<TermOut>>>(terms: I) -> Self {
+        TermList(terms.into_iter().collect())
+    }
+}
+
 /// A rendered explanation.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ExplOut {
@@ -83,7 +112,7 @@ pub struct RenderCache {
     bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
     terms: FxHashMap<ExplId, Arc<TermOut>>,
     located: FxHashMap<ExplId, Arc<TermOut>>,
-    located_lists: FxHashMap<ExplId, Vec<Arc<TermOut>>>,
+    located_lists: FxHashMap<ExplId, TermList>,
     rendered_hops: FxHashMap<Hop, Arc<HopOut>>,
     described: FxHashMap<NodeId, Arc<str>>,
     input_diagnostics: Option<Arc<InputDiagnostics>>,
@@ -114,7 +143,7 @@ pub struct Renderer<'s, 't> {
     /// Terms with where they were written (`explain`), worded and located once.
     located: RefCell<FxHashMap<ExplId, Arc<TermOut>>>,
     /// The located terms of a value (`explain`), listed once.
-    located_lists: RefCell<FxHashMap<ExplId, Vec<Arc<TermOut>>>>,
+    located_lists: RefCell<FxHashMap<ExplId, TermList>>,
     /// Route hops (`explain`), rendered once.
     rendered_hops: RefCell<FxHashMap<Hop, Arc<HopOut>>>,
     /// Nodes as forwarding paths name them (`explain`), worded once.

@@ -8,7 +8,7 @@
 use mtu_solver::load;
 use mtu_solver::resolver::{Destination, QueryError, Resolver};
 use mtu_solver::whatif::{Mutation, MutationError};
-use mtu_solver::{Kind, ObjectRef, Question, Settings, Subject, report};
+use mtu_solver::{HopEnd, Kind, ObjectRef, Question, Settings, Subject, report};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -189,19 +189,24 @@ fn explain_names_the_binding_hop_and_where_it_was_written() {
     let why = resolver.explain("wa", to_c).expect("a route");
     let route = &why.values[0];
     let hops = route.hops.as_ref().expect("a learned route has hops");
-    let ends: Vec<(&str, &str, bool)> = hops
-        .iter()
-        .map(|h| (&*h.from, h.to.as_str(), h.binds))
-        .collect();
+    let ends: Vec<(&str, &HopEnd, bool)> =
+        hops.iter().map(|h| (&*h.from, &h.to, h.binds)).collect();
+    let (ga, gb, gc) = (
+        HopEnd::Node("ga".into()),
+        HopEnd::Node("gb".into()),
+        HopEnd::Node("gc".into()),
+    );
+    let site_c = HopEnd::Site("C".into());
     assert_eq!(
         ends,
         [
-            ("wa", "ga", false),
-            ("ga", "gb", true),
-            ("gb", "gc", false),
-            ("gc", "Site/C", false)
+            ("wa", &ga, false),
+            ("ga", &gb, true),
+            ("gb", &gc, false),
+            ("gc", &site_c, false)
         ]
     );
+    assert_eq!(site_c.to_string(), "Site/C");
     let bound = hops[1].bound.as_ref().expect("the hop adds a term");
     let pa_pb = ObjectRef::new(Kind::GatewayPoolPeering, "pa-pb");
     assert_eq!(bound.object, Some(pa_pb.clone()));

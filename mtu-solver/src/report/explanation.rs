@@ -4,7 +4,7 @@
 
 use super::diagnostics::{DiagList, InputDiagnostics};
 use super::hops::HopOut;
-use super::{ApiVersion, DocumentKind, RenderCache, Renderer, TermOut};
+use super::{ApiVersion, DocumentKind, RenderCache, Renderer, TermList, TermOut};
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
 use crate::query::{Destination, QueryError, carrying_in_plan};
@@ -12,6 +12,7 @@ use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, RouteHops};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
 use std::sync::Arc;
 use topology_core::diag::Diagnostic;
 use topology_core::ids::NodeId;
@@ -105,8 +106,9 @@ pub struct Explained {
     pub value: u32,
     /// The term that binds it, located.
     pub bound: Arc<TermOut>,
-    /// Every term considered, lowest first, located; values that share a term share it.
-    pub terms: Vec<Arc<TermOut>>,
+    /// Every term considered, lowest first, located; values that share a term share it, and
+    /// values of one explanation share the list.
+    pub terms: TermList,
     /// A learned route's forwarding paths.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paths: Option<Paths>,
@@ -418,15 +420,22 @@ fn route_values(
         let Some(rt) = plan.routes.get(*i) else {
             continue;
         };
-        let via: Vec<&str> = rt.via.iter().map(|v| &*topo.node(*v).name).collect();
-        let item = format!(
-            "route {} ({}, {}, distance {}, via {})",
+        let mut item = String::with_capacity(rt.via.len().saturating_mul(24).saturating_add(64));
+        let _ = write!(
+            item,
+            "route {} ({}, {}, distance {}, via ",
             rt.destination,
             rt.ty.as_str(),
             rt.kind.as_str(),
             rt.distance,
-            via.join(", ")
         );
+        for (i, v) in rt.via.iter().enumerate() {
+            if i > 0 {
+                item.push_str(", ");
+            }
+            item.push_str(&topo.node(*v).name);
+        }
+        item.push(')');
         let subject = Subject::Route {
             destination: rt.destination,
         };

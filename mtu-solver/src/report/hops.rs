@@ -2,7 +2,7 @@
 //! with its link, caps, published value and the terms it adds to the route, rendered once for
 //! the binary's `explain` and the library's [`crate::resolver::Resolver::explain`].
 
-use super::{Renderer, TermOut};
+use super::{Renderer, TermList, TermOut};
 use crate::explain::ExplId;
 use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, PublishedTerm};
@@ -55,15 +55,70 @@ impl<'de> Deserialize<'de> for HopKind {
     }
 }
 
+/// Where a hop goes. Written as the gateway's name, `Site/NAME` or `GatewayPool/NAME` (a node's
+/// name has no `/`, so each reads back as what it was).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HopEnd {
+    /// A gateway: the route's next hop, or a transit gateway's.
+    Node(Arc<str>),
+    /// Into a destination Site, by the gateway's delivery links (any worker of the Site).
+    Site(Arc<str>),
+    /// Out of the overlay: a routed CIDR of this pool.
+    Pool(Arc<str>),
+}
+
+impl HopEnd {
+    /// The name of the gateway, Site or pool.
+    ///
+    /// ```
+    /// use mtu_solver::report::hops::HopEnd;
+    /// assert_eq!(HopEnd::Site("c".into()).name(), "c");
+    /// ```
+    pub fn name(&self) -> &str {
+        match self {
+            HopEnd::Node(n) | HopEnd::Site(n) | HopEnd::Pool(n) => n,
+        }
+    }
+}
+
+impl std::fmt::Display for HopEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HopEnd::Node(n) => f.write_str(n),
+            HopEnd::Site(n) => write!(f, "Site/{n}"),
+            HopEnd::Pool(n) => write!(f, "GatewayPool/{n}"),
+        }
+    }
+}
+
+impl Serialize for HopEnd {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for HopEnd {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<HopEnd, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(if let Some(site) = text.strip_prefix("Site/") {
+            HopEnd::Site(site.into())
+        } else if let Some(pool) = text.strip_prefix("GatewayPool/") {
+            HopEnd::Pool(pool.into())
+        } else {
+            HopEnd::Node(text.into())
+        })
+    }
+}
+
 /// One hop of a route.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct HopOut {
     /// The node the hop leaves (the explained node, or a gateway).
     pub from: Arc<str>,
-    /// Where it goes: a gateway's name, `Site/NAME` (the delivery into a destination Site) or
-    /// `GatewayPool/NAME` (out of the overlay, a routed CIDR of that pool).
-    pub to: String,
+    /// Where it goes: a gateway, a destination Site (by delivery) or out of the overlay by a
+    /// pool's routed CIDR; written as the gateway's name, `Site/NAME` or `GatewayPool/NAME`.
+    pub to: HopEnd,
     /// The link's kind (`uplink`, `transit`, `delivery`, ...), `routed` out of the overlay.
     pub kind: HopKind,
     /// The link's protocol (into a Site: the one a delivery link takes); null out of the
@@ -74,7 +129,7 @@ pub struct HopOut {
     /// The term that binds that link MTU.
     pub link_bound: Option<Arc<TermOut>>,
     /// The configured caps of the hop (lowest first; empty when none applies).
-    pub caps: Vec<Arc<TermOut>>,
+    pub caps: TermList,
     /// What the gateway the hop leaves has published for the route's prefix (workers' routes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<PublishedOut>,
@@ -117,11 +172,11 @@ impl Renderer<'_, '_> {
 
     /// Every term of `id` ([`crate::explain::Explanations::leaves`]), located, listed once per
     /// renderer: the routes of one class share theirs.
-    pub fn located_terms(&self, id: ExplId) -> Vec<Arc<TermOut>> {
+    pub fn located_terms(&self, id: ExplId) -> TermList {
         if let Some(t) = self.located_lists.borrow().get(&id) {
             return t.clone();
         }
-        let terms: Vec<Arc<TermOut>> = self
+        let terms: TermList = self
             .solver
             .expl
             .leaves(id)
@@ -151,9 +206,9 @@ impl Renderer<'_, '_> {
         let solver: &Solver<'_> = self.solver;
         let topo = solver.topo();
         let to = match h.to {
-            HopTo::Node(n) => topo.node(n).name.to_string(),
-            HopTo::Site(s) => format!("Site/{}", topo.site(s).name),
-            HopTo::Routed(p) => format!("GatewayPool/{}", topo.pool(p).name),
+            HopTo::Node(n) => HopEnd::Node(topo.node(n).name.clone()),
+            HopTo::Site(s) => HopEnd::Site(topo.site(s).name.clone()),
+            HopTo::Routed(p) => HopEnd::Pool(topo.pool(p).name.clone()),
         };
         let bound = |id: ExplId| self.located_term(solver.expl.get(id).bound);
         HopOut {
