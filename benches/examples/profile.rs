@@ -193,6 +193,32 @@ fn main() {
                     d.as_nanos() as f64 / n.max(1) as f64
                 );
             }
+            "explain-every" => {
+                // Every route of every node through one resolver: how its memos grow.
+                let resolver = mtu_solver::Resolver::new(
+                    benches::decode_text(&fx.text),
+                    mtu_solver::Settings::default(),
+                );
+                let mut routes = 0usize;
+                for (i, node) in fx.topo().nodes.iter().enumerate() {
+                    let Ok(plan) = resolver.plan(&node.name) else {
+                        continue;
+                    };
+                    for r in &plan.routes {
+                        routes += 1;
+                        let d = mtu_solver::Destination::Prefix(r.destination);
+                        std::hint::black_box(resolver.explain(&node.name, d).ok());
+                    }
+                    if i % 1000 == 999 {
+                        println!(
+                            "{} nodes, {routes} routes: {:?}, peak {}",
+                            i + 1,
+                            thread_cpu().saturating_sub(t),
+                            peak_rss()
+                        );
+                    }
+                }
+            }
             "explain" => {
                 // perf-budget's "explain every route of 200 nodes through one Resolver".
                 let resolver = mtu_solver::Resolver::new(
@@ -298,4 +324,16 @@ fn main() {
             }
         }
     }
+}
+
+/// The process's peak resident memory, as `/proc/self/status` words it.
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .map(|l| l.trim_start_matches("VmHWM:").trim().to_string())
+        })
+        .unwrap_or_default()
 }

@@ -35,7 +35,7 @@ mod search;
 mod toward;
 
 pub use crate::model::prefixes::{Dest, Origin, RouteType, prefix_order};
-pub use paths::{ForwardingPaths, PathIter};
+pub use paths::{FirstPaths, ForwardingPaths, KEPT_PATHS, PathIter};
 pub use prefixes::cut;
 
 /// Settings that shape links: what `Auto` resolves to and the tunnel IP family.
@@ -255,6 +255,9 @@ pub struct Net<'t> {
     /// Per gateway and prefix, where a forwarding path goes next ([`Net::forwarding_paths`]):
     /// every path through the gateway to the prefix asks.
     path_steps: RefCell<FxHashMap<(NodeId, IpNet), paths::PathStep>>,
+    /// Per gateway and prefix, the first forwarding paths from the gateway as a route's next
+    /// hop, and how many there are ([`Net::first_paths`]): every route through it asks.
+    gateway_paths: RefCell<FxHashMap<(NodeId, IpNet), std::sync::Arc<FirstPaths>>>,
 }
 
 /// Nodes sharing learned routes: workers of one Site, gateways of one pool in one Site.
@@ -304,6 +307,7 @@ impl<'t> Net<'t> {
             gw_routes: RefCell::default(),
             one_route: RefCell::default(),
             path_steps: RefCell::default(),
+            gateway_paths: RefCell::default(),
         }
     }
 

@@ -2,12 +2,13 @@
 //! (`test_utils::reference`, a path-vector simulation of `spec/forwarding.md`), plus one unit
 //! test per "consequence worth a test" of `forwarding.md`.
 
+use ipnet::IpNet;
 use proptest::prelude::*;
 use test_utils::reference::{self, RefRouteKind, RefSettings, topology_of};
 use test_utils::testkit::{arb_spec, proptest_config};
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
-use topology_core::net::{LinkKind, LinkSettings, Net, RouteType, cut, prefix_order};
+use topology_core::net::{KEPT_PATHS, LinkKind, LinkSettings, Net, RouteType, cut, prefix_order};
 use topology_core::vocab::Protocol;
 
 type LinkRow = (String, LinkKind, Protocol);
@@ -107,6 +108,26 @@ fn ref_routes(t: &Topology, r: &reference::RefNode) -> Vec<RouteRow> {
         .collect()
 }
 
+/// The first paths a `Net` puts together from each next hop's kept ones are the first of the
+/// whole walk, in its order, with its count, asked cold and again from what was kept.
+fn first_paths_are_the_walk(net: &Net<'_>, n: NodeId, prefix: &IpNet) -> Result<(), String> {
+    let fp = net.forwarding_paths(n, prefix);
+    for limit in [0, 1, 4, KEPT_PATHS, KEPT_PATHS + 1] {
+        let want: Vec<Vec<NodeId>> = fp.iter().take(limit).collect();
+        for ask in ["cold", "kept"] {
+            let first = net.first_paths(n, prefix, limit);
+            let got = (&first.paths, first.total, first.saturated);
+            if got != (&want, fp.total(), fp.saturated()) {
+                return Err(format!(
+                    "first {limit} paths for {prefix} ({ask}): {got:?}, the walk gives {want:?} of {}",
+                    fp.total()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Compares every node; returns the first mismatch as text.
 fn compare(yaml: &str) -> Result<(), String> {
     let t = topology_of(yaml);
@@ -141,6 +162,8 @@ fn compare(yaml: &str) -> Result<(), String> {
                     route.advertised
                 ));
             }
+            first_paths_are_the_walk(&net, n, &route.advertised)
+                .map_err(|e| format!("node {}: {e}", name(&t, n)))?;
         }
     }
     Ok(())

@@ -365,17 +365,17 @@ fn listed_routes(
             out.push((i, None));
             continue;
         }
-        let fp = solver.net().forwarding_paths(n, &rt.advertised);
-        let walked: Vec<Vec<NodeId>> = fp.iter().take(max_paths).collect();
+        let paths = solver.net().first_paths(n, &rt.advertised, max_paths);
         let mut hops = solver.route_hops(n, rt);
         let all_hops = hops.hops.len();
-        hops.hops.retain(|h| h.binds || on_paths(n, &walked, h));
+        hops.hops
+            .retain(|h| h.binds || on_paths(n, &paths.paths, h));
         out.push((
             i,
             Some(ShownRoute {
-                walked,
-                total: fp.total(),
-                saturated: fp.saturated(),
+                walked: paths.paths,
+                total: paths.total,
+                saturated: paths.saturated,
                 hops,
                 all_hops,
             }),

@@ -10,8 +10,57 @@ impl<'t> Net<'t> {
     /// first), the first `limit` of them in forwarding order, and how many there are in all
     /// (saturating at `u64::MAX`; [`Net::forwarding_paths`] says whether it saturated).
     pub fn paths(&self, n: NodeId, prefix: &IpNet, limit: usize) -> (Vec<Vec<NodeId>>, u64) {
-        let fp = self.forwarding_paths(n, prefix);
-        (fp.iter().take(limit).collect(), fp.total())
+        let first = self.first_paths(n, prefix, limit);
+        (first.paths, first.total)
+    }
+
+    /// The first `limit` forwarding paths of node `n` for a learned prefix, in forwarding
+    /// order, how many there are in all and whether that count saturated: what
+    /// [`Net::forwarding_paths`] counts and walks, put together from each next hop's own
+    /// paths. A gateway's first [`KEPT_PATHS`] paths to a prefix and their count are made once
+    /// per `Net` and shared by every route through it; a longer list is walked anew.
+    pub fn first_paths(&self, n: NodeId, prefix: &IpNet, limit: usize) -> FirstPaths {
+        let mut out = FirstPaths::default();
+        let Some(l) = self.learned_for(n, prefix) else {
+            return out;
+        };
+        for g in &l.via {
+            let from_g = self.paths_from(*g, prefix, limit);
+            match out.total.checked_add(from_g.total) {
+                Some(t) => out.total = t,
+                None => {
+                    out.total = u64::MAX;
+                    out.saturated = true;
+                }
+            }
+            out.saturated |= from_g.saturated;
+            let room = limit.saturating_sub(out.paths.len());
+            out.paths.extend(from_g.paths.iter().take(room).cloned());
+        }
+        out
+    }
+
+    /// The first paths from gateway `g` as a route's next hop (at least `limit` of them, when
+    /// there are), and how many there are: kept per gateway and prefix when `limit` is at most
+    /// [`KEPT_PATHS`]. Paths from a next hop do not depend on the node before it: a branch is
+    /// cut by its number of hops from the next hop.
+    fn paths_from(&self, g: NodeId, prefix: &IpNet, limit: usize) -> std::sync::Arc<FirstPaths> {
+        let kept = limit <= KEPT_PATHS;
+        if kept && let Some(p) = self.gateway_paths.borrow().get(&(g, *prefix)) {
+            return p.clone();
+        }
+        let fp = self.forwarding_paths_from(&[g], prefix);
+        let p = std::sync::Arc::new(FirstPaths {
+            paths: fp.iter().take(limit.max(KEPT_PATHS)).collect(),
+            total: fp.total,
+            saturated: fp.saturated,
+        });
+        if kept {
+            self.gateway_paths
+                .borrow_mut()
+                .insert((g, *prefix), p.clone());
+        }
+        p
     }
 
     /// The forwarding paths of node `n` for a learned prefix, counted without being enumerated.
@@ -25,10 +74,16 @@ impl<'t> Net<'t> {
     /// one state per gateway and hop count reached, each expanded once; paths themselves are
     /// produced lazily by [`ForwardingPaths::iter`].
     pub fn forwarding_paths(&self, n: NodeId, prefix: &IpNet) -> ForwardingPaths {
+        match self.learned_for(n, prefix) {
+            Some(l) => self.forwarding_paths_from(&l.via, prefix),
+            None => ForwardingPaths::default(),
+        }
+    }
+
+    /// The forwarding paths from `roots`, a route's next hops in order
+    /// ([`Net::forwarding_paths`]).
+    fn forwarding_paths_from(&self, roots: &[NodeId], prefix: &IpNet) -> ForwardingPaths {
         let mut fp = ForwardingPaths::default();
-        let Some(l) = self.learned_for(n, prefix) else {
-            return fp;
-        };
         let max_depth = self.topo.pools.len();
         let mut index: FxHashMap<(NodeId, usize), usize> = FxHashMap::default();
         // States layer by layer (layer `d`: the gateways reached after `d` earlier hops); every
@@ -36,7 +91,7 @@ impl<'t> Net<'t> {
         // topological order.
         let mut layers: Vec<Vec<usize>> = Vec::new();
         let mut current: Vec<usize> = Vec::new();
-        for g in &l.via {
+        for g in roots {
             let r = fp.state(&mut index, &mut current, *g, 0);
             fp.roots.push(r);
         }
@@ -118,6 +173,23 @@ impl<'t> Net<'t> {
             .insert((g, *prefix), step.as_deref().map(SmallVec::from_slice));
         step
     }
+}
+
+/// How many first paths per gateway and prefix a [`Net`] keeps ([`Net::first_paths`]): as many
+/// as `explain` lists by default (keeping more makes each gateway's first walk longer than
+/// the routes through it save).
+pub const KEPT_PATHS: usize = 4;
+
+/// The first forwarding paths of a learned route, and how many there are
+/// ([`Net::first_paths`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FirstPaths {
+    /// The first paths (node IDs, first hop first), in forwarding order.
+    pub paths: Vec<Vec<NodeId>>,
+    /// How many paths there are in all (`u64::MAX` when `saturated`).
+    pub total: u64,
+    /// There are more paths than a `u64` counts: `total` is a lower bound.
+    pub saturated: bool,
 }
 
 /// A gateway's step on a forwarding path ([`Net::path_step`]).
