@@ -115,8 +115,12 @@ pub struct RenderCache {
     located_lists: FxHashMap<ExplId, TermList>,
     rendered_hops: FxHashMap<Hop, Arc<HopOut>>,
     described: FxHashMap<NodeId, Arc<str>>,
+    path_tails: FxHashMap<PathKey, Arc<str>>,
     input_diagnostics: Option<Arc<InputDiagnostics>>,
 }
+
+/// A forwarding path after its node (its gateways), and the prefix it carries.
+type PathKey = (smallvec::SmallVec<[NodeId; 4]>, IpNet);
 
 impl RenderCache {
     /// Empty caches of a renderer at `level`.
@@ -148,6 +152,8 @@ pub struct Renderer<'s, 't> {
     rendered_hops: RefCell<FxHashMap<Hop, Arc<HopOut>>>,
     /// Nodes as forwarding paths name them (`explain`), worded once.
     described: RefCell<FxHashMap<NodeId, Arc<str>>>,
+    /// Forwarding paths after their node (`explain`), worded once.
+    path_tails: RefCell<FxHashMap<PathKey, Arc<str>>>,
     /// The topology's diagnostics, sorted and rendered once (`explain`).
     input_diagnostics: Option<Arc<InputDiagnostics>>,
 }
@@ -173,6 +179,7 @@ impl<'s, 't> Renderer<'s, 't> {
             located_lists: RefCell::new(cache.located_lists),
             rendered_hops: RefCell::new(cache.rendered_hops),
             described: RefCell::new(cache.described),
+            path_tails: RefCell::new(cache.path_tails),
             input_diagnostics: cache.input_diagnostics,
         }
     }
@@ -190,6 +197,7 @@ impl<'s, 't> Renderer<'s, 't> {
             located_lists: self.located_lists.into_inner(),
             rendered_hops: self.rendered_hops.into_inner(),
             described: self.described.into_inner(),
+            path_tails: self.path_tails.into_inner(),
             input_diagnostics: self.input_diagnostics,
         }
     }

@@ -4,7 +4,7 @@
 
 use super::diagnostics::{DiagList, InputDiagnostics};
 use super::hops::HopOut;
-use super::{ApiVersion, DocumentKind, RenderCache, Renderer, TermList, TermOut};
+use super::{ApiVersion, DocumentKind, PathKey, RenderCache, Renderer, TermList, TermOut};
 use crate::explain::ExplId;
 use crate::plan::{DeviceRef, NodePlan, RouteKind};
 use crate::query::{Destination, QueryError, carrying_in_plan};
@@ -12,6 +12,7 @@ use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, RouteHops};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use topology_core::diag::Diagnostic;
@@ -231,10 +232,24 @@ impl Renderer<'_, '_> {
 
     /// One forwarding path in words: the node, its gateways, and where the last one delivers.
     fn path_text(&self, from: NodeId, hops: &[NodeId], prefix: &IpNet) -> String {
+        let head = self.describe(from);
+        let tail = self.path_tail(hops, prefix);
+        let mut s = String::with_capacity(head.len().saturating_add(tail.len()));
+        s.push_str(&head);
+        s.push_str(&tail);
+        s
+    }
+
+    /// A forwarding path after its node, in words (` -> g1 (pool P, Site A) -> Site B`): the
+    /// same for every node whose path it is, so worded once per renderer.
+    fn path_tail(&self, hops: &[NodeId], prefix: &IpNet) -> Arc<str> {
+        let key: PathKey = (SmallVec::from_slice(hops), *prefix);
+        if let Some(t) = self.path_tails.borrow().get(&key) {
+            return t.clone();
+        }
         let solver = self.solver;
         let topo = solver.topo();
         let mut s = String::with_capacity(hops.len().saturating_add(1).saturating_mul(48));
-        s.push_str(&self.describe(from));
         for h in hops {
             s.push_str(" -> ");
             s.push_str(&self.describe(*h));
@@ -258,7 +273,9 @@ impl Renderer<'_, '_> {
             }
             None => {}
         }
-        s
+        let tail: Arc<str> = s.into();
+        self.path_tails.borrow_mut().insert(key, tail.clone());
+        tail
     }
 }
 

@@ -106,10 +106,14 @@ impl Solver<'_> {
     /// first hop (per next hop) and each gateway's step (per prefix) is made once per solver
     /// and shared by the routes that take it.
     pub fn route_hops(&mut self, n: NodeId, route: &RoutePlan) -> RouteHops {
-        let mut out = RouteHops::default();
         if route.kind == RouteKind::Direct {
-            return out;
+            return RouteHops::default();
         }
+        // Room for the hops of a route through a few pools, so the list is not grown hop by hop.
+        let mut out = RouteHops {
+            hops: Vec::with_capacity(16),
+            diagnostics: Vec::new(),
+        };
         let prefix = route.advertised;
         let worker = route.kind == RouteKind::Gateway;
         let Some(l) = self.net.learned_for(n, &prefix) else {
