@@ -515,7 +515,7 @@ impl Resolver {
     /// its hops, the binding ones marked. A peer it has no link to is [`QueryError::NoLink`], a
     /// destination no route carries [`QueryError::NoRoute`]. Costs a plan of the node on the
     /// warm solver (none when it is among the last 16 asked about) and a walk of each listed
-    /// learned route: a few microseconds a route on a 5,000-node cluster, about 20 times its
+    /// learned route: a few microseconds a route on a 5,000-node cluster, 10 to 20 times its
     /// share of the plan. The walk's steps through each gateway and the hops it renders are
     /// kept and shared by later routes through them, so the resolver grows with the routes
     /// explained, up to a step per gateway and prefix.
