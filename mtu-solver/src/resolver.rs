@@ -200,8 +200,8 @@ impl Resolver {
         self.planner(|topo, p| f(topo, &mut p.solver))
     }
 
-    /// Runs `f` on node `n`'s plan (planned once while it is among the recent ones) and the
-    /// warm solver.
+    /// Runs `f` on node `n`'s plan (planned once while it is among the [`RECENT_PLANS`] asked
+    /// about last) and the warm solver.
     fn on_plan<T>(
         &self,
         n: NodeId,
@@ -213,13 +213,16 @@ impl Resolver {
                 recent,
                 rendered,
             } = p;
-            if let Some(r) = recent.iter().find(|r| r.node == n) {
-                return f(topo, solver, r, rendered);
-            }
-            let r = Recent {
+            // The plan asked about moves to the back (the newest), so the plans kept are those
+            // asked about last, however long ago each was first made.
+            let kept = recent
+                .iter()
+                .position(|r| r.node == n)
+                .and_then(|i| recent.remove(i));
+            let r = kept.unwrap_or_else(|| Recent {
                 node: n,
                 plan: solver.plan(n),
-            };
+            });
             let out = f(topo, solver, &r, rendered);
             if recent.len() >= RECENT_PLANS {
                 recent.pop_front();
@@ -690,4 +693,54 @@ fn all_diagnostics(topo: &Topology, plans: &[crate::plan::NodePlan]) -> Vec<Diag
     }
     sort_diagnostics(&mut diags);
     diags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RECENT_PLANS, Resolver};
+    use crate::Settings;
+    use test_utils::testkit::scale::ScaleSpec;
+    use topology_core::ids::NodeId;
+
+    /// The nodes whose plans `resolver` keeps, oldest first.
+    fn kept(resolver: &Resolver) -> Vec<NodeId> {
+        resolver.planner(|_, p| p.recent.iter().map(|r| r.node).collect())
+    }
+
+    /// A node asked about again and again stays among the kept plans while more other nodes
+    /// than are kept are asked about in between; a node not asked about again leaves.
+    #[test]
+    fn the_plans_kept_are_those_asked_about_last() {
+        let yaml = ScaleSpec::small().generate();
+        let decoded = crate::load::from_sources([("small.yaml", yaml)]);
+        let resolver = Resolver::new(decoded, Settings::default());
+        let names: Vec<String> = resolver
+            .topology()
+            .nodes
+            .iter()
+            .map(|n| n.name.to_string())
+            .collect();
+        let others = RECENT_PLANS * 2;
+        assert!(names.len() > others + 1, "{} nodes", names.len());
+        let hot = names[0].as_str();
+        let hot_id = resolver.topology().find_node(hot).expect("the hot node");
+        let first_other = resolver.topology().find_node(&names[1]).expect("a node");
+        for other in &names[1..=others] {
+            resolver.plan(hot).expect("a plan");
+            resolver.plan(other).expect("a plan");
+        }
+        let now = kept(&resolver);
+        assert_eq!(now.len(), RECENT_PLANS);
+        assert!(now.contains(&hot_id), "{now:?}");
+        assert!(!now.contains(&first_other), "{now:?}");
+        assert_eq!(
+            now.last(),
+            Some(
+                &resolver
+                    .topology()
+                    .find_node(&names[others])
+                    .expect("a node")
+            )
+        );
+    }
 }
