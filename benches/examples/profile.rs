@@ -1,5 +1,7 @@
 //! A workload to run under a profiler (`perf record`), one figure of `perf-budget` at a time:
-//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|typical-free|sites|spread|build|whatif|explain [repeats]`.
+//! `cargo run --release -p benches --example profile -- resolve-all|every|one|typical|typical-free|sites|spread|build|whatif|explain|explain-every [repeats]`.
+//! `PROFILE_SCALE=hyperscale` profiles the 65,000-node cluster; `PROFILE_NOTES=N` adds N
+//! objects of a skipped kind to the input (N notes).
 
 use benches::{Fixture, resolve_all, site_assignment_cap, thread_cpu};
 use mtu_solver::whatif::what_if;
