@@ -97,9 +97,17 @@ impl Serialize for HopEnd {
     }
 }
 
-impl<'de> Deserialize<'de> for HopEnd {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<HopEnd, D::Error> {
-        let text = String::deserialize(deserializer)?;
+impl std::str::FromStr for HopEnd {
+    type Err = std::convert::Infallible;
+
+    /// As written: `Site/NAME`, `GatewayPool/NAME`, else a gateway's name.
+    ///
+    /// ```
+    /// use mtu_solver::HopEnd;
+    /// assert_eq!("Site/c".parse(), Ok(HopEnd::Site("c".into())));
+    /// assert_eq!("ga".parse(), Ok(HopEnd::Node("ga".into())));
+    /// ```
+    fn from_str(text: &str) -> Result<HopEnd, Self::Err> {
         Ok(if let Some(site) = text.strip_prefix("Site/") {
             HopEnd::Site(site.into())
         } else if let Some(pool) = text.strip_prefix("GatewayPool/") {
@@ -107,6 +115,14 @@ impl<'de> Deserialize<'de> for HopEnd {
         } else {
             HopEnd::Node(text.into())
         })
+    }
+}
+
+impl<'de> Deserialize<'de> for HopEnd {
+    /// From its text, as [`std::str::FromStr`] reads it.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<HopEnd, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
