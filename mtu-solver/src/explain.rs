@@ -561,7 +561,7 @@ impl Explanations {
 
     /// Two terms (leaves or a device's links) by value, then by what they are: an order that
     /// does not depend on when they were interned.
-    fn term_order(&self, a: ExplId, b: ExplId) -> std::cmp::Ordering {
+    pub(crate) fn term_order(&self, a: ExplId, b: ExplId) -> std::cmp::Ordering {
         if a == b {
             return std::cmp::Ordering::Equal;
         }

@@ -6,6 +6,7 @@
 mod diagnostics;
 pub mod explanation;
 pub mod hops;
+mod routes;
 
 use diagnostics::InputDiagnostics;
 pub use diagnostics::{DiagIter, DiagList};
@@ -112,15 +113,13 @@ pub struct RenderCache {
     bound_cache: FxHashMap<ExplId, Arc<ExplOut>>,
     terms: FxHashMap<ExplId, Arc<TermOut>>,
     located: FxHashMap<ExplId, Arc<TermOut>>,
-    located_lists: FxHashMap<ExplId, TermList>,
+    located_lists: FxHashMap<ExplId, hops::LocatedLeaves>,
     rendered_hops: FxHashMap<Hop, Arc<HopOut>>,
     described: FxHashMap<NodeId, Arc<str>>,
-    path_tails: FxHashMap<PathKey, Arc<str>>,
+    routes: routes::RouteTails,
+    path_words: FxHashMap<routes::PathKey, Arc<str>>,
     input_diagnostics: Option<Arc<InputDiagnostics>>,
 }
-
-/// A forwarding path after its node (its gateways), and the prefix it carries.
-type PathKey = (smallvec::SmallVec<[NodeId; 4]>, IpNet);
 
 impl RenderCache {
     /// Empty caches of a renderer at `level`.
@@ -147,13 +146,16 @@ pub struct Renderer<'s, 't> {
     /// Terms with where they were written (`explain`), worded and located once.
     located: RefCell<FxHashMap<ExplId, Arc<TermOut>>>,
     /// The located terms of a value (`explain`), listed once.
-    located_lists: RefCell<FxHashMap<ExplId, TermList>>,
+    located_lists: RefCell<FxHashMap<ExplId, hops::LocatedLeaves>>,
     /// Route hops (`explain`), rendered once.
     rendered_hops: RefCell<FxHashMap<Hop, Arc<HopOut>>>,
     /// Nodes as forwarding paths name them (`explain`), worded once.
     described: RefCell<FxHashMap<NodeId, Arc<str>>>,
+    /// Learned routes' paths and hops after their first hops (`explain`), walked, worded and
+    /// rendered once.
+    routes: RefCell<routes::RouteTails>,
     /// Forwarding paths after their node (`explain`), worded once.
-    path_tails: RefCell<FxHashMap<PathKey, Arc<str>>>,
+    path_words: RefCell<FxHashMap<routes::PathKey, Arc<str>>>,
     /// The topology's diagnostics, sorted and rendered once (`explain`).
     input_diagnostics: Option<Arc<InputDiagnostics>>,
 }
@@ -179,7 +181,8 @@ impl<'s, 't> Renderer<'s, 't> {
             located_lists: RefCell::new(cache.located_lists),
             rendered_hops: RefCell::new(cache.rendered_hops),
             described: RefCell::new(cache.described),
-            path_tails: RefCell::new(cache.path_tails),
+            routes: RefCell::new(cache.routes),
+            path_words: RefCell::new(cache.path_words),
             input_diagnostics: cache.input_diagnostics,
         }
     }
@@ -197,7 +200,8 @@ impl<'s, 't> Renderer<'s, 't> {
             located_lists: self.located_lists.into_inner(),
             rendered_hops: self.rendered_hops.into_inner(),
             described: self.described.into_inner(),
-            path_tails: self.path_tails.into_inner(),
+            routes: self.routes.into_inner(),
+            path_words: self.path_words.into_inner(),
             input_diagnostics: self.input_diagnostics,
         }
     }

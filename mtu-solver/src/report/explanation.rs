@@ -4,21 +4,19 @@
 
 use super::diagnostics::{DiagList, InputDiagnostics};
 use super::hops::HopOut;
-use super::{ApiVersion, DocumentKind, PathKey, RenderCache, Renderer, TermList, TermOut};
+use super::routes::{RouteTails, ShownRoute};
+use super::{ApiVersion, DocumentKind, RenderCache, Renderer, TermList, TermOut};
 use crate::explain::ExplId;
-use crate::plan::{DeviceRef, NodePlan, RouteKind};
+use crate::plan::{DeviceRef, NodePlan, RouteKind, RoutePlan};
 use crate::query::{Destination, QueryError, carrying_in_plan};
 use crate::solver::Solver;
-use crate::solver::hops::{Hop, HopTo, RouteHops};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use topology_core::diag::Diagnostic;
 use topology_core::ids::NodeId;
 use topology_core::model::Topology;
-use topology_core::net::Dest;
 
 /// How many forwarding paths of a route an explanation walks and lists when not told
 /// (the binary's `--paths` default).
@@ -171,7 +169,7 @@ pub(crate) fn explanation(
     if let Want::Peer(p) = want {
         linked(topo, n, plan, p)?;
     }
-    let listed = listed_routes(solver, n, plan, want, max_paths);
+    let listed = listed_routes(solver, &mut cache.routes, n, plan, want, max_paths);
     let mut r = Renderer::resume(solver, std::mem::take(cache));
     let mut values = link_values(&r, plan, want);
     values.extend(route_values(&r, n, plan, &listed));
@@ -211,72 +209,6 @@ impl Renderer<'_, '_> {
             .get_or_insert_with(|| Arc::new(InputDiagnostics::of(topo)))
             .clone()
     }
-
-    /// A node in a path: `name@Site`, or `name (pool P, Site S)` for a gateway; worded once
-    /// per renderer.
-    fn describe(&self, n: NodeId) -> Arc<str> {
-        if let Some(d) = self.described.borrow().get(&n) {
-            return d.clone();
-        }
-        let topo = self.solver.topo();
-        let node = topo.node(n);
-        let site = &topo.site(node.site).name;
-        let d: Arc<str> = match node.pool() {
-            Some(p) => format!("{} (pool {}, Site {})", node.name, topo.pool(p).name, site),
-            None => format!("{}@{}", node.name, site),
-        }
-        .into();
-        self.described.borrow_mut().insert(n, d.clone());
-        d
-    }
-
-    /// One forwarding path in words: the node, its gateways, and where the last one delivers.
-    fn path_text(&self, from: NodeId, hops: &[NodeId], prefix: &IpNet) -> String {
-        let head = self.describe(from);
-        let tail = self.path_tail(hops, prefix);
-        let mut s = String::with_capacity(head.len().saturating_add(tail.len()));
-        s.push_str(&head);
-        s.push_str(&tail);
-        s
-    }
-
-    /// A forwarding path after its node, in words (` -> g1 (pool P, Site A) -> Site B`): the
-    /// same for every node whose path it is, so worded once per renderer.
-    fn path_tail(&self, hops: &[NodeId], prefix: &IpNet) -> Arc<str> {
-        let key: PathKey = (SmallVec::from_slice(hops), *prefix);
-        if let Some(t) = self.path_tails.borrow().get(&key) {
-            return t.clone();
-        }
-        let solver = self.solver;
-        let topo = solver.topo();
-        let mut s = String::with_capacity(hops.len().saturating_add(1).saturating_mul(48));
-        for h in hops {
-            s.push_str(" -> ");
-            s.push_str(&self.describe(*h));
-        }
-        let last = hops.last().copied();
-        let end = solver
-            .net()
-            .origins_of(prefix)
-            .iter()
-            .find(|o| last.is_some_and(|g| solver.net().originates(g, o.dest)))
-            .map(|o| o.dest);
-        match end {
-            Some(Dest::Site(d)) => {
-                s.push_str(" -> Site ");
-                s.push_str(&topo.site(d).name);
-            }
-            Some(Dest::Pool(p)) => {
-                s.push_str(" -> leaves the overlay (routed by pool ");
-                s.push_str(&topo.pool(p).name);
-                s.push(')');
-            }
-            None => {}
-        }
-        let tail: Arc<str> = s.into();
-        self.path_tails.borrow_mut().insert(key, tail.clone());
-        tail
-    }
 }
 
 /// A value with its binding term and every term considered, each located.
@@ -293,20 +225,6 @@ fn explained(r: &Renderer<'_, '_>, item: String, subject: Subject, e: ExplId) ->
         hops: None,
         hops_not_shown: None,
     }
-}
-
-/// Whether `hop` is on one of `paths` (gateways after `n`, the last one delivering).
-fn on_paths(n: NodeId, paths: &[Vec<NodeId>], hop: &Hop) -> bool {
-    paths.iter().any(|p| {
-        let mut from = n;
-        for g in p {
-            if hop.from == from && hop.to == HopTo::Node(*g) {
-                return true;
-            }
-            from = *g;
-        }
-        hop.from == from && !matches!(hop.to, HopTo::Node(_))
-    })
 }
 
 /// Whether a route to `dest` is asked about (as a route, not as a direct route over a peer's
@@ -344,18 +262,6 @@ fn linked(topo: &Topology, n: NodeId, plan: &NodePlan, peer: NodeId) -> Result<(
     })
 }
 
-/// The forwarding paths and hops of a learned route that is listed.
-struct ShownRoute {
-    /// The paths walked (gateways after the node).
-    walked: Vec<Vec<NodeId>>,
-    /// How many paths there are, and whether that count saturated.
-    total: u64,
-    saturated: bool,
-    hops: RouteHops,
-    /// Hops before those off the listed paths were left out.
-    all_hops: usize,
-}
-
 /// The routes asked about, by index in the plan, in the order they are listed: every route,
 /// those to the destination, or the direct routes over the link to the peer. Each learned one
 /// comes with its paths and hops: the paths counted, not enumerated (a chain of pools
@@ -363,6 +269,7 @@ struct ShownRoute {
 /// binding ones wherever they are.
 fn listed_routes(
     solver: &mut Solver<'_>,
+    tails: &mut RouteTails,
     n: NodeId,
     plan: &NodePlan,
     want: Want,
@@ -378,25 +285,7 @@ fn listed_routes(
         if !(wanted_route(&rt.destination, want) || via_peer) {
             continue;
         }
-        if rt.kind == RouteKind::Direct {
-            out.push((i, None));
-            continue;
-        }
-        let paths = solver.net().first_paths(n, &rt.advertised, max_paths);
-        let mut hops = solver.route_hops(n, rt);
-        let all_hops = hops.hops.len();
-        hops.hops
-            .retain(|h| h.binds || on_paths(n, &paths.paths, h));
-        out.push((
-            i,
-            Some(ShownRoute {
-                walked: paths.paths,
-                total: paths.total,
-                saturated: paths.saturated,
-                hops,
-                all_hops,
-            }),
-        ));
+        out.push((i, tails.shown_route(solver, n, rt, max_paths)));
     }
     out
 }
@@ -437,42 +326,87 @@ fn route_values(
         let Some(rt) = plan.routes.get(*i) else {
             continue;
         };
-        let mut item = String::with_capacity(rt.via.len().saturating_mul(24).saturating_add(64));
-        let _ = write!(
-            item,
-            "route {} ({}, {}, distance {}, via ",
-            rt.destination,
-            rt.ty.as_str(),
-            rt.kind.as_str(),
-            rt.distance,
-        );
-        for (i, v) in rt.via.iter().enumerate() {
-            if i > 0 {
-                item.push_str(", ");
-            }
-            item.push_str(&topo.node(*v).name);
-        }
-        item.push(')');
+        let item = route_item(topo, rt);
         let subject = Subject::Route {
             destination: rt.destination,
         };
         let mut e = explained(r, item, subject, rt.mtu.expl);
-        if let Some(d) = detail {
+        if let Some(shown) = detail {
+            let d = r.route_detail(n, rt, shown);
             e.paths = Some(Paths {
                 total: d.total,
                 saturated: d.saturated,
-                shown: d
-                    .walked
-                    .iter()
-                    .map(|p| r.path_text(n, p, &rt.advertised))
-                    .collect(),
+                shown: d.shown,
             });
-            e.hops = Some(r.hops(&d.hops.hops));
-            e.hops_not_shown = Some(d.all_hops.saturating_sub(d.hops.hops.len()));
+            e.hops = Some(d.hops);
+            e.hops_not_shown = Some(d.not_shown);
         }
         values.push(e);
     }
     values
+}
+
+/// A route in words: `route 10.1.0.0/16 (PodCidr, transit, distance 1, via g1, g2)`. Written
+/// without the formatting machinery: it is made for every route explained.
+fn route_item(topo: &Topology, rt: &RoutePlan) -> String {
+    let mut item = String::with_capacity(rt.via.len().saturating_mul(24).saturating_add(64));
+    item.push_str("route ");
+    push_prefix(&mut item, &rt.destination);
+    item.push_str(" (");
+    item.push_str(rt.ty.as_str());
+    item.push_str(", ");
+    item.push_str(rt.kind.as_str());
+    item.push_str(", distance ");
+    push_decimal(&mut item, rt.distance);
+    item.push_str(", via ");
+    for (i, v) in rt.via.iter().enumerate() {
+        if i > 0 {
+            item.push_str(", ");
+        }
+        item.push_str(&topo.node(*v).name);
+    }
+    item.push(')');
+    item
+}
+
+/// `prefix` as its `Display` writes it (an IPv4 one digit by digit).
+fn push_prefix(out: &mut String, prefix: &IpNet) {
+    match prefix {
+        IpNet::V4(n) => {
+            for (i, o) in n.addr().octets().iter().enumerate() {
+                if i > 0 {
+                    out.push('.');
+                }
+                push_decimal(out, u32::from(*o));
+            }
+            out.push('/');
+            push_decimal(out, u32::from(n.prefix_len()));
+        }
+        IpNet::V6(_) => {
+            let _ = write!(out, "{prefix}");
+        }
+    }
+}
+
+/// `n` in decimal.
+fn push_decimal(out: &mut String, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at = at.saturating_sub(1);
+        if let Some(d) = digits.get_mut(at) {
+            // A digit: `rest % 10` is below 10.
+            *d = b'0'.saturating_add(u8::try_from(rest % 10).unwrap_or(0));
+        }
+        rest /= 10;
+        if rest == 0 || at == 0 {
+            break;
+        }
+    }
+    for d in digits.get(at..).unwrap_or_default() {
+        out.push(char::from(*d));
+    }
 }
 
 /// The node's own values: its devices (the underlay left out), its fabric, and what a gateway
@@ -513,7 +447,40 @@ fn diagnostics<'a>(
 ) -> impl Iterator<Item = &'a Diagnostic> {
     let hops = listed
         .iter()
-        .filter_map(|(_, s)| s.as_ref())
-        .flat_map(|s| &s.hops.diagnostics);
+        .filter_map(|(_, s)| s.as_ref()?.diagnostics.as_deref())
+        .flatten();
     plan.diagnostics.iter().chain(hops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{push_decimal, push_prefix};
+    use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+    use proptest::prelude::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+    use test_utils::testkit::proptest_config;
+
+    proptest! {
+        #![proptest_config(proptest_config(
+            256,
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../proptest-regressions/route_words.txt")
+        ))]
+
+        /// A route's words write numbers and prefixes as `Display` does.
+        #[test]
+        fn words_write_as_display(n in any::<u32>(), a in any::<u32>(), len in 0u8..=32, b in any::<u128>(), len6 in 0u8..=128) {
+            let mut s = String::new();
+            push_decimal(&mut s, n);
+            prop_assert_eq!(s, n.to_string());
+            let nets = [
+                Ipv4Net::new(Ipv4Addr::from(a), len).map(IpNet::V4),
+                Ipv6Net::new(Ipv6Addr::from(b), len6).map(IpNet::V6),
+            ];
+            for net in nets.into_iter().flatten() {
+                let mut s = String::new();
+                push_prefix(&mut s, &net);
+                prop_assert_eq!(s, net.to_string());
+            }
+        }
+    }
 }

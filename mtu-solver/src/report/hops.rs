@@ -3,10 +3,11 @@
 //! the binary's `explain` and the library's [`crate::resolver::Resolver::explain`].
 
 use super::{Renderer, TermList, TermOut};
-use crate::explain::ExplId;
+use crate::explain::{ExplId, Kind};
 use crate::solver::Solver;
 use crate::solver::hops::{Hop, HopTo, PublishedTerm};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use smallvec::SmallVec;
 use std::sync::Arc;
 use topology_core::net::LinkKind;
 use topology_core::vocab::Protocol;
@@ -126,6 +127,17 @@ impl<'de> Deserialize<'de> for HopEnd {
     }
 }
 
+/// How many minimums deep [`Renderer::located_terms`] merges its children's lists (deeper, it
+/// collects the leaves): a route's terms are a few minimums deep, however long its path.
+const MERGED_DEPTH: usize = 32;
+
+/// A value's located terms and their IDs, in term order.
+#[derive(Clone, Debug, Default)]
+pub(super) struct LocatedLeaves {
+    ids: Arc<[ExplId]>,
+    terms: TermList,
+}
+
 /// One hop of a route.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -189,18 +201,76 @@ impl Renderer<'_, '_> {
     /// Every term of `id` ([`crate::explain::Explanations::leaves`]), located, listed once per
     /// renderer: the routes of one class share theirs.
     pub fn located_terms(&self, id: ExplId) -> TermList {
+        self.located_leaves(id, 0).terms
+    }
+
+    /// [`Renderer::located_terms`] with the terms' IDs. A minimum's terms are the union of its
+    /// children's: a route's are merged from the lists of the parts it shares with others
+    /// (its first hop, the gateways after it), each listed once. Below [`MERGED_DEPTH`]
+    /// minimums, the leaves are collected instead.
+    fn located_leaves(&self, id: ExplId, depth: usize) -> LocatedLeaves {
         if let Some(t) = self.located_lists.borrow().get(&id) {
             return t.clone();
         }
-        let terms: TermList = self
-            .solver
-            .expl
-            .leaves(id)
-            .into_iter()
-            .map(|t| self.located_term(t))
-            .collect();
-        self.located_lists.borrow_mut().insert(id, terms.clone());
-        terms
+        let expl = &self.solver.expl;
+        let merged = match &expl.get(id).kind {
+            Kind::Min(kids) if depth < MERGED_DEPTH => {
+                let lists: SmallVec<[LocatedLeaves; 4]> = kids
+                    .iter()
+                    .map(|k| self.located_leaves(*k, depth.saturating_add(1)))
+                    .collect();
+                Some(self.merged(&lists))
+            }
+            _ => None,
+        };
+        let leaves = merged.unwrap_or_else(|| {
+            let ids = expl.leaves(id);
+            let terms = ids.iter().map(|t| self.located_term(*t)).collect();
+            LocatedLeaves {
+                ids: ids.into(),
+                terms,
+            }
+        });
+        self.located_lists.borrow_mut().insert(id, leaves.clone());
+        leaves
+    }
+
+    /// The union of term lists, each in term order, in term order.
+    fn merged(&self, lists: &[LocatedLeaves]) -> LocatedLeaves {
+        let expl = &self.solver.expl;
+        let len = lists.iter().map(|l| l.ids.len()).sum();
+        let mut ids: Vec<ExplId> = Vec::with_capacity(len);
+        let mut terms: Vec<Arc<TermOut>> = Vec::with_capacity(len);
+        let mut at: SmallVec<[usize; 4]> = lists.iter().map(|_| 0).collect();
+        loop {
+            let mut best: Option<(usize, ExplId)> = None;
+            for (i, l) in lists.iter().enumerate() {
+                let Some(id) = at.get(i).and_then(|a| l.ids.get(*a)) else {
+                    continue;
+                };
+                if best.is_none_or(|(_, b)| expl.term_order(*id, b).is_lt()) {
+                    best = Some((i, *id));
+                }
+            }
+            let Some((i, id)) = best else {
+                break;
+            };
+            if ids.last() != Some(&id)
+                && let Some(t) = lists
+                    .get(i)
+                    .and_then(|l| at.get(i).and_then(|a| l.terms.get(*a)))
+            {
+                ids.push(id);
+                terms.push(t.clone());
+            }
+            if let Some(a) = at.get_mut(i) {
+                *a = a.saturating_add(1);
+            }
+        }
+        LocatedLeaves {
+            ids: ids.into(),
+            terms: TermList(terms.into()),
+        }
     }
 
     /// A route's hops, each rendered once per renderer (and the caches it resumes): routes

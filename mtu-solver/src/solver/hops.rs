@@ -109,21 +109,50 @@ impl Solver<'_> {
         if route.kind == RouteKind::Direct {
             return RouteHops::default();
         }
-        // Room for the hops of a route through a few pools, so the list is not grown hop by hop.
-        let mut out = RouteHops {
-            hops: Vec::with_capacity(16),
-            diagnostics: Vec::new(),
-        };
         let prefix = route.advertised;
         let worker = route.kind == RouteKind::Gateway;
         let Some(l) = self.net.learned_for(n, &prefix) else {
-            return out;
+            return RouteHops::default();
         };
-        let mut layer: Vec<Reached> = Vec::with_capacity(l.via.len());
+        let after = self.hops_after(&l.via, &l.origins, prefix, worker);
+        // Room for the hops of a route through a few pools, so the list is not grown hop by hop.
+        let mut hops = Vec::with_capacity(after.hops.len().saturating_add(l.via.len()).max(16));
         for g in &l.via {
-            out.hops.push(self.first_hop(n, *g));
-            layer.push((*g, SmallVec::from_slice(&l.origins)));
+            hops.push(self.first_hop(n, *g));
         }
+        hops.extend_from_slice(&after.hops);
+        let bound = self.expl.get(route.mtu.expl).bound;
+        for h in &mut hops {
+            h.binds = self.binds(h, bound);
+        }
+        RouteHops {
+            hops,
+            diagnostics: after.diagnostics,
+        }
+    }
+
+    /// Whether `hop` holds the route's binding term `bound` among the terms it adds.
+    pub(crate) fn binds(&self, hop: &Hop, bound: ExplId) -> bool {
+        hop.limit.is_some_and(|x| self.expl.has_leaf(x, bound))
+    }
+
+    /// The hops of a route after its first hops: the walk from its next hops `via`, reached by
+    /// `origins`, layer by layer, each gateway once, none marked binding. The same for every
+    /// route that leaves by these next hops for `prefix` (a worker's routes, `worker`, also
+    /// read published values), whichever node it belongs to. Each gateway's step is made once
+    /// per solver.
+    pub(crate) fn hops_after(
+        &mut self,
+        via: &[NodeId],
+        origins: &[Origin],
+        prefix: IpNet,
+        worker: bool,
+    ) -> RouteHops {
+        let mut out = RouteHops::default();
+        let mut layer: Vec<Reached> = via
+            .iter()
+            .map(|g| (*g, SmallVec::from_slice(origins)))
+            .collect();
         let mut seen: SmallVec<[NodeId; 8]> = SmallVec::new();
         let max_depth = self.topo().pools.len();
         let mut depth = 0usize;
@@ -148,16 +177,12 @@ impl Solver<'_> {
             layer = next;
             depth = depth.saturating_add(1);
         }
-        let bound = self.expl.get(route.mtu.expl).bound;
-        for h in &mut out.hops {
-            h.binds = h.limit.is_some_and(|x| self.expl.has_leaf(x, bound));
-        }
         out
     }
 
     /// The hop from node `n` to its next hop `g`: its link MTU enters the route. Made once per
     /// solver.
-    fn first_hop(&mut self, n: NodeId, g: NodeId) -> Hop {
+    pub(crate) fn first_hop(&mut self, n: NodeId, g: NodeId) -> Hop {
         if let Some(h) = self.first_hops.get(&(n, g)) {
             return *h;
         }

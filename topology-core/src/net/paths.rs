@@ -20,11 +20,17 @@ impl<'t> Net<'t> {
     /// paths. A gateway's first [`KEPT_PATHS`] paths to a prefix and their count are made once
     /// per `Net` and shared by every route through it; a longer list is walked anew.
     pub fn first_paths(&self, n: NodeId, prefix: &IpNet, limit: usize) -> FirstPaths {
+        match self.learned_for(n, prefix) {
+            Some(l) => self.first_paths_via(&l.via, prefix, limit),
+            None => FirstPaths::default(),
+        }
+    }
+
+    /// [`Net::first_paths`] of a route whose next hops are `via`: the same for every node
+    /// whose route to the prefix leaves by them.
+    pub fn first_paths_via(&self, via: &[NodeId], prefix: &IpNet, limit: usize) -> FirstPaths {
         let mut out = FirstPaths::default();
-        let Some(l) = self.learned_for(n, prefix) else {
-            return out;
-        };
-        for g in &l.via {
+        for g in via {
             let from_g = self.paths_from(*g, prefix, limit);
             match out.total.checked_add(from_g.total) {
                 Some(t) => out.total = t,
