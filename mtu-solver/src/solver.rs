@@ -152,6 +152,8 @@ pub struct Solver<'t> {
     /// A route's first hop from a node to a next hop, and each gateway's step for a prefix
     /// ([`Solver::route_hops`]): shared by every route that takes them.
     first_hops: FxHashMap<(NodeId, NodeId), hops::Hop>,
+    /// The link of a hop between two gateways, shared by the steps of every prefix.
+    hop_links: FxHashMap<(NodeId, NodeId), hops::HopLink>,
     steps: FxHashMap<hops::StepKey, std::sync::Arc<hops::Step>>,
     /// Per node (by index), protocol and outer family: the auto term naming that node, as its
     /// ID + 1 (`None`: none yet).
@@ -214,6 +216,7 @@ impl<'t> Solver<'t> {
             pub_memo: FxHashMap::default(),
             would_publish: FxHashMap::default(),
             first_hops: FxHashMap::default(),
+            hop_links: FxHashMap::default(),
             steps: FxHashMap::default(),
             link_memo: FxHashMap::default(),
             auto_leaves: Sparse::default(),

@@ -257,7 +257,7 @@ pub struct Net<'t> {
     path_steps: RefCell<FxHashMap<(NodeId, IpNet), paths::PathStep>>,
     /// Per gateway and prefix, the first forwarding paths from the gateway as a route's next
     /// hop, and how many there are ([`Net::first_paths`]): every route through it asks.
-    gateway_paths: RefCell<FxHashMap<(NodeId, IpNet), std::sync::Arc<FirstPaths>>>,
+    gateway_paths: RefCell<FxHashMap<(NodeId, IpNet), paths::KeptPaths>>,
 }
 
 /// Nodes sharing learned routes: workers of one Site, gateways of one pool in one Site.

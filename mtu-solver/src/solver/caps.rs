@@ -136,6 +136,7 @@ impl Solver<'_> {
         self.would_publish.clear();
         self.link_memo.clear();
         self.first_hops.clear();
+        self.hop_links.clear();
         self.steps.clear();
         self.classes.clear();
         // `reach` meets an assignment's cap only on the delivery into its Sites (never on the

@@ -75,6 +75,16 @@ pub struct RouteHops {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// The link of a hop between two gateways, whatever the prefix ([`Solver::route_hops`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HopLink {
+    kind: LinkKind,
+    protocol: Option<Protocol>,
+    /// The link's MTU from the gateway the hop leaves.
+    mtu: Option<ExplId>,
+    caps: Option<ExplId>,
+}
+
 /// A gateway reached by the walk, with the origins of the route that reached it.
 type Reached = (NodeId, SmallVec<[Origin; 1]>);
 
@@ -115,8 +125,7 @@ impl Solver<'_> {
             return RouteHops::default();
         };
         let after = self.hops_after(&l.via, &l.origins, prefix, worker);
-        // Room for the hops of a route through a few pools, so the list is not grown hop by hop.
-        let mut hops = Vec::with_capacity(after.hops.len().saturating_add(l.via.len()).max(16));
+        let mut hops = Vec::with_capacity(after.hops.len().saturating_add(l.via.len()));
         for g in &l.via {
             hops.push(self.first_hop(n, *g));
         }
@@ -148,17 +157,21 @@ impl Solver<'_> {
         prefix: IpNet,
         worker: bool,
     ) -> RouteHops {
-        let mut out = RouteHops::default();
+        // Room for the hops of a route through a few pools, so the list is not grown hop by hop.
+        let mut out = RouteHops {
+            hops: Vec::with_capacity(16),
+            diagnostics: Vec::new(),
+        };
         let mut layer: Vec<Reached> = via
             .iter()
             .map(|g| (*g, SmallVec::from_slice(origins)))
             .collect();
+        let mut next: Vec<Reached> = Vec::with_capacity(layer.len());
         let mut seen: SmallVec<[NodeId; 8]> = SmallVec::new();
         let max_depth = self.topo().pools.len();
         let mut depth = 0usize;
         while !layer.is_empty() && depth <= max_depth {
-            let mut next: Vec<Reached> = Vec::new();
-            for (g, origins) in layer {
+            for (g, origins) in layer.drain(..) {
                 if seen.contains(&g) {
                     continue;
                 }
@@ -174,7 +187,7 @@ impl Solver<'_> {
                     next.push((*h, SmallVec::from_slice(o)));
                 }
             }
-            layer = next;
+            std::mem::swap(&mut layer, &mut next);
             depth = depth.saturating_add(1);
         }
         out
@@ -285,14 +298,35 @@ impl Solver<'_> {
             return;
         };
         for h in &lg.via {
-            let link = self.net.link(g, *h);
-            let kind = link.as_ref().map_or(LinkKind::Transit, |l| l.kind);
-            let caps = self.link_caps(g, *h, kind);
-            let mtu = self.link_value(g, *h);
-            let protocol = link.as_ref().map(|l| l.protocol);
-            push(self, HopTo::Node(*h), Some(kind), protocol, mtu, caps);
+            let l = self.hop_link(g, *h);
+            push(
+                self,
+                HopTo::Node(*h),
+                Some(l.kind),
+                l.protocol,
+                l.mtu,
+                l.caps,
+            );
             step.next.push((*h, SmallVec::from_slice(&lg.origins)));
         }
+    }
+
+    /// The link of a hop from gateway `g` to gateway `h` (its kind, protocol, MTU and caps):
+    /// the same whatever the prefix, so made once per solver.
+    fn hop_link(&mut self, g: NodeId, h: NodeId) -> HopLink {
+        if let Some(l) = self.hop_links.get(&(g, h)) {
+            return *l;
+        }
+        let link = self.net.link(g, h);
+        let kind = link.as_ref().map_or(LinkKind::Transit, |l| l.kind);
+        let l = HopLink {
+            kind,
+            protocol: link.as_ref().map(|l| l.protocol),
+            mtu: self.link_value(g, h),
+            caps: self.link_caps(g, h, kind),
+        };
+        self.hop_links.insert((g, h), l);
+        l
     }
 
     /// What gateway `g` has published for `prefix` (None: nothing), with what this input would

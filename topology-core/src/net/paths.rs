@@ -4,6 +4,7 @@
 use super::*;
 use ipnet::IpNet;
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 impl<'t> Net<'t> {
     /// Forwarding paths of node `n` for a learned prefix: hop sequences (node IDs, first hop
@@ -50,23 +51,76 @@ impl<'t> Net<'t> {
     /// there are), and how many there are: kept per gateway and prefix when `limit` is at most
     /// [`KEPT_PATHS`]. Paths from a next hop do not depend on the node before it: a branch is
     /// cut by its number of hops from the next hop.
-    fn paths_from(&self, g: NodeId, prefix: &IpNet, limit: usize) -> std::sync::Arc<FirstPaths> {
-        let kept = limit <= KEPT_PATHS;
-        if kept && let Some(p) = self.gateway_paths.borrow().get(&(g, *prefix)) {
-            return p.clone();
+    fn paths_from(&self, g: NodeId, prefix: &IpNet, limit: usize) -> Arc<FirstPaths> {
+        if limit > KEPT_PATHS {
+            return Arc::new(self.walked_paths_from(g, prefix, limit));
         }
+        if let Some(k) = self.kept_paths(g, prefix, 0) {
+            return k.paths;
+        }
+        let paths = Arc::new(self.walked_paths_from(g, prefix, KEPT_PATHS));
+        // A walk that cut a branch: the gateways before `g` walk theirs too.
+        let kept = KeptPaths {
+            paths: paths.clone(),
+            height: self.topo.pools.len().saturating_add(2),
+        };
+        self.gateway_paths.borrow_mut().insert((g, *prefix), kept);
+        paths
+    }
+
+    /// The first `limit` paths from `g` and their count, walked ([`Net::forwarding_paths`]).
+    fn walked_paths_from(&self, g: NodeId, prefix: &IpNet, limit: usize) -> FirstPaths {
         let fp = self.forwarding_paths_from(&[g], prefix);
-        let p = std::sync::Arc::new(FirstPaths {
+        FirstPaths {
             paths: fp.iter().take(limit.max(KEPT_PATHS)).collect(),
             total: fp.total,
             saturated: fp.saturated,
-        });
-        if kept {
-            self.gateway_paths
-                .borrow_mut()
-                .insert((g, *prefix), p.clone());
         }
-        p
+    }
+
+    /// Gateway `g`'s first [`KEPT_PATHS`] paths to `prefix` and their count, made from its next
+    /// hops' (kept in turn), `depth` gateways after the one asked about: what the walk from `g`
+    /// finds when none of its branches is longer than the walk's cut (one gateway more than
+    /// there are pools, which only selections that loop reach). None when one is, or when
+    /// `depth` passes the cut: the walk decides.
+    fn kept_paths(&self, g: NodeId, prefix: &IpNet, depth: usize) -> Option<KeptPaths> {
+        if let Some(k) = self.gateway_paths.borrow().get(&(g, *prefix)) {
+            return Some(k.clone());
+        }
+        let longest = self.topo.pools.len().saturating_add(1);
+        if depth >= longest {
+            return None;
+        }
+        let kept = match self.path_step(g, prefix) {
+            None => KeptPaths {
+                paths: Arc::new(FirstPaths {
+                    paths: vec![vec![g]],
+                    total: 1,
+                    saturated: false,
+                }),
+                height: 1,
+            },
+            Some(via) => {
+                let mut out = FirstPaths::default();
+                let mut height = 1usize;
+                for h in &via {
+                    let next = self.kept_paths(*h, prefix, depth.saturating_add(1))?;
+                    height = height.max(next.height.saturating_add(1));
+                    out.add_after(g, &next.paths);
+                }
+                if height > longest {
+                    return None;
+                }
+                KeptPaths {
+                    paths: Arc::new(out),
+                    height,
+                }
+            }
+        };
+        self.gateway_paths
+            .borrow_mut()
+            .insert((g, *prefix), kept.clone());
+        Some(kept)
     }
 
     /// The forwarding paths of node `n` for a learned prefix, counted without being enumerated.
@@ -196,6 +250,38 @@ pub struct FirstPaths {
     pub total: u64,
     /// There are more paths than a `u64` counts: `total` is a lower bound.
     pub saturated: bool,
+}
+
+impl FirstPaths {
+    /// Adds the paths of a next hop of `g` (`g` before each, up to [`KEPT_PATHS`]) and their
+    /// count.
+    fn add_after(&mut self, g: NodeId, next: &FirstPaths) {
+        match self.total.checked_add(next.total) {
+            Some(t) => self.total = t,
+            None => {
+                self.total = u64::MAX;
+                self.saturated = true;
+            }
+        }
+        self.saturated |= next.saturated;
+        for p in &next.paths {
+            if self.paths.len() >= KEPT_PATHS {
+                break;
+            }
+            let mut path = Vec::with_capacity(p.len().saturating_add(1));
+            path.push(g);
+            path.extend_from_slice(p);
+            self.paths.push(path);
+        }
+    }
+}
+
+/// A gateway's kept first paths to a prefix ([`Net::first_paths`]), and how many gateways its
+/// longest branch has (beyond the walk's cut for paths that were walked).
+#[derive(Clone, Debug)]
+pub(super) struct KeptPaths {
+    paths: Arc<FirstPaths>,
+    height: usize,
 }
 
 /// A gateway's step on a forwarding path ([`Net::path_step`]).
