@@ -33,14 +33,7 @@ impl<'t> Net<'t> {
         let mut out = FirstPaths::default();
         for g in via {
             let from_g = self.paths_from(*g, prefix, limit);
-            match out.total.checked_add(from_g.total) {
-                Some(t) => out.total = t,
-                None => {
-                    out.total = u64::MAX;
-                    out.saturated = true;
-                }
-            }
-            out.saturated |= from_g.saturated;
+            out.add_count(&from_g);
             let room = limit.saturating_sub(out.paths.len());
             out.paths.extend(from_g.paths.iter().take(room).cloned());
         }
@@ -253,17 +246,22 @@ pub struct FirstPaths {
 }
 
 impl FirstPaths {
-    /// Adds the paths of a next hop of `g` (`g` before each, up to [`KEPT_PATHS`]) and their
-    /// count.
-    fn add_after(&mut self, g: NodeId, next: &FirstPaths) {
-        match self.total.checked_add(next.total) {
+    /// Adds the count of another set of paths (saturating).
+    fn add_count(&mut self, other: &FirstPaths) {
+        match self.total.checked_add(other.total) {
             Some(t) => self.total = t,
             None => {
                 self.total = u64::MAX;
                 self.saturated = true;
             }
         }
-        self.saturated |= next.saturated;
+        self.saturated |= other.saturated;
+    }
+
+    /// Adds the paths of a next hop of `g` (`g` before each, up to [`KEPT_PATHS`]) and their
+    /// count.
+    fn add_after(&mut self, g: NodeId, next: &FirstPaths) {
+        self.add_count(next);
         for p in &next.paths {
             if self.paths.len() >= KEPT_PATHS {
                 break;
