@@ -1,8 +1,8 @@
 //! A learned route's forwarding paths and hops in an explanation ([`super::explanation`]).
 //! Everything after a route's first hops (its paths past the node, the hops past the first,
 //! the findings about what they read) is the same for every route that leaves by the same next
-//! hops for the same prefix, whichever node it belongs to: a [`RouteTail`], walked, worded and
-//! rendered once per renderer. Each route adds its own first hops and marks the hops that hold
+//! hops for the same prefix, whichever node it belongs to: a [`RouteTail`], walked and worded
+//! once per renderer, its hops rendered once per binding term. Each route adds its own first hops and marks the hops that hold
 //! its binding term.
 
 use super::Renderer;
@@ -182,7 +182,7 @@ impl RouteTail {
     }
 
     /// The tail's hops for a route of node `n` whose binding term is `bound`, unless the tail
-    /// has them rendered: those on the walked paths or binding. `walked` are the hops when
+    /// has them rendered: those on the walked paths or binding ([`shown_hops`]). `walked` are the hops when
     /// the tail was just walked; otherwise they are walked again. A tail that passes `n` itself
     /// (a forwarding loop, cut by depth) has hops from it that are on the paths for `n` alone.
     fn fresh(
@@ -201,18 +201,10 @@ impl RouteTail {
             let (via, origins, prefix, worker, _) = key;
             solver.hops_after(via, origins, *prefix, *worker).hops
         });
-        let from = passes.then_some(n);
-        let all = hops.len();
-        let kept: Vec<Hop> = hops
-            .into_iter()
-            .filter_map(|mut h| {
-                h.binds = solver.binds(&h, bound);
-                (h.binds || on_paths(from, &self.walked, &h)).then_some(h)
-            })
-            .collect();
+        let (hops, not_shown) = shown_hops(solver, passes.then_some(n), self, &hops, bound);
         Some(FreshTail {
-            not_shown: all.saturating_sub(kept.len()),
-            hops: kept,
+            hops,
+            not_shown,
             shared: !passes,
         })
     }
@@ -234,22 +226,23 @@ fn on_paths(n: Option<NodeId>, paths: &[Vec<NodeId>], hop: &Hop) -> bool {
     })
 }
 
-/// Node `n`'s `first` hops of a route whose binding term is `bound`, marked: those on the
-/// tail's walked paths or binding, and how many others there are.
-fn first_hops_shown(
+/// Which of a route's `hops` an explanation lists, those holding its binding term `bound`
+/// marked: those on the tail's walked paths (after node `n`, for its first hops or a tail that
+/// passes it) or binding; and how many others there are.
+fn shown_hops<C: FromIterator<Hop>>(
     solver: &Solver<'_>,
-    n: NodeId,
+    n: Option<NodeId>,
     tail: &RouteTail,
-    first: &[Hop],
+    hops: &[Hop],
     bound: ExplId,
-) -> (SmallVec<[Hop; 4]>, usize) {
+) -> (C, usize) {
     let mut hidden = 0usize;
-    let kept = first
+    let kept = hops
         .iter()
         .filter_map(|h| {
             let mut h = *h;
             h.binds = solver.binds(&h, bound);
-            if h.binds || on_paths(Some(n), &tail.walked, &h) {
+            if h.binds || on_paths(n, &tail.walked, &h) {
                 Some(h)
             } else {
                 hidden = hidden.saturating_add(1);
@@ -283,7 +276,8 @@ impl Renderer<'_, '_> {
                 not_shown: 0,
             };
         };
-        let (kept_first, first_hidden) = first_hops_shown(solver, n, tail, &shown.first, bound);
+        let (kept_first, first_hidden): (SmallVec<[Hop; 4]>, _) =
+            shown_hops(solver, Some(n), tail, &shown.first, bound);
         let after = self.tail_hops(tail, shown);
         hops.reserve_exact(kept_first.len().saturating_add(after.hops.len()));
         hops.extend(self.hops(&kept_first));
