@@ -390,23 +390,7 @@ fn push_prefix(out: &mut String, prefix: &IpNet) {
 
 /// `n` in decimal.
 fn push_decimal(out: &mut String, n: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at = at.saturating_sub(1);
-        if let Some(d) = digits.get_mut(at) {
-            // A digit: `rest % 10` is below 10.
-            *d = b'0'.saturating_add(u8::try_from(rest % 10).unwrap_or(0));
-        }
-        rest /= 10;
-        if rest == 0 || at == 0 {
-            break;
-        }
-    }
-    for d in digits.get(at..).unwrap_or_default() {
-        out.push(char::from(*d));
-    }
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// The node's own values: its devices (the underlay left out), its fabric, and what a gateway
