@@ -161,7 +161,20 @@ pub async fn start(
             .and_then(|l| Ok((l.local_addr()?, l)))
             .map_err(|source| ServeError::Bind { addr, source })
     };
+    // Both listeners are bound before either serves, so once the probes answer, `/status` is
+    // there too (or its failure is logged).
     let (probes, listener) = bind(listen_addr).await?;
+    let own_status = match status_addr.filter(|_| !shared) {
+        Some(addr) => match bind(addr).await {
+            Ok(bound) => Some(bound),
+            Err(e) => {
+                tracing::warn!(error = %format!("{:#}", anyhow::Error::new(e)),
+                    "/status is not served there (the agent goes on without it)");
+                None
+            }
+        },
+        None => None,
+    };
     let mut tasks = vec![tokio::spawn(serve_on(listener, status.clone(), on_probes))];
     let mut status_at = Vec::new();
     if on_probes == Endpoints::All {
@@ -170,18 +183,10 @@ pub async fn start(
     } else {
         tracing::info!(bound = %probes, "serving /healthz /readyz /metrics");
     }
-    if let Some(addr) = status_addr.filter(|_| !shared) {
-        match bind(addr).await {
-            Ok((bound, l)) => {
-                tasks.push(tokio::spawn(serve_on(l, status.clone(), Endpoints::Status)));
-                status_at.push(bound);
-                tracing::info!(%bound, "serving /status");
-            }
-            Err(e) => {
-                tracing::warn!(error = %format!("{:#}", anyhow::Error::new(e)),
-                    "/status is not served there (the agent goes on without it)");
-            }
-        }
+    if let Some((bound, l)) = own_status {
+        tasks.push(tokio::spawn(serve_on(l, status.clone(), Endpoints::Status)));
+        status_at.push(bound);
+        tracing::info!(%bound, "serving /status");
     }
     Ok(Servers {
         probes,
