@@ -5,6 +5,7 @@
 //! explanation, not per value, and rendering one reproduces its arithmetic.
 
 mod chunked;
+mod words;
 
 use chunked::Chunked;
 use ipnet::IpNet;
@@ -12,7 +13,8 @@ use smallvec::SmallVec;
 use topology_core::ids::{NodeId, SiteId};
 use topology_core::model::{ObjRef, Topology};
 use topology_core::mtu::Mtu;
-use topology_core::vocab::{PATH_MTU_ANNOTATION, Protocol};
+use topology_core::vocab::Protocol;
+pub(crate) use words::path_words;
 
 /// An interned explanation node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -35,7 +37,7 @@ pub enum UnderlaySource {
 
 impl UnderlaySource {
     /// How explanations name it after the value, e.g. ` (default)`.
-    pub fn note(self) -> &'static str {
+    pub(crate) fn note(self) -> &'static str {
         match self {
             UnderlaySource::Annotation => " (annotation)",
             UnderlaySource::Max => " (underlay-mtu-max)",
@@ -134,123 +136,6 @@ pub struct Minus {
     pub ipv6_outer: bool,
 }
 
-/// Where a leaf term came from, in words, reproducing its arithmetic. Sources name objects and
-/// fields, not file positions: output must not depend on where (or in which order) objects were
-/// read; `Explanations::term_location` gives the position.
-fn leaf_source(l: &Leaf, value: Mtu, topo: &Topology) -> String {
-    let loc = |o: &ObjRef| {
-        topo.cap_of(*o)
-            .and_then(|c| c.invalid.as_ref())
-            .map(|inv| format!(" (invalid {inv}, fails closed to 576)"))
-            .unwrap_or_default()
-    };
-    let under = |s: &UnderlaySource| s.note();
-    match l {
-        Leaf::Cfg { node: n } => {
-            format!("agent config mtu {} on {}", value, topo.node(*n).name)
-        }
-        Leaf::Auto {
-            node: n,
-            underlay,
-            source,
-            protocol,
-            overhead,
-            ipv6_outer,
-        } => format!(
-            "underlay of {} {}{} − {} overhead {}{}",
-            topo.node(*n).name,
-            underlay,
-            under(source),
-            protocol,
-            overhead,
-            family_note(*ipv6_outer)
-        ),
-        Leaf::Path {
-            a,
-            b,
-            by,
-            mtu,
-            invalid,
-            protocol,
-            overhead,
-            ipv6_outer,
-        } => format!(
-            "{} − {} overhead {}{}",
-            path_words(topo, *a, *b, *mtu, *invalid, *by),
-            protocol,
-            overhead,
-            family_note(*ipv6_outer)
-        ),
-        Leaf::Underlay {
-            node: n,
-            underlay,
-            source,
-            minus,
-        } => match minus {
-            Some(m) => format!(
-                "underlay of {} {}{} − {} overhead {}{}",
-                topo.node(*n).name,
-                underlay,
-                under(source),
-                m.protocol,
-                m.overhead,
-                family_note(m.ipv6_outer)
-            ),
-            None => format!(
-                "underlay of {} {}{}",
-                topo.node(*n).name,
-                underlay,
-                under(source)
-            ),
-        },
-        Leaf::Cap { obj } => {
-            format!("{} spec.tunnelMTU {}{}", topo.label(*obj), value, loc(obj))
-        }
-        Leaf::Comp { site, obj } => format!(
-            "direct-mesh component of Site/{}: {} spec.tunnelMTU {}{}",
-            topo.site(*site).name,
-            topo.label(*obj),
-            value,
-            loc(obj)
-        ),
-        Leaf::Published { gateway, prefix } => format!(
-            "published by gateway {} for {} (GatewayPoolNode annotation)",
-            topo.node(*gateway).name,
-            prefix
-        ),
-    }
-}
-
-/// `path A↔B MTU (probed by X)`: a pair's path MTU as explanations and probes word it, `a`
-/// and `b` in ID order.
-pub(crate) fn path_words(
-    topo: &Topology,
-    a: NodeId,
-    b: NodeId,
-    mtu: u32,
-    invalid: bool,
-    by: NodeId,
-) -> String {
-    format!(
-        "path {}↔{} {}{} (probed by {})",
-        topo.node(a).name,
-        topo.node(b).name,
-        mtu,
-        if invalid {
-            " (invalid, fails closed to 576)"
-        } else {
-            ""
-        },
-        topo.node(by).name
-    )
-}
-
-/// ` (IPv6 outer)` after an overhead of the IPv6 column: the family is named where it is not
-/// the IPv4 default.
-fn family_note(ipv6_outer: bool) -> &'static str {
-    if ipv6_outer { " (IPv6 outer)" } else { "" }
-}
-
 /// How a node combines.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
@@ -311,23 +196,63 @@ fn hash_of(kind: &Kind, value: Mtu) -> u64 {
 }
 
 impl Explanations {
-    /// Number of distinct explanation nodes.
+    /// Number of distinct explanation nodes. Costs nothing: the count is kept.
+    ///
+    /// ```
+    /// # use mtu_solver::explain::{Explanations, Leaf};
+    /// # use mtu_solver::topology_core::{ids::NodeId, mtu::Mtu};
+    /// let mut arena = Explanations::default();
+    /// let cfg = Leaf::Cfg { node: NodeId(0) };
+    /// arena.leaf(cfg.clone(), Mtu::MIN);
+    /// arena.leaf(cfg, Mtu::MIN); // the same term again: interned, not added
+    /// assert_eq!(arena.len(), 1);
+    /// ```
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
-    /// Whether empty.
+    /// Whether empty. Costs nothing: the count is kept.
+    ///
+    /// ```
+    /// # use mtu_solver::explain::{Explanations, Leaf};
+    /// # use mtu_solver::topology_core::{ids::NodeId, mtu::Mtu};
+    /// let mut arena = Explanations::default();
+    /// assert!(arena.is_empty());
+    /// arena.leaf(Leaf::Cfg { node: NodeId(0) }, Mtu::MIN);
+    /// assert!(!arena.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
 
-    /// A node (IDs come from this arena).
+    /// A node (IDs come from this arena; another arena's ID may panic). Costs an index.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let link = resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let mtu = solver.plan(wa).links[0].mtu;
+    ///     let node = solver.explanations().get(mtu.expl);
+    ///     (node.value, solver.explanations().term_name(node.bound, solver.topo()))
+    /// });
+    /// assert_eq!((link.0.get(), &*link.1), (1400, "SitePeering/ab spec.tunnelMTU"));
+    /// ```
     #[allow(clippy::indexing_slicing)]
     pub fn get(&self, id: ExplId) -> &Node {
         &self.nodes[id.0 as usize]
     }
 
-    /// The value of a node.
+    /// The value of a node. Costs an index.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let fabric = solver.plan(wa).fabric;
+    ///     assert_eq!(solver.explanations().value(fabric.expl), fabric.mtu);
+    ///     assert_eq!(fabric.mtu.get(), 1400);
+    /// });
+    /// ```
     pub fn value(&self, id: ExplId) -> Mtu {
         self.get(id).value
     }
@@ -366,18 +291,44 @@ impl Explanations {
         id
     }
 
-    /// Interns a term with its value.
+    /// Interns a term with its value: the same term with the same value is the same node. Costs a
+    /// hash look-up (and a push when the term is new).
+    ///
+    /// ```
+    /// # use mtu_solver::explain::{Explanations, Leaf};
+    /// # use mtu_solver::topology_core::{ids::NodeId, mtu::Mtu};
+    /// let mut arena = Explanations::default();
+    /// let cfg = |n| Leaf::Cfg { node: NodeId(n) };
+    /// let a = arena.leaf(cfg(0), Mtu::MIN);
+    /// assert_eq!(arena.leaf(cfg(0), Mtu::MIN), a, "interned");
+    /// assert_ne!(arena.leaf(cfg(1), Mtu::MIN), a, "another node's term");
+    /// assert_eq!(arena.get(a).bound, a, "a term binds itself");
+    /// ```
     pub fn leaf(&mut self, leaf: Leaf, value: Mtu) -> ExplId {
         self.intern(Kind::Leaf(leaf), value, None)
     }
 
     /// The minimum of `children` (None when there are none). One child is returned as is.
+    /// Costs a sort of `children` and a look-up (and a push when the minimum is new).
+    ///
+    /// ```
+    /// # use mtu_solver::explain::{Explanations, Leaf};
+    /// # use mtu_solver::topology_core::{ids::NodeId, mtu::Mtu};
+    /// # let mtu = |v| Mtu::cap(v).expect("a cap in range");
+    /// let mut arena = Explanations::default();
+    /// let low = arena.leaf(Leaf::Cfg { node: NodeId(0) }, mtu(1300));
+    /// let high = arena.leaf(Leaf::Cfg { node: NodeId(1) }, mtu(1400));
+    /// let both = arena.min(&[high, low]).expect("two children");
+    /// assert_eq!((arena.value(both).get(), arena.get(both).bound), (1300, low));
+    /// assert_eq!(arena.min(&[high, low]), Some(both), "interned");
+    /// assert_eq!((arena.min(&[high]), arena.min(&[])), (Some(high), None));
+    /// ```
     pub fn min(&mut self, children: &[ExplId]) -> Option<ExplId> {
         self.combine(children, false)
     }
 
     /// The minimum of `first` and `others` (always exists).
-    pub fn min_with(&mut self, first: ExplId, others: &[ExplId]) -> ExplId {
+    pub(crate) fn min_with(&mut self, first: ExplId, others: &[ExplId]) -> ExplId {
         let mut all: SmallVec<[ExplId; 8]> =
             SmallVec::with_capacity(others.len().saturating_add(1));
         all.push(first);
@@ -387,6 +338,21 @@ impl Explanations {
 
     /// `min(a, b)` made as a new node, without looking it up: for pairs the caller deduplicates
     /// itself (a node's route explanations). Same value, bound and terms as [`Self::min`].
+    /// Costs a push (none when `a == b`).
+    ///
+    /// ```
+    /// # use mtu_solver::explain::{Explanations, Leaf};
+    /// # use mtu_solver::topology_core::{ids::NodeId, mtu::Mtu};
+    /// # let mtu = |v| Mtu::cap(v).expect("a cap in range");
+    /// let mut arena = Explanations::default();
+    /// let low = arena.leaf(Leaf::Cfg { node: NodeId(0) }, mtu(1300));
+    /// let high = arena.leaf(Leaf::Cfg { node: NodeId(1) }, mtu(1400));
+    /// let pair = arena.min_pair(high, low);
+    /// let looked_up = arena.min(&[high, low]).expect("two children");
+    /// assert_ne!(pair, looked_up, "made anew");
+    /// assert_eq!(arena.get(pair).bound, arena.get(looked_up).bound);
+    /// assert_eq!((arena.value(pair).get(), arena.min_pair(low, low)), (1300, low));
+    /// ```
     pub fn min_pair(&mut self, a: ExplId, b: ExplId) -> ExplId {
         if a == b {
             return a;
@@ -412,12 +378,37 @@ impl Explanations {
 
     /// The link from `node` to `peer` whose MTU is explained by `inner`, as a device term:
     /// appended without a lookup (one per link of a plan; the solver reuses them on re-plans).
+    /// Costs a push.
+    ///
+    /// ```
+    /// # use mtu_solver::explain::{Explanations, Leaf};
+    /// # use mtu_solver::topology_core::{ids::NodeId, mtu::Mtu};
+    /// let mut arena = Explanations::default();
+    /// let inner = arena.leaf(Leaf::Cfg { node: NodeId(0) }, Mtu::MIN);
+    /// let link = arena.link(NodeId(0), NodeId(1), inner);
+    /// assert_eq!(arena.value(link), arena.value(inner));
+    /// assert_ne!(arena.link(NodeId(0), NodeId(1), inner), link, "one node per call");
+    /// ```
     pub fn link(&mut self, node: NodeId, peer: NodeId, inner: ExplId) -> ExplId {
         let value = self.value(inner);
         self.push(Kind::Link { node, peer, inner }, value)
     }
 
-    /// The maximum of `children`.
+    /// The maximum of `children` (None when there are none), bound by the highest child (the first
+    /// on ties). Costs a sort of `children` and a look-up (and a push when the maximum is new).
+    ///
+    /// ```
+    /// # use mtu_solver::explain::{Explanations, Leaf};
+    /// # use mtu_solver::topology_core::{ids::NodeId, mtu::Mtu};
+    /// # let mtu = |v| Mtu::cap(v).expect("a cap in range");
+    /// let mut arena = Explanations::default();
+    /// let low = arena.leaf(Leaf::Cfg { node: NodeId(0) }, mtu(1300));
+    /// let high = arena.leaf(Leaf::Cfg { node: NodeId(1) }, mtu(1400));
+    /// let to_b = arena.link(NodeId(0), NodeId(1), low);
+    /// let to_c = arena.link(NodeId(0), NodeId(2), high);
+    /// let device = arena.max(&[to_b, to_c]).expect("two links");
+    /// assert_eq!((arena.value(device).get(), arena.get(device).bound), (1400, to_c));
+    /// ```
     pub fn max(&mut self, children: &[ExplId]) -> Option<ExplId> {
         self.combine(children, true)
     }
@@ -491,6 +482,23 @@ impl Explanations {
     }
 
     /// Every leaf under `id` (deduplicated), in a stable order: value, then the order of terms.
+    /// Costs a walk of the nodes under `id` and a sort of its leaves.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let (first_binds, terms) = resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let link = solver.plan(wa).links[0].mtu.expl;
+    ///     let arena = solver.explanations();
+    ///     let leaves = arena.leaves(link);
+    ///     let name = |t: &_| (arena.term_name(*t, solver.topo()), arena.value(*t).get());
+    ///     (leaves[0] == arena.get(link).bound, leaves.iter().map(name).collect::<Vec<_>>())
+    /// });
+    /// // The peering's own cap, the direct-mesh component's cap it binds, and the auto term.
+    /// let cap = "SitePeering/ab spec.tunnelMTU".to_string();
+    /// assert_eq!(terms, [(cap.clone(), 1400), (cap, 1400), ("auto".to_string(), 1442)]);
+    /// assert!(first_binds);
+    /// ```
     pub fn leaves(&self, id: ExplId) -> Vec<ExplId> {
         let mut out: Vec<ExplId> = Vec::new();
         let mut stack = vec![id];
@@ -513,7 +521,7 @@ impl Explanations {
     /// Whether `leaf` is `id` or among its [`Explanations::leaves`], without collecting them:
     /// under its minimums (a maximum's children are leaves as they are). Each minimum is
     /// looked into once.
-    pub fn has_leaf(&self, id: ExplId, leaf: ExplId) -> bool {
+    pub(crate) fn has_leaf(&self, id: ExplId, leaf: ExplId) -> bool {
         if id == leaf {
             return true;
         }
@@ -574,6 +582,18 @@ impl Explanations {
 
     /// The objects named by any term under `id` (component caps expanded to every object whose
     /// cap enters the component): what locality (invariant 4) is checked against.
+    /// Costs a walk of the nodes under `id` and a sort of the objects.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::Kind;
+    /// resolver.with_solver(|solver| {
+    ///     let topo = solver.topo();
+    ///     let fabric = solver.plan(topo.find_node("wa").expect("wa")).fabric.expl;
+    ///     let ab = topo.obj_ref(Kind::SitePeering, "ab").expect("ab");
+    ///     assert_eq!(solver.explanations().objects(fabric, topo), [ab]);
+    /// });
+    /// ```
     pub fn objects(&self, id: ExplId, topo: &Topology) -> Vec<ObjRef> {
         let mut out = Vec::new();
         let mut stack = vec![id];
@@ -595,107 +615,5 @@ impl Explanations {
         out.sort();
         out.dedup();
         out
-    }
-
-    /// A term's short name (`auto`, `cfg`, `Site/A spec.tunnelMTU`, `published by g1`).
-    pub fn term_name(&self, id: ExplId, topo: &Topology) -> String {
-        match &self.get(id).kind {
-            Kind::Leaf(l) => match l {
-                Leaf::Cfg { .. } => "cfg".to_string(),
-                Leaf::Auto { .. } => "auto".to_string(),
-                Leaf::Path { .. } => "path".to_string(),
-                Leaf::Underlay { .. } => "underlay".to_string(),
-                Leaf::Cap { obj } => format!("{} spec.tunnelMTU", topo.label(*obj)),
-                Leaf::Comp { obj, .. } => format!("{} spec.tunnelMTU", topo.label(*obj)),
-                Leaf::Published { gateway, .. } => {
-                    format!("published by {}", topo.node(*gateway).name)
-                }
-            },
-            Kind::Link { peer, .. } => format!("link to {}", topo.node(*peer).name),
-            Kind::Min(_) => "min".to_string(),
-            Kind::Max(_) => "max".to_string(),
-        }
-    }
-
-    /// Where the field a cap or published term reads was written (`file:line`), for people.
-    pub fn term_location(&self, id: ExplId, topo: &Topology) -> Option<String> {
-        match &self.get(id).kind {
-            Kind::Leaf(Leaf::Cap { obj }) | Kind::Leaf(Leaf::Comp { obj, .. }) => topo
-                .cap_of(*obj)
-                .and_then(|c| c.loc.as_ref())
-                .map(|l| l.to_string()),
-            Kind::Leaf(Leaf::Published { gateway, .. }) => topo
-                .node(*gateway)
-                .published_loc
-                .as_ref()
-                .map(|l| l.to_string()),
-            Kind::Leaf(Leaf::Path { by, .. }) => topo.node(*by).loc.as_ref().map(|l| l.to_string()),
-            _ => None,
-        }
-    }
-
-    /// The object and field a term reads, when it reads one: a cap (`Kind/name`,
-    /// `spec.tunnelMTU`, also inside a component cap), a node's underlay annotation or a
-    /// GatewayPoolNode's published values. Agent settings, defaults and links name none.
-    pub fn term_origin(&self, id: ExplId, topo: &Topology) -> Option<(String, String)> {
-        const UNDERLAY: &str = "metadata.annotations.mtu.unbounded-cloud.io/underlay-mtu";
-        const UNDERLAY_MAX: &str = "metadata.annotations.mtu.unbounded-cloud.io/underlay-mtu-max";
-        let annotation = |n: &NodeId, source: &UnderlaySource| {
-            let node = topo.node(*n);
-            let field = match source {
-                UnderlaySource::Annotation => UNDERLAY,
-                UnderlaySource::Max => UNDERLAY_MAX,
-                // An invalid annotation counted as 576: the one that is invalid.
-                UnderlaySource::Invalid => {
-                    if node
-                        .underlay_max
-                        .as_ref()
-                        .is_some_and(|u| u.invalid.is_some())
-                    {
-                        UNDERLAY_MAX
-                    } else {
-                        UNDERLAY
-                    }
-                }
-                UnderlaySource::Default | UnderlaySource::Override => return None,
-            };
-            Some((format!("Node/{}", node.name), field.to_string()))
-        };
-        match &self.get(id).kind {
-            Kind::Leaf(Leaf::Cap { obj }) | Kind::Leaf(Leaf::Comp { obj, .. }) => {
-                Some((topo.label(*obj), "spec.tunnelMTU".to_string()))
-            }
-            Kind::Leaf(Leaf::Auto { node, source, .. })
-            | Kind::Leaf(Leaf::Underlay { node, source, .. }) => annotation(node, source),
-            Kind::Leaf(Leaf::Path { by, .. }) => Some((
-                format!("Node/{}", topo.node(*by).name),
-                format!("metadata.annotations.{PATH_MTU_ANNOTATION}"),
-            )),
-            Kind::Leaf(Leaf::Published { gateway, .. }) => {
-                topo.node(*gateway).published_by.as_ref().map(|g| {
-                    (
-                        format!("GatewayPoolNode/{g}"),
-                        "metadata.annotations.mtu.unbounded-cloud.io/forwarding-mtus".to_string(),
-                    )
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// Where a term came from, in words, reproducing its arithmetic.
-    pub fn term_source(&self, id: ExplId, topo: &Topology) -> String {
-        let node = self.get(id);
-        match &node.kind {
-            Kind::Leaf(l) => leaf_source(l, node.value, topo),
-            Kind::Link { peer, inner, .. } => format!(
-                "link MTU to {} {} (bound by {})",
-                topo.node(*peer).name,
-                node.value,
-                self.term_name(self.get(*inner).bound, topo)
-            ),
-            Kind::Min(k) => format!("minimum of {} terms", k.len()),
-            Kind::Max(k) => format!("maximum of {} links", k.len()),
-        }
     }
 }

@@ -35,6 +35,24 @@ pub enum Event {
 pub type NodeValues = BTreeMap<String, Arc<BTreeMap<Item, u32>>>;
 
 /// Applies changes (a what-if's, a batch's) to node values, copying only the nodes they touch.
+/// Costs one pass over `changes`, and a copy of each touched node's map that a state still shares.
+///
+/// ```
+/// # use mtu_solver::{Settings, doc_cluster::TWO_SITES, load, whatif::Input};
+/// # let read = |yaml: &str| {
+/// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+/// #     let settings = Settings::default();
+/// #     Input { objects: d.objects, diagnostics: d.diagnostics, settings }
+/// # };
+/// use mtu_solver::incremental::{State, apply_changes};
+/// let before = read(TWO_SITES);
+/// let after = read(&TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: 1300"));
+/// let mut nodes = State::full(&before).nodes;
+/// let changes = mtu_solver::whatif::diff(&before, &after, Default::default()).changes;
+/// apply_changes(&mut nodes, changes);
+/// assert_eq!(nodes, State::full(&after).nodes);
+/// assert!(nodes["wa"].values().all(|mtu| *mtu == 1300));
+/// ```
 pub fn apply_changes(nodes: &mut NodeValues, changes: impl IntoIterator<Item = Change>) {
     for c in changes {
         let entry = nodes.entry(c.node.to_string()).or_default();
@@ -65,7 +83,21 @@ pub struct State {
 }
 
 impl State {
-    /// Resolves an input from scratch.
+    /// Resolves an input from scratch. Costs a build of the topology and a plan of every node.
+    ///
+    /// ```
+    /// # use mtu_solver::{Settings, doc_cluster::TWO_SITES, load, whatif::Input};
+    /// # let read = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     let settings = Settings::default();
+    /// #     Input { objects: d.objects, diagnostics: d.diagnostics, settings }
+    /// # };
+    /// use mtu_solver::{incremental::State, snapshot::Item};
+    /// let state = State::full(&read(TWO_SITES));
+    /// assert_eq!(state.nodes.keys().collect::<Vec<_>>(), ["wa", "wb"]);
+    /// assert_eq!(state.nodes["wa"][&Item::Fabric], 1400);
+    /// assert!(state.diagnostics.is_empty() && state.generation == 0);
+    /// ```
     pub fn full(input: &Input) -> State {
         let topo = input.build_topology();
         let mut solver = Solver::new(&topo, input.settings.clone());
@@ -89,7 +121,24 @@ impl State {
     }
 
     /// Whether two states hold the same values and diagnostics (the generation aside, and the
-    /// diagnostics' `source`, which depends on where objects came from).
+    /// diagnostics' `source`, which depends on where objects came from). Costs a comparison of
+    /// every value and a copy of every diagnostic's fields.
+    ///
+    /// ```
+    /// # use mtu_solver::{Settings, doc_cluster::TWO_SITES, load, whatif::Input};
+    /// # let read = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     let settings = Settings::default();
+    /// #     Input { objects: d.objects, diagnostics: d.diagnostics, settings }
+    /// # };
+    /// # use mtu_solver::{incremental::{Event, Incremental}, snapshot::Item};
+    /// use mtu_solver::incremental::State;
+    /// let mut inc = Incremental::new(Settings::default());
+    /// inc.apply(read(TWO_SITES).objects.into_iter().map(Event::Apply));
+    /// let full = State::full(&read(TWO_SITES));
+    /// assert!(inc.state().same_values(&full));
+    /// assert_ne!(*inc.state(), full, "their generations differ");
+    /// ```
     pub fn same_values(&self, other: &State) -> bool {
         let strip = |d: &[Diagnostic]| -> Vec<(String, String, String, String)> {
             d.iter()
@@ -127,7 +176,14 @@ impl std::fmt::Debug for Incremental {
 }
 
 impl Incremental {
-    /// An empty resolver with these settings.
+    /// An empty resolver with these settings. Costs a resolve of the empty input.
+    ///
+    /// ```
+    /// use mtu_solver::{Settings, incremental::Incremental};
+    /// let inc = Incremental::new(Settings::default());
+    /// assert!(inc.state().nodes.is_empty() && inc.input().objects.is_empty());
+    /// assert_eq!((inc.state().generation, inc.last_work), (0, 0));
+    /// ```
     pub fn new(settings: Settings) -> Self {
         let input = Input {
             objects: Vec::new(),
@@ -142,17 +198,67 @@ impl Incremental {
         }
     }
 
-    /// The current whole state.
+    /// The current whole state. Costs a reference count: later batches publish new states and
+    /// leave this one as it is.
+    ///
+    /// ```
+    /// # use mtu_solver::{Settings, doc_cluster::TWO_SITES, load, whatif::Input};
+    /// # let read = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     let settings = Settings::default();
+    /// #     Input { objects: d.objects, diagnostics: d.diagnostics, settings }
+    /// # };
+    /// # use mtu_solver::{incremental::{Event, Incremental}, snapshot::Item};
+    /// let mut inc = Incremental::new(Settings::default());
+    /// let before = inc.state();
+    /// inc.apply(read(TWO_SITES).objects.into_iter().map(Event::Apply));
+    /// assert!(before.nodes.is_empty(), "a state held does not change");
+    /// assert_eq!(inc.state().nodes.len(), 2);
+    /// ```
     pub fn state(&self) -> Arc<State> {
         self.state.clone()
     }
 
-    /// The current input.
+    /// The current input. Costs nothing.
+    ///
+    /// ```
+    /// # use mtu_solver::{Settings, doc_cluster::TWO_SITES, load, whatif::Input};
+    /// # let read = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     let settings = Settings::default();
+    /// #     Input { objects: d.objects, diagnostics: d.diagnostics, settings }
+    /// # };
+    /// # use mtu_solver::{incremental::{Event, Incremental}, snapshot::Item};
+    /// let mut inc = Incremental::new(Settings::default());
+    /// inc.apply(read(TWO_SITES).objects.into_iter().map(Event::Apply));
+    /// assert_eq!(inc.input().objects.len(), 5, "two Sites, a SitePeering, two nodes");
+    /// assert_eq!(inc.input().settings, Settings::default());
+    /// ```
     pub fn input(&self) -> &Input {
         &self.input
     }
 
-    /// Applies a batch of events and publishes the new state.
+    /// Applies a batch of events and publishes the new state. Costs a clone of the input, a scan
+    /// of its objects per event, what [`diff`] costs for the difference, and a build of the
+    /// topology for the diagnostics (with a plan of each node that may have findings).
+    ///
+    /// ```
+    /// # use mtu_solver::{Settings, doc_cluster::TWO_SITES, load, whatif::Input};
+    /// # let read = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     let settings = Settings::default();
+    /// #     Input { objects: d.objects, diagnostics: d.diagnostics, settings }
+    /// # };
+    /// # use mtu_solver::{incremental::{Event, Incremental}, snapshot::Item};
+    /// use mtu_solver::Kind;
+    /// let mut inc = Incremental::new(Settings::default());
+    /// let state = inc.apply(read(TWO_SITES).objects.into_iter().map(Event::Apply));
+    /// assert_eq!(state.nodes["wa"][&Item::Fabric], 1400);
+    /// let lower = read(&TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: 1300")).objects;
+    /// let ab = lower.into_iter().find(|o| o.kind() == Kind::SitePeering).expect("ab");
+    /// let state = inc.apply([Event::Apply(ab)]);
+    /// assert_eq!((state.generation, state.nodes["wa"][&Item::Fabric]), (2, 1300));
+    /// ```
     pub fn apply(&mut self, events: impl IntoIterator<Item = Event>) -> Arc<State> {
         let mut next = self.input.clone();
         for e in events {
@@ -193,6 +299,24 @@ impl Incremental {
     }
 
     /// Replaces the settings (e.g. a newly detected underlay) and publishes the new state.
+    /// Costs a clone of the input, what [`diff`] costs for the difference, and a build of the
+    /// topology for the diagnostics.
+    ///
+    /// ```
+    /// # use mtu_solver::{Settings, doc_cluster::TWO_SITES, load, whatif::Input};
+    /// # let read = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     let settings = Settings::default();
+    /// #     Input { objects: d.objects, diagnostics: d.diagnostics, settings }
+    /// # };
+    /// # use mtu_solver::{incremental::{Event, Incremental}, snapshot::Item};
+    /// let mut inc = Incremental::new(Settings::default());
+    /// inc.apply(read(TWO_SITES).objects.into_iter().map(Event::Apply));
+    /// let lower = Settings { default_underlay: 1400, ..Settings::default() };
+    /// let state = inc.set_settings(lower.clone());
+    /// assert_eq!(state.nodes["wa"][&Item::Fabric], 1342, "1400 − GENEVE 58");
+    /// assert_eq!(inc.input().settings, lower);
+    /// ```
     pub fn set_settings(&mut self, settings: Settings) -> Arc<State> {
         let mut next = self.input.clone();
         next.settings = settings;

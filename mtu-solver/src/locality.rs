@@ -20,18 +20,18 @@
 //! digest of the name; two names that share one count as duplicates, whose every change is
 //! structural, so a collision costs a re-resolve, never a missed change.
 
-use crate::plan::NodePlan;
 use crate::raw::{cap_slot, raw_cap};
-use crate::solver::Solver;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use topology_core::decode::{Meta, RawNode, RawObject};
 use topology_core::diag::Diagnostic;
-use topology_core::model::{ObjRef, Topology};
+use topology_core::model::Topology;
 use topology_core::vocab::Kind;
 
+mod footprint;
 mod tracker;
 
+pub use footprint::Footprint;
 pub use tracker::Tracker;
 
 /// An object's key: its kind and a digest of its name.
@@ -59,6 +59,22 @@ pub struct ObjectKey {
 
 impl ObjectKey {
     /// The key of the object of this kind and name.
+    /// Costs a digest of the name.
+    ///
+    /// ```
+    /// use mtu_solver::Kind;
+    /// use mtu_solver::locality::{Difference, ObjectKey};
+    /// # use mtu_solver::locality::Fingerprint;
+    /// # use mtu_solver::{doc_cluster::TWO_SITES, load};
+    /// # let fp = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     Fingerprint::of(&d.objects, &d.diagnostics)
+    /// # };
+    /// let lowered = fp(&TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: 1300"));
+    /// let ab = ObjectKey::of(Kind::SitePeering, "ab");
+    /// assert_eq!(fp(TWO_SITES).difference(&lowered), Difference::Caps(vec![ab]));
+    /// assert_ne!(ab, ObjectKey::of(Kind::Site, "ab")); // the kind is part of the key
+    /// ```
     pub fn of(kind: Kind, name: &str) -> ObjectKey {
         ObjectKey {
             kind,
@@ -67,6 +83,12 @@ impl ObjectKey {
     }
 
     /// Its kind.
+    /// Costs nothing.
+    ///
+    /// ```
+    /// use mtu_solver::{Kind, locality::ObjectKey};
+    /// assert_eq!(ObjectKey::of(Kind::Node, "wa").kind(), Kind::Node);
+    /// ```
     pub fn kind(&self) -> Kind {
         self.kind
     }
@@ -161,6 +183,17 @@ pub struct Part {
 
 impl Part {
     /// The digests of decoded objects and the decoder's findings that belong to no object.
+    /// Costs one pass over `objects` and `diagnostics`, digesting each (an object with a cap or
+    /// findings is copied once, to digest it without them).
+    ///
+    /// ```
+    /// use mtu_solver::locality::{Fingerprint, Part};
+    /// # let d = mtu_solver::load::from_sources([("c.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// // One part per object, as a cache keeps them, and one for the findings of no object.
+    /// let mut parts: Vec<Part> = d.objects.iter().map(|o| Part::of([o], &[])).collect();
+    /// parts.push(Part::of([], &d.diagnostics));
+    /// assert_eq!(Fingerprint::of_parts(&parts), Fingerprint::of(&d.objects, &d.diagnostics));
+    /// ```
     pub fn of<'a>(
         objects: impl IntoIterator<Item = &'a RawObject>,
         diagnostics: &[Diagnostic],
@@ -169,6 +202,18 @@ impl Part {
     }
 
     /// The same, holding Node objects as `nodes` says.
+    /// Costs the same as [`Part::of`].
+    ///
+    /// ```
+    /// use mtu_solver::locality::{Fingerprint, Nodes, Part};
+    /// # let d = mtu_solver::load::from_sources([("c.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// let part = |o| Part::with([o], &[], Nodes::Together);
+    /// let mut parts: Vec<Part> = d.objects.iter().map(part).collect();
+    /// parts.push(Part::with([], &d.diagnostics, Nodes::Together));
+    /// let together = Fingerprint::with(&d.objects, &d.diagnostics, Nodes::Together);
+    /// assert_eq!(Fingerprint::of_parts(&parts), together);
+    /// assert_ne!(together, Fingerprint::of(&d.objects, &d.diagnostics)); // Nodes held each
+    /// ```
     pub fn with<'a>(
         objects: impl IntoIterator<Item = &'a RawObject>,
         diagnostics: &[Diagnostic],
@@ -203,6 +248,17 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     /// The fingerprint of decoded objects and the decoder's findings that belong to no object.
+    /// Costs one pass over `objects` and `diagnostics`, digesting each.
+    ///
+    /// ```
+    /// use mtu_solver::locality::Fingerprint;
+    /// use mtu_solver::{doc_cluster::TWO_SITES, load};
+    /// let read = || load::from_sources([("cluster.yaml", TWO_SITES)]);
+    /// let (d, again) = (read(), read());
+    /// let fp = Fingerprint::of(&d.objects, &d.diagnostics);
+    /// assert_eq!(fp, Fingerprint::of(&again.objects, &again.diagnostics)); // holds no object
+    /// assert_eq!(fp.len(), 5); // Sites a and b, SitePeering ab, Nodes wa and wb
+    /// ```
     pub fn of<'a>(
         objects: impl IntoIterator<Item = &'a RawObject>,
         diagnostics: &[Diagnostic],
@@ -211,6 +267,25 @@ impl Fingerprint {
     }
 
     /// The same, holding Node objects as `nodes` says.
+    /// Costs the same as [`Fingerprint::of`].
+    ///
+    /// ```
+    /// use mtu_solver::locality::{Difference, Fingerprint, Nodes, ObjectKey};
+    /// use mtu_solver::{Kind, doc_cluster::TWO_SITES, load};
+    /// // TWO_SITES, wa's underlay MTU annotated `mtu`.
+    /// let fp = |mtu: u32, nodes| {
+    ///     let key = "mtu.unbounded-cloud.io/underlay-mtu";
+    ///     let annotated = format!("{{name: wa, annotations: {{{key}: '{mtu}'}},");
+    ///     let yaml = TWO_SITES.replace("{name: wa,", &annotated);
+    ///     let d = load::from_sources([("cluster.yaml", yaml)]);
+    ///     Fingerprint::with(&d.objects, &d.diagnostics, nodes)
+    /// };
+    /// let wa = ObjectKey::of(Kind::Node, "wa");
+    /// let each = fp(1450, Nodes::Each).difference(&fp(1400, Nodes::Each));
+    /// assert_eq!(each, Difference::Underlays(vec![wa]));
+    /// let together = fp(1450, Nodes::Together).difference(&fp(1400, Nodes::Together));
+    /// assert_eq!(together, Difference::Structure);
+    /// ```
     pub fn with<'a>(
         objects: impl IntoIterator<Item = &'a RawObject>,
         diagnostics: &[Diagnostic],
@@ -221,6 +296,15 @@ impl Fingerprint {
 
     /// The fingerprint of an input made of these parts, in this order: equal to
     /// [`Fingerprint::of`] the objects of every part, in order, and all their findings.
+    /// Costs one pass over the parts' digests: no object is digested again.
+    ///
+    /// ```
+    /// use mtu_solver::locality::{Fingerprint, Part};
+    /// # let d = mtu_solver::load::from_sources([("c.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// let (first, rest) = d.objects.split_at(2); // any split
+    /// let parts = [Part::of(first, &d.diagnostics), Part::of(rest, &[])];
+    /// assert_eq!(Fingerprint::of_parts(&parts), Fingerprint::of(&d.objects, &d.diagnostics));
+    /// ```
     pub fn of_parts<'a>(parts: impl IntoIterator<Item = &'a Part>) -> Fingerprint {
         let parts: Vec<&Part> = parts.into_iter().collect();
         let mut fp = Fingerprint::default();
@@ -247,16 +331,44 @@ impl Fingerprint {
     }
 
     /// Objects fingerprinted (duplicates once, Nodes held together each).
+    /// Costs nothing.
+    ///
+    /// ```
+    /// use mtu_solver::locality::{Fingerprint, Nodes};
+    /// # let d = mtu_solver::load::from_sources([("c.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// assert_eq!(Fingerprint::of(&d.objects, &d.diagnostics).len(), 5);
+    /// assert_eq!(Fingerprint::with(&d.objects, &d.diagnostics, Nodes::Together).len(), 5);
+    /// ```
     pub fn len(&self) -> usize {
         self.objects.len().saturating_add(self.nodes.count)
     }
 
     /// Whether no object was fingerprinted.
+    /// Costs nothing.
+    ///
+    /// ```
+    /// use mtu_solver::locality::Fingerprint;
+    /// # let d = mtu_solver::load::from_sources([("c.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// assert!(Fingerprint::of([], &d.diagnostics).is_empty());
+    /// assert!(!Fingerprint::of(&d.objects, &d.diagnostics).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The object of `objects` that `key` names (the first of duplicates).
+    /// Costs a pass over `objects`, digesting each name, until one matches.
+    ///
+    /// ```
+    /// use mtu_solver::locality::{Difference, Fingerprint};
+    /// use mtu_solver::{doc_cluster::TWO_SITES, load};
+    /// let before = load::from_sources([("cluster.yaml", TWO_SITES)]);
+    /// let after = load::from_sources([("cluster.yaml", TWO_SITES.replace("1400", "1300"))]);
+    /// let fp = |d: &mtu_solver::Decoded| Fingerprint::of(&d.objects, &d.diagnostics);
+    /// let Difference::Caps(keys) = fp(&before).difference(&fp(&after)) else { panic!("caps") };
+    /// let changed = Fingerprint::named(&after.objects, &keys[0]).expect("in the input");
+    /// assert_eq!(changed.name(), "ab");
+    /// ```
     pub fn named<'a>(objects: &'a [RawObject], key: &ObjectKey) -> Option<&'a RawObject> {
         objects
             .iter()
@@ -264,12 +376,41 @@ impl Fingerprint {
     }
 
     /// How `after` differs from this input (settings aside: they are compared by the caller).
+    /// Costs a look-up per object of this input, and a copy of the keys that changed.
+    ///
+    /// ```
+    /// use mtu_solver::locality::Difference;
+    /// # use mtu_solver::locality::Fingerprint;
+    /// # use mtu_solver::{doc_cluster::TWO_SITES, load};
+    /// # let fp = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     Fingerprint::of(&d.objects, &d.diagnostics)
+    /// # };
+    /// let before = fp(TWO_SITES);
+    /// assert_eq!(before.difference(&fp(TWO_SITES)), Difference::Caps(vec![])); // equal
+    /// let moved = fp(&TWO_SITES.replace("10.8.1.0/24", "10.8.2.0/24")); // wb's pod CIDR
+    /// assert_eq!(before.difference(&moved), Difference::Structure);
+    /// ```
     pub fn difference(&self, after: &Fingerprint) -> Difference {
         self.delta(after).difference()
     }
 
     /// How `after` differs from this input, object by object: what [`Fingerprint::difference`]
     /// and [`Fingerprint::reaches`] read.
+    /// Costs a look-up per object of this input.
+    ///
+    /// ```
+    /// # use mtu_solver::locality::Fingerprint;
+    /// # use mtu_solver::{doc_cluster::TWO_SITES, load};
+    /// # let fp = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     Fingerprint::of(&d.objects, &d.diagnostics)
+    /// # };
+    /// let before = fp(TWO_SITES);
+    /// assert!(before.delta(&fp(TWO_SITES)).is_empty());
+    /// let lowered = before.delta(&fp(&TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: 1300")));
+    /// assert!(!lowered.is_empty() && lowered.caps_alone());
+    /// ```
     pub fn delta(&self, after: &Fingerprint) -> Delta {
         if self.findings != after.findings
             || self.nodes != after.nodes
@@ -290,6 +431,30 @@ impl Fingerprint {
     /// it to a plan of footprint `footprint`, under the same settings. It cannot when every
     /// object that differs differs only in its cap, with the same findings, had a cap before,
     /// and is not in the footprint.
+    /// Costs a look-up per object of this input, and one in `footprint` per changed cap.
+    ///
+    /// ```
+    /// # use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, load};
+    /// # use mtu_solver::locality::{Fingerprint, Footprint};
+    /// # let read = |ab: u32, c: Option<u32>| {
+    /// #     let cap = c.map(|c| format!(", tunnelMTU: {c}")).unwrap_or_default();
+    /// #     let spec = format!("spec: {{nodeCidrs: [10.2.0.0/16]{cap}}}");
+    /// #     let site_c = format!("kind: Site\nmetadata: {{name: c}}\n{spec}\n");
+    /// #     let api = "apiVersion: net.unbounded-cloud.io/v1alpha1";
+    /// #     let yaml = format!("{}---\n{api}\n{site_c}", TWO_SITES.replace("1400", &ab.to_string()));
+    /// #     load::from_sources([("cluster.yaml", yaml)])
+    /// # };
+    /// # let fp = |d: &mtu_solver::Decoded| Fingerprint::of(&d.objects, &d.diagnostics);
+    /// // `read(ab, c)`: TWO_SITES, SitePeering ab capped `ab`, and a Site c capped `c`, unpeered.
+    /// let resolver = Resolver::new(read(1400, Some(1300)), Settings::default());
+    /// let footprint = resolver.with_solver(|solver| {
+    ///     let plan = solver.plan(solver.topo().find_node("wa").expect("wa"));
+    ///     Footprint::of(solver, &plan)
+    /// });
+    /// let before = fp(&read(1400, Some(1300)));
+    /// assert!(!before.reaches(&fp(&read(1400, Some(1250))), &footprint)); // c's cap
+    /// assert!(before.reaches(&fp(&read(1300, Some(1300))), &footprint)); // ab's cap
+    /// ```
     pub fn reaches(&self, after: &Fingerprint, footprint: &Footprint) -> bool {
         self.delta(after).reaches(footprint)
     }
@@ -318,6 +483,14 @@ struct CapChange {
 
 impl Delta {
     /// A change of structure: links or paths may change.
+    /// Costs nothing.
+    ///
+    /// ```
+    /// use mtu_solver::locality::{Delta, Difference, Footprint};
+    /// let any = Delta::structure();
+    /// assert_eq!(any.difference(), Difference::Structure);
+    /// assert!(any.reaches(&Footprint::default()) && !any.caps_alone());
+    /// ```
     pub fn structure() -> Delta {
         Delta {
             structure: true,
@@ -326,11 +499,35 @@ impl Delta {
     }
 
     /// Whether nothing differs.
+    /// Costs nothing.
+    ///
+    /// ```
+    /// use mtu_solver::locality::{Delta, Fingerprint};
+    /// # let d = mtu_solver::load::from_sources([("c.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// let fp = Fingerprint::of(&d.objects, &d.diagnostics);
+    /// assert!(fp.delta(&fp.clone()).is_empty());
+    /// assert!(Delta::default().is_empty() && !Delta::structure().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         !self.structure && self.caps.is_empty() && self.underlays.is_empty()
     }
 
     /// The same change as a [`Difference`].
+    /// Costs a copy of the keys that changed.
+    ///
+    /// ```
+    /// use mtu_solver::Kind;
+    /// use mtu_solver::locality::{Difference, ObjectKey};
+    /// # use mtu_solver::locality::Fingerprint;
+    /// # use mtu_solver::{doc_cluster::TWO_SITES, load};
+    /// # let fp = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     Fingerprint::of(&d.objects, &d.diagnostics)
+    /// # };
+    /// let delta = fp(TWO_SITES).delta(&fp(&TWO_SITES.replace("1400", "1300")));
+    /// let ab = ObjectKey::of(Kind::SitePeering, "ab");
+    /// assert_eq!(delta.difference(), Difference::Caps(vec![ab]));
+    /// ```
     pub fn difference(&self) -> Difference {
         if self.structure {
             return Difference::Structure;
@@ -346,6 +543,32 @@ impl Delta {
     /// `footprint` that the earlier input resolved it to, under the same settings: it cannot
     /// when every object that differs differs only in its cap, had a cap before, kept its
     /// findings, and is not in the footprint.
+    /// Costs a copy of the keys that changed and a look-up in `footprint` per changed cap.
+    ///
+    /// ```
+    /// # use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, load};
+    /// # use mtu_solver::locality::{Fingerprint, Footprint};
+    /// # let read = |ab: u32, c: Option<u32>| {
+    /// #     let cap = c.map(|c| format!(", tunnelMTU: {c}")).unwrap_or_default();
+    /// #     let spec = format!("spec: {{nodeCidrs: [10.2.0.0/16]{cap}}}");
+    /// #     let site_c = format!("kind: Site\nmetadata: {{name: c}}\n{spec}\n");
+    /// #     let api = "apiVersion: net.unbounded-cloud.io/v1alpha1";
+    /// #     let yaml = format!("{}---\n{api}\n{site_c}", TWO_SITES.replace("1400", &ab.to_string()));
+    /// #     load::from_sources([("cluster.yaml", yaml)])
+    /// # };
+    /// # let fp = |d: &mtu_solver::Decoded| Fingerprint::of(&d.objects, &d.diagnostics);
+    /// // `read(ab, c)`: TWO_SITES, SitePeering ab capped `ab`, and a Site c capped `c`, unpeered.
+    /// let resolver = Resolver::new(read(1400, None), Settings::default());
+    /// let footprint = resolver.with_solver(|solver| {
+    ///     let plan = solver.plan(solver.topo().find_node("wa").expect("wa"));
+    ///     Footprint::of(solver, &plan)
+    /// });
+    /// let before = fp(&read(1400, None));
+    /// assert!(before.delta(&fp(&read(1300, None))).reaches(&footprint)); // ab's cap bounds wa
+    /// // A cap set where there was none reaches, though Site c is not in the footprint.
+    /// assert!(!footprint.contains(mtu_solver::Kind::Site, "c"));
+    /// assert!(before.delta(&fp(&read(1400, Some(1300)))).reaches(&footprint));
+    /// ```
     pub fn reaches(&self, footprint: &Footprint) -> bool {
         let Difference::Caps(_) = self.difference() else {
             return true;
@@ -357,6 +580,20 @@ impl Delta {
 
     /// Whether only caps changed, each object keeping its findings: the topology of the
     /// earlier input can take such a change in place ([`Delta::take_caps`]).
+    /// Costs one pass over the changed caps.
+    ///
+    /// ```
+    /// # use mtu_solver::locality::Fingerprint;
+    /// # use mtu_solver::{doc_cluster::TWO_SITES, load};
+    /// # let fp = |yaml: &str| {
+    /// #     let d = load::from_sources([("cluster.yaml", yaml)]);
+    /// #     Fingerprint::of(&d.objects, &d.diagnostics)
+    /// # };
+    /// let before = fp(TWO_SITES);
+    /// assert!(before.delta(&fp(&TWO_SITES.replace("1400", "1300"))).caps_alone());
+    /// let moved = fp(&TWO_SITES.replace("10.8.1.0/24", "10.8.2.0/24")); // wb's pod CIDR
+    /// assert!(!before.delta(&moved).caps_alone());
+    /// ```
     pub fn caps_alone(&self) -> bool {
         !self.structure && self.underlays.is_empty() && self.caps.iter().all(|c| c.same_findings)
     }
@@ -364,6 +601,21 @@ impl Delta {
     /// Takes a change of caps alone ([`Delta::caps_alone`]) into `topo`, the topology of the
     /// earlier input, reading the caps from `objects`, the later input's: `topo` then resolves
     /// as one built from `objects` does. False, with nothing changed, for any other change.
+    /// Costs one pass over `objects`, digesting each name, and a pass over the Sites and
+    /// SitePeerings of `topo` to set its component caps again.
+    ///
+    /// ```
+    /// use mtu_solver::locality::Fingerprint;
+    /// use mtu_solver::topology_core::model::Topology;
+    /// use mtu_solver::{Settings, Solver, doc_cluster::TWO_SITES, load};
+    /// let before = load::from_sources([("cluster.yaml", TWO_SITES)]);
+    /// let after = load::from_sources([("cluster.yaml", TWO_SITES.replace("1400", "1300"))]);
+    /// let fp = |d: &mtu_solver::Decoded| Fingerprint::of(&d.objects, &d.diagnostics);
+    /// let mut topo = Topology::build(&before.objects, before.diagnostics.clone());
+    /// assert!(fp(&before).delta(&fp(&after)).take_caps(&mut topo, &after.objects));
+    /// let wa = topo.find_node("wa").expect("wa");
+    /// assert_eq!(Solver::new(&topo, Settings::default()).plan(wa).links[0].mtu.mtu.get(), 1300);
+    /// ```
     pub fn take_caps<'a>(
         &self,
         topo: &mut Topology,
@@ -413,66 +665,6 @@ impl Delta {
         }
         Ok(())
     }
-}
-
-/// The objects whose caps enter any value of one node's plan (its links, routes, devices,
-/// fabric and published values; component caps expanded to every object whose cap enters the
-/// component), by kind and name digest.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Footprint {
-    objects: FxHashSet<ObjectKey>,
-}
-
-impl Footprint {
-    /// The footprint of `plan`, resolved by `solver`.
-    pub fn of(solver: &Solver<'_>, plan: &NodePlan) -> Footprint {
-        let topo = solver.topo();
-        let values = plan
-            .links
-            .iter()
-            .map(|l| l.mtu)
-            .chain(plan.routes.iter().map(|r| r.mtu))
-            .chain(plan.devices.iter().map(|d| d.mtu))
-            .chain(std::iter::once(plan.fabric))
-            .chain(plan.published.iter().flatten().map(|p| p.mtu));
-        let mut seen = FxHashSet::default();
-        let mut objects = FxHashSet::default();
-        for v in values {
-            if !seen.insert(v.expl) {
-                continue;
-            }
-            for o in solver.expl.objects(v.expl, topo) {
-                objects.insert(key_of(topo, o));
-            }
-        }
-        Footprint { objects }
-    }
-
-    /// Whether the object of this kind and name is in the footprint.
-    pub fn contains(&self, kind: Kind, name: &str) -> bool {
-        self.objects.contains(&ObjectKey::of(kind, name))
-    }
-
-    /// Objects in the footprint.
-    pub fn len(&self) -> usize {
-        self.objects.len()
-    }
-
-    /// Whether no cap enters the plan.
-    pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
-    }
-}
-
-fn key_of(t: &Topology, o: ObjRef) -> ObjectKey {
-    let (kind, name): (Kind, &str) = match o {
-        ObjRef::Site(s) => (Kind::Site, &t.site(s).name),
-        ObjRef::Pool(p) => (Kind::GatewayPool, &t.pool(p).name),
-        ObjRef::SitePeering(r) => (Kind::SitePeering, &t.site_peering(r).name),
-        ObjRef::Assignment(r) => (Kind::SiteGatewayPoolAssignment, &t.assignment(r).name),
-        ObjRef::PoolPeering(r) => (Kind::GatewayPoolPeering, &t.pool_peering(r).name),
-    };
-    ObjectKey::of(kind, name)
 }
 
 /// The digests of one object.

@@ -28,7 +28,7 @@ const WIREGUARD: u32 = 32;
 /// | VXLAN     | 50 | 70 | outer IP + UDP 8 + VXLAN 8 + inner Ethernet 14 |
 /// | IPIP      | 20 | 40 | outer IP header |
 /// | None      | 0  | 0  | no encapsulation |
-pub fn overhead(protocol: Protocol, ipv6_outer: bool) -> u32 {
+pub(crate) fn overhead(protocol: Protocol, ipv6_outer: bool) -> u32 {
     let (v4, v6) = match protocol {
         Protocol::WireGuard => WIREGUARD_BOTH,
         Protocol::Geneve => GENEVE_BOTH,

@@ -72,6 +72,13 @@ pub enum RouteKind {
 
 impl RouteKind {
     /// The output name.
+    /// Costs a match.
+    ///
+    /// ```
+    /// use mtu_solver::RouteKind;
+    /// assert_eq!(RouteKind::Gateway.as_str(), "gateway");
+    /// assert_eq!(RouteKind::Direct.to_string(), RouteKind::Direct.as_str());
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             RouteKind::Direct => "direct",
@@ -178,10 +185,34 @@ pub struct NodePlan {
 
 impl NodePlan {
     /// The link to `peer`.
+    /// Costs a walk of the plan's links.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// resolver.with_solver(|solver| {
+    ///     let topo = solver.topo();
+    ///     let (wa, wb) = (topo.find_node("wa").expect("wa"), topo.find_node("wb").expect("wb"));
+    ///     let plan = solver.plan(wa);
+    ///     assert_eq!(plan.link(wb).map(|l| l.mtu.mtu.get()), Some(1400)); // SitePeering/ab's cap
+    ///     assert!(plan.link(wa).is_none()); // no link to itself
+    /// });
+    /// ```
     pub fn link(&self, peer: NodeId) -> Option<&LinkPlan> {
         self.links.iter().find(|l| l.peer == peer)
     }
     /// Number of resolved link and route values (the unit of the performance budgets).
+    /// Costs two lengths.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let count = resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     solver.plan(wa).value_count()
+    /// });
+    /// let wa = resolver.plan("wa")?;
+    /// assert_eq!(count, wa.links.len() + wa.routes.len());
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn value_count(&self) -> usize {
         self.links.len().saturating_add(self.routes.len())
     }

@@ -123,6 +123,13 @@ pub struct RenderCache {
 
 impl RenderCache {
     /// Empty caches of a renderer at `level`.
+    /// Costs nothing: every cache starts empty.
+    ///
+    /// ```
+    /// use mtu_solver::{Explanations, report::RenderCache};
+    /// let full = format!("{:?}", RenderCache::at(Explanations::Full));
+    /// assert!(full.contains("full: true, values_only: false, cache: {}"), "{full}");
+    /// ```
     pub fn at(level: Explanations) -> Self {
         RenderCache {
             full: level == Explanations::Full,
@@ -163,13 +170,25 @@ pub struct Renderer<'s, 't> {
 impl<'s, 't> Renderer<'s, 't> {
     /// A renderer at `level`, its caches empty: [`Explanations::Full`] adds every term,
     /// [`Explanations::None`] renders values alone.
+    /// Costs nothing: its caches start empty.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Explanations, report::{Renderer, node_out}};
+    /// let wa = resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let plan = solver.plan(wa);
+    ///     node_out(solver.topo(), &mut Renderer::new(solver, Explanations::None), &plan)
+    /// });
+    /// assert_eq!((wa.fabric_mtu, wa.fabric_explanation), (1400, None)); // values alone
+    /// ```
     pub fn new(solver: &'s Solver<'t>, level: Explanations) -> Self {
         Renderer::resume(solver, RenderCache::at(level))
     }
 
     /// A renderer that goes on with the caches of one suspended earlier on the same solver
     /// (which may have planned more nodes since: explanation IDs stay valid).
-    pub fn resume(solver: &'s Solver<'t>, cache: RenderCache) -> Self {
+    pub(crate) fn resume(solver: &'s Solver<'t>, cache: RenderCache) -> Self {
         Renderer {
             solver,
             full: cache.full,
@@ -189,7 +208,7 @@ impl<'s, 't> Renderer<'s, 't> {
 
     /// Ends the borrow of the solver (so that it can plan again), keeping the caches for
     /// [`Renderer::resume`].
-    pub fn suspend(self) -> RenderCache {
+    pub(crate) fn suspend(self) -> RenderCache {
         RenderCache {
             full: self.full,
             values_only: self.values_only,
@@ -207,6 +226,20 @@ impl<'s, 't> Renderer<'s, 't> {
     }
 
     /// One term.
+    /// Costs a wording of the term.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Explanations, Kind, ObjectRef, report::Renderer};
+    /// let term = resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let link = solver.plan(wa).links[0].mtu.expl;
+    ///     let bound = solver.explanations().get(link).bound;
+    ///     Renderer::new(solver, Explanations::Bound).term(bound)
+    /// });
+    /// assert_eq!((term.value, term.field.as_deref()), (1400, Some("spec.tunnelMTU")));
+    /// assert_eq!(term.object, Some(ObjectRef::new(Kind::SitePeering, "ab")));
+    /// ```
     pub fn term(&self, id: ExplId) -> TermOut {
         let topo = self.solver.topo();
         let (object, field) = self.solver.expl.term_origin(id, topo).unzip();
@@ -233,11 +266,30 @@ impl<'s, 't> Renderer<'s, 't> {
 
     /// A value's explanation at the renderer's level: none at [`Explanations::None`], else
     /// [`Renderer::expl`].
-    pub fn explained(&mut self, id: ExplId) -> Option<Arc<ExplOut>> {
+    pub(crate) fn explained(&mut self, id: ExplId) -> Option<Arc<ExplOut>> {
         (!self.values_only).then(|| self.expl(id))
     }
 
     /// An explanation (cached; without `terms`, by its binding term alone).
+    /// Costs a wording of its terms the first time; a look-up after.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::{Explanations, report::Renderer};
+    /// use std::sync::Arc;
+    /// let (bound, full, shared) = resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let id = solver.plan(wa).links[0].mtu.expl;
+    ///     let mut full = Renderer::new(solver, Explanations::Full);
+    ///     let once = full.expl(id);
+    ///     let again = Arc::ptr_eq(&once, &full.expl(id));
+    ///     (Renderer::new(solver, Explanations::Bound).expl(id), once, again)
+    /// });
+    /// assert_eq!((&bound.bound, bound.terms.as_ref()), (&full.bound, None)); // bound term alone
+    /// let terms = full.terms.clone().unwrap_or_default();
+    /// assert!(terms.iter().any(|t| (&*t.term, t.value) == ("auto", 1442))); // 1500 − 58
+    /// assert!(shared); // rendered once per renderer
+    /// ```
     pub fn expl(&mut self, id: ExplId) -> Arc<ExplOut> {
         if !self.full {
             return self.bound_only(self.solver.expl.get(id).bound);
@@ -255,12 +307,12 @@ impl<'s, 't> Renderer<'s, 't> {
     }
 
     /// [`Renderer::bound_only`] at this renderer's level: nothing at [`Explanations::None`].
-    pub fn explained_by(&mut self, bound: ExplId) -> Option<Arc<ExplOut>> {
+    pub(crate) fn explained_by(&mut self, bound: ExplId) -> Option<Arc<ExplOut>> {
         (!self.values_only).then(|| self.bound_only(bound))
     }
 
     /// An explanation without `terms`, known by its binding term (cached by that term).
-    pub fn bound_only(&mut self, bound: ExplId) -> Arc<ExplOut> {
+    pub(crate) fn bound_only(&mut self, bound: ExplId) -> Arc<ExplOut> {
         if let Some(x) = self.bound_cache.get(&bound) {
             return x.clone();
         }
@@ -348,6 +400,15 @@ pub enum NodeRole {
 
 impl NodeRole {
     /// The output name: `worker`, `gateway`.
+    /// Costs a match.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::report::NodeRole;
+    /// assert_eq!(resolver.plan("wa")?.role.as_str(), "worker");
+    /// assert_eq!(NodeRole::Gateway.to_string(), NodeRole::Gateway.as_str());
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             NodeRole::Worker => "worker",
@@ -450,7 +511,17 @@ pub enum ApiVersion {
 }
 
 impl ApiVersion {
-    /// As written in documents.
+    /// As written in documents. Costs nothing (a constant).
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::report::ApiVersion;
+    /// let all = resolver.plan_all();
+    /// assert_eq!(all.api_version.as_str(), "unbounded-mtu/v1alpha1");
+    /// let json = serde_json::to_value(&all)?;
+    /// assert_eq!(json["apiVersion"], ApiVersion::V1alpha1.as_str());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
             ApiVersion::V1alpha1 => "unbounded-mtu/v1alpha1",
@@ -477,7 +548,17 @@ pub enum DocumentKind {
 }
 
 impl DocumentKind {
-    /// As written in documents.
+    /// As written in documents. Costs nothing (a constant).
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::report::DocumentKind;
+    /// let all = resolver.plan_all();
+    /// assert_eq!(all.kind, DocumentKind::Resolution);
+    /// let json = serde_json::to_value(&all)?;
+    /// assert_eq!(json["kind"], DocumentKind::Resolution.as_str());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
             DocumentKind::Resolution => "Resolution",
@@ -512,7 +593,7 @@ fn val(r: &mut Renderer<'_, '_>, v: &Value) -> (u32, Option<Arc<ExplOut>>) {
 }
 
 /// Builds the output of one route of a plan.
-pub fn route_out(
+pub(crate) fn route_out(
     topo: &Topology,
     r: &mut Renderer<'_, '_>,
     rt: &crate::plan::RoutePlan,
@@ -530,6 +611,20 @@ pub fn route_out(
 }
 
 /// Builds the output of one node.
+/// Costs a rendering of each of the plan's values (each explanation once per renderer).
+///
+/// ```
+/// # let resolver = mtu_solver::doc_cluster::resolver();
+/// use mtu_solver::{Explanations, report::{Renderer, node_out}};
+/// let wa = resolver.with_solver(|solver| {
+///     let wa = solver.topo().find_node("wa").expect("wa");
+///     let plan = solver.plan(wa);
+///     node_out(solver.topo(), &mut Renderer::new(solver, Explanations::Bound), &plan)
+/// });
+/// assert_eq!(wa, resolver.plan("wa")?); // what the resolver answers
+/// assert_eq!((&*wa.links[0].peer, wa.links[0].mtu), ("wb", 1400));
+/// # Ok::<(), mtu_solver::Error>(())
+/// ```
 pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> NodeOut {
     let node = topo.node(plan.node);
     let links = plan
@@ -599,6 +694,20 @@ pub fn node_out(topo: &Topology, r: &mut Renderer<'_, '_>, plan: &NodePlan) -> N
 }
 
 /// Builds the whole `resolve` document.
+/// Costs a [`node_out`] per plan and a rendering of each diagnostic.
+///
+/// ```
+/// # let resolver = mtu_solver::doc_cluster::resolver();
+/// use mtu_solver::{Explanations, report::{Renderer, resolve_out}};
+/// let doc = resolver.with_solver(|solver| {
+///     let plans = solver.plan_all();
+///     let topo = solver.topo();
+///     let mut renderer = Renderer::new(solver, Explanations::Bound);
+///     resolve_out(topo, &mut renderer, &plans, &topo.diagnostics)
+/// });
+/// assert_eq!(doc, resolver.plan_all()); // what the resolver answers
+/// assert_eq!((doc.kind.as_str(), doc.nodes.len()), ("Resolution", 2));
+/// ```
 pub fn resolve_out(
     topo: &Topology,
     r: &mut Renderer<'_, '_>,

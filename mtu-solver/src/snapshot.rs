@@ -186,7 +186,20 @@ impl<'de> Deserialize<'de> for Item {
     }
 }
 
-/// Every value of a plan, keyed by name, with its explanation.
+/// Every value of a plan, keyed by name, with its explanation, in output order. Costs a pass
+/// over the plan's values (and a sort when they are out of order).
+///
+/// ```
+/// # let resolver = mtu_solver::doc_cluster::resolver();
+/// let values = resolver.with_solver(|solver| {
+///     let topo = solver.topo();
+///     let plan = solver.plan(topo.find_node("wa").expect("wa"));
+///     mtu_solver::snapshot::items(topo, &plan)
+/// });
+/// let named: Vec<String> = values.iter().map(|(item, mtu, _)| format!("{item}: {mtu}")).collect();
+/// let direct = "route 10.8.1.0/24 (direct): 1400";
+/// assert_eq!(named, ["link wb: 1400", direct, "device geneve0: 1400", "fabric: 1400"]);
+/// ```
 pub fn items(topo: &Topology, plan: &NodePlan) -> Vec<(Item, u32, ExplId)> {
     let mut out = Vec::with_capacity(
         plan.links

@@ -186,6 +186,17 @@ impl std::fmt::Debug for Solver<'_> {
 
 impl<'t> Solver<'t> {
     /// A solver over `topo`.
+    /// Costs a read of what the pools' gateways published; nothing is resolved until asked.
+    ///
+    /// ```
+    /// use mtu_solver::{Settings, Solver, load, topology_core::model::Topology};
+    /// let decoded = load::from_sources([("cluster.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// let topology = Topology::build(&decoded.objects, decoded.diagnostics.clone());
+    /// let settings = Settings { default_underlay: 1400, ..Settings::default() };
+    /// let mut solver = Solver::new(&topology, settings);
+    /// let wa = topology.find_node("wa").expect("wa");
+    /// assert_eq!(solver.plan(wa).links[0].mtu.mtu.get(), 1342); // 1400 − GENEVE's 58
+    /// ```
     pub fn new(topo: &'t Topology, settings: Settings) -> Self {
         // Only gateways are asked what they published (`pub_path` follows next hops), so the
         // pools' gateways are read, not every node of the cluster.
@@ -233,21 +244,62 @@ impl<'t> Solver<'t> {
 
     /// The lazily memoizing view of the topology it resolves over: links, learned routes,
     /// paths.
+    /// Costs nothing: a borrow.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::topology_core::vocab::Protocol;
+    /// resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let links = solver.net().links(wa);
+    ///     assert_eq!((links.len(), links[0].protocol), (1, Protocol::Geneve));
+    ///     assert_eq!(&*solver.topo().node(links[0].peer).name, "wb");
+    /// });
+    /// ```
     pub fn net(&self) -> &Net<'t> {
         &self.net
     }
 
     /// The settings it resolves with.
+    /// Costs nothing: a borrow.
+    ///
+    /// ```
+    /// use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, load};
+    /// let settings = Settings { cfg_mtu: 1300, ..Settings::default() };
+    /// let resolver = Resolver::new(load::from_sources([("c.yaml", TWO_SITES)]), settings.clone());
+    /// assert_eq!(resolver.with_solver(|solver| solver.settings().clone()), settings);
+    /// ```
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
 
     /// The explanation arena: every value's explanation, by the ID its value carries.
+    /// Costs nothing: a borrow.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let link = solver.plan(wa).links[0].mtu;
+    ///     let arena = solver.explanations();
+    ///     assert_eq!(arena.value(link.expl), link.mtu);
+    ///     assert_eq!(arena.value(arena.get(link.expl).bound).get(), 1400); // the peering's cap
+    /// });
+    /// ```
     pub fn explanations(&self) -> &Explanations {
         &self.expl
     }
 
     /// The topology it resolves.
+    /// Costs nothing: a borrow.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let names = resolver.with_solver(|solver| {
+    ///     solver.topo().nodes.iter().map(|n| n.name.to_string()).collect::<Vec<_>>()
+    /// });
+    /// assert_eq!(names, ["wa", "wb"]);
+    /// ```
     pub fn topo(&self) -> &'t Topology {
         self.net.topo
     }
@@ -255,7 +307,7 @@ impl<'t> Solver<'t> {
     /// The route MTU of a learned route on node `n` (worker: gateway route; gateway: transit):
     /// the minimum over its next hops of the link, `reach` and (workers) `pubPath`, as
     /// `min(min of the links, rest)` (see `RouteClass`).
-    pub fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
+    pub(crate) fn learned_value(&mut self, n: NodeId, l: &Learned, worker: bool) -> Option<ExplId> {
         let rest = self.route_rest(l, worker, None);
         let links = self.via_links(n, &l.via, None);
         self.min2(links, rest)
@@ -338,6 +390,18 @@ impl<'t> Solver<'t> {
     }
 
     /// Plans of every node, in name order.
+    /// Costs a plan of every node (what nodes share is resolved once).
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let (names, fabrics) = resolver.with_solver(|solver| {
+    ///     let plans = solver.plan_all();
+    ///     let name = |p: &mtu_solver::NodePlan| solver.topo().node(p.node).name.to_string();
+    ///     let names: Vec<String> = plans.iter().map(name).collect();
+    ///     (names, plans.iter().map(|p| p.fabric.mtu.get()).collect::<Vec<_>>())
+    /// });
+    /// assert_eq!((names, fabrics), (vec!["wa".to_string(), "wb".into()], vec![1400, 1400]));
+    /// ```
     pub fn plan_all(&mut self) -> Vec<NodePlan> {
         (0..self.topo().nodes.len())
             .map(NodeId::from_idx)
@@ -355,7 +419,7 @@ fn link_of(links: &[LinkPlan], peer: NodeId) -> Option<&LinkPlan> {
 }
 
 /// The first address of a prefix (its network address + 1 when there is room).
-pub fn first_address(net: &IpNet) -> IpAddr {
+pub(crate) fn first_address(net: &IpNet) -> IpAddr {
     match net {
         IpNet::V4(n) => {
             let base = u32::from(n.network());
@@ -379,7 +443,7 @@ pub fn first_address(net: &IpNet) -> IpAddr {
 }
 
 /// Output order of devices: by name (unnamed last), then by peer name.
-pub fn device_order(topo: &Topology, a: &DeviceRef, b: &DeviceRef) -> std::cmp::Ordering {
+pub(crate) fn device_order(topo: &Topology, a: &DeviceRef, b: &DeviceRef) -> std::cmp::Ordering {
     fn key<'x>(topo: &'x Topology, d: &'x DeviceRef) -> (u8, &'x str, &'x str) {
         match d {
             DeviceRef::Shared(n) => (0, n, ""),
@@ -395,6 +459,22 @@ pub fn device_order(topo: &Topology, a: &DeviceRef, b: &DeviceRef) -> std::cmp::
 }
 
 /// Whether a protocol source names an object (for explanations of link protocols).
+/// Costs a match.
+///
+/// ```
+/// use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, load, solver::protocol_object};
+/// let chosen_by = |yaml: &str| {
+///     let resolver = Resolver::new(load::from_sources([("c.yaml", yaml)]), Settings::default());
+///     resolver.with_solver(|solver| {
+///         let wa = solver.topo().find_node("wa").expect("wa");
+///         let source = solver.net().links(wa)[0].protocol_source;
+///         protocol_object(source).map(|o| solver.topo().label(o))
+///     })
+/// };
+/// assert_eq!(chosen_by(TWO_SITES), None); // `Auto` chose GENEVE
+/// let vxlan = TWO_SITES.replace("tunnelMTU: 1400", "tunnelMTU: 1400\n  tunnelProtocol: VXLAN");
+/// assert_eq!(chosen_by(&vxlan).as_deref(), Some("SitePeering/ab"));
+/// ```
 pub fn protocol_object(src: ProtocolSource) -> Option<ObjRef> {
     match src {
         ProtocolSource::Object(o) => Some(o),

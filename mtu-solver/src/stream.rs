@@ -44,7 +44,7 @@ pub struct Workers {
 ///
 /// When `consume` fails, the workers stop at their next chunk and its error is returned; the
 /// values already consumed stay consumed.
-pub fn plan_in_order<T, E>(
+pub(crate) fn plan_in_order<T, E>(
     topo: &Topology,
     settings: &Settings,
     nodes: &[NodeId],

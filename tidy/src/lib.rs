@@ -9,8 +9,10 @@ use syn::spanned::Spanned;
 use syn::visit::Visit;
 
 mod circles;
+mod examples;
 
 pub use circles::{Circle, module_circles};
+pub use examples::{PublicFunction, hidden_modules, public_functions};
 
 /// The crates that ship in the binary: the size rules hold for them.
 pub const PRODUCT: [&str; 5] = [

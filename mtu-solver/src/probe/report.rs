@@ -22,6 +22,13 @@ pub enum Verdict {
 
 impl Verdict {
     /// The name in reports and on the command line (`black-hole`).
+    /// Costs a match.
+    ///
+    /// ```
+    /// use mtu_solver::probe::Verdict;
+    /// assert_eq!(Verdict::BlackHole.as_str(), "black-hole");
+    /// assert_eq!("black-hole".parse::<Verdict>(), Ok(Verdict::BlackHole)); // reads back
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Ok => "ok",
@@ -97,6 +104,19 @@ pub struct Measured {
 /// plus its encapsulation above the probed underlay, or the link MTU above what crossed the
 /// tunnel), `unreachable` when the underlay address answered nothing, `headroom` when the
 /// path carries more than the plan assumed, `ok` otherwise.
+/// Costs a few comparisons and a copy of the target's names.
+///
+/// ```
+/// # let resolver = mtu_solver::doc_cluster::resolver();
+/// use mtu_solver::probe::{Measured, Verdict, judge};
+/// let wb = &resolver.probe_targets("wa")?[0]; // link 1400 + GENEVE 58, underlay 1500
+/// let fits = judge(wb, Measured { underlay: Some(1500), link: Some(1400), probes: 2 });
+/// assert_eq!((fits.verdict, fits.contradicts), (Verdict::Ok, None));
+/// let short = judge(wb, Measured { underlay: Some(1440), link: None, probes: 9 });
+/// assert_eq!(short.verdict, Verdict::BlackHole); // 1440 < 1400 + 58
+/// assert_eq!(short.contradicts.as_deref(), Some(wb.underlay_term.as_str()));
+/// # Ok::<(), mtu_solver::Error>(())
+/// ```
 pub fn judge(target: &Target, measured: Measured) -> LinkProbe {
     let (verdict, contradicts) = match measured.underlay {
         None => (Verdict::Unreachable, None),
@@ -141,6 +161,20 @@ pub struct ProbeReport {
 impl ProbeReport {
     /// A report of `node`'s links (sorted here by peer name) and the input's diagnostics (in
     /// output order).
+    /// Costs a sort of the links and a rendering of each diagnostic.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::probe::{LinkProbe, Measured, ProbeReport, judge};
+    /// let measured = Measured { underlay: Some(1500), link: Some(1400), probes: 2 };
+    /// let wb = judge(&resolver.probe_targets("wa")?[0], measured);
+    /// let aa = LinkProbe { peer: "aa".into(), ..wb.clone() };
+    /// let report = ProbeReport::new("wa".into(), vec![wb, aa], resolver.diagnostics());
+    /// let peers: Vec<&str> = report.links.iter().map(|l| &*l.peer).collect();
+    /// assert_eq!(peers, ["aa", "wb"]); // sorted by peer
+    /// assert!(report.diagnostics.is_empty());
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn new(
         node: Arc<str>,
         mut links: Vec<LinkProbe>,
@@ -160,6 +194,17 @@ impl ProbeReport {
     }
 
     /// Links with verdict `v`.
+    /// Costs a walk of the links.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::probe::{Measured, ProbeReport, Verdict, judge};
+    /// let silent = Measured { underlay: None, link: None, probes: 3 };
+    /// let links = resolver.probe_targets("wa")?.iter().map(|t| judge(t, silent)).collect();
+    /// let report = ProbeReport::new("wa".into(), links, &[]);
+    /// assert_eq!((report.count(Verdict::Unreachable), report.count(Verdict::Ok)), (1, 0));
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn count(&self, v: Verdict) -> usize {
         self.links.iter().filter(|l| l.verdict == v).count()
     }

@@ -43,6 +43,19 @@ impl Search {
     /// `attempts` probes of each); then a binary search between the largest size carried and
     /// the smallest not carried. Sizes carried are assumed to be a prefix of the range, as a
     /// path MTU is.
+    /// Costs up to `attempts` probes per size tried: two sizes, then about log2(max − min) more.
+    ///
+    /// ```
+    /// use mtu_solver::probe::{Answer, Search};
+    /// // A fake sender: the path carries up to 1450 bytes, and larger probes are lost.
+    /// let path = |size: u32| if size <= 1450 { Answer::Answered } else { Answer::Lost };
+    /// let search = Search { min: 576, max: 1500, attempts: 2, expect: Some(1458) };
+    /// assert_eq!(search.run(path).largest, Some(1450));
+    /// // A path that matches the plan: one probe of the expected size, two of the next one up.
+    /// let fits = Search { expect: Some(1450), max: 1451, ..search }.run(path);
+    /// assert_eq!((fits.largest, fits.probes), (Some(1450), 3));
+    /// assert_eq!(search.run(|_| Answer::Lost).largest, None); // a silent peer
+    /// ```
     pub fn run(&self, mut probe: impl FnMut(u32) -> Answer) -> Found {
         let mut probes = 0u32;
         let attempts = self.attempts.max(1);

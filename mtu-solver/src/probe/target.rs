@@ -48,12 +48,36 @@ pub struct Target {
 impl Target {
     /// The largest packet the plan sends on the underlay for this link: the link MTU plus the
     /// encapsulation.
+    /// Costs an addition.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// let wb = &resolver.probe_targets("wa")?[0];
+    /// assert_eq!(wb.planned_outer(), 1400 + 58); // the link MTU and GENEVE's overhead
+    /// assert!(wb.planned_outer() <= wb.planned_underlay); // fits the underlay it assumed
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn planned_outer(&self) -> u32 {
         self.link_mtu.saturating_add(self.overhead)
     }
 }
 
 /// The probe targets of `plan` (made by `solver`), sorted by peer name.
+/// Costs a walk of the plan's links, with an underlay look-up for each end.
+///
+/// ```
+/// # let resolver = mtu_solver::doc_cluster::resolver();
+/// use mtu_solver::probe::targets;
+/// let found = resolver.with_solver(|solver| {
+///     let wa = solver.topo().find_node("wa").expect("wa");
+///     let plan = solver.plan(wa);
+///     targets(solver, &plan)
+/// });
+/// assert_eq!(found, resolver.probe_targets("wa")?);
+/// assert_eq!((&*found[0].peer, found[0].device.as_deref()), ("wb", Some("geneve0")));
+/// assert_eq!(found[0].link_term, "SitePeering/ab spec.tunnelMTU 1400");
+/// # Ok::<(), mtu_solver::Error>(())
+/// ```
 pub fn targets(solver: &mut Solver<'_>, plan: &NodePlan) -> Vec<Target> {
     let mut out: Vec<Target> = plan
         .links

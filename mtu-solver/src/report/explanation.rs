@@ -51,6 +51,7 @@ pub(crate) enum Want {
 
 impl Want {
     /// The question asked of `topo`; an unknown peer is [`QueryError::NoSuchNode`].
+    /// Costs a look-up of the peer's name.
     pub(crate) fn of(topo: &Topology, question: &Question) -> Result<Want, QueryError> {
         Ok(match question {
             Question::Everything => Want::Everything,

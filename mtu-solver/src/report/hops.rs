@@ -24,6 +24,13 @@ pub enum HopKind {
 
 impl HopKind {
     /// The output name: the link kind's ([`LinkKind::as_str`]) or `routed`.
+    /// Costs a match.
+    ///
+    /// ```
+    /// use mtu_solver::{HopKind, topology_core::net::LinkKind};
+    /// assert_eq!(HopKind::Routed.as_str(), "routed");
+    /// assert_eq!(HopKind::Link(LinkKind::Uplink).as_str(), LinkKind::Uplink.as_str());
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             HopKind::Link(k) => k.as_str(),
@@ -186,7 +193,7 @@ pub struct PublishedOut {
 impl Renderer<'_, '_> {
     /// A term with where it was written (`explain` output), worded and located once per
     /// renderer (and the caches it resumes).
-    pub fn located_term(&self, id: ExplId) -> Arc<TermOut> {
+    pub(crate) fn located_term(&self, id: ExplId) -> Arc<TermOut> {
         if let Some(t) = self.located.borrow().get(&id) {
             return t.clone();
         }
@@ -200,7 +207,7 @@ impl Renderer<'_, '_> {
 
     /// Every term of `id` ([`crate::explain::Explanations::leaves`]), located, listed once per
     /// renderer: the routes of one class share theirs.
-    pub fn located_terms(&self, id: ExplId) -> TermList {
+    pub(crate) fn located_terms(&self, id: ExplId) -> TermList {
         self.located_leaves(id, 0).terms
     }
 
@@ -275,6 +282,25 @@ impl Renderer<'_, '_> {
 
     /// A route's hops, each rendered once per renderer (and the caches it resumes): routes
     /// through the same gateways share them.
+    /// Costs a rendering of each hop this renderer has not rendered yet; a look-up for the others.
+    ///
+    /// ```
+    /// use mtu_solver::{Explanations, HopEnd, Resolver, RouteKind, Settings, load};
+    /// use mtu_solver::report::Renderer;
+    /// let hub = load::from_sources([("hub.yaml", mtu_solver::doc_cluster::HUB_AND_SPOKE)]);
+    /// let (to, shared) = Resolver::new(hub, Settings::default()).with_solver(|solver| {
+    ///     let a1 = solver.topo().find_node("a1").expect("a1");
+    ///     let plan = solver.plan(a1);
+    ///     let route = plan.routes.iter().find(|r| r.kind == RouteKind::Gateway).expect("learned");
+    ///     let hops = solver.route_hops(a1, route).hops;
+    ///     let renderer = Renderer::new(solver, Explanations::Full);
+    ///     let out = renderer.hops(&hops);
+    ///     let to: Vec<HopEnd> = out.iter().map(|h| h.to.clone()).collect();
+    ///     (to, std::sync::Arc::ptr_eq(&out[0], &renderer.hops(&hops)[0]))
+    /// });
+    /// assert_eq!(to[..2], [HopEnd::Node("h1".into()), HopEnd::Node("h2".into())]); // first hops
+    /// assert!(shared); // rendered once per renderer
+    /// ```
     pub fn hops(&self, hops: &[Hop]) -> Vec<Arc<HopOut>> {
         hops.iter()
             .map(|h| {

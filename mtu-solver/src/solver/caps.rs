@@ -25,7 +25,7 @@ pub(super) struct EdgeKey {
 
 impl Solver<'_> {
     /// The term of an object's own cap.
-    pub fn cap_leaf(&mut self, obj: ObjRef) -> Option<ExplId> {
+    pub(crate) fn cap_leaf(&mut self, obj: ObjRef) -> Option<ExplId> {
         if let Some(x) = self.cap_leaves.get(&obj) {
             return *x;
         }
@@ -37,7 +37,7 @@ impl Solver<'_> {
     }
 
     /// The term of `comp(s)`.
-    pub fn comp_leaf(&mut self, s: SiteId) -> Option<ExplId> {
+    pub(crate) fn comp_leaf(&mut self, s: SiteId) -> Option<ExplId> {
         let topo = self.topo();
         let c = topo.comp(s);
         if let Some(x) = unpack_term(self.comp_leaves.get(c.idx())) {
@@ -113,6 +113,26 @@ impl Solver<'_> {
     /// arena are kept; the memos that depend on caps are dropped, so values the change does not
     /// touch come out as the same explanation nodes. Returns the replacements it undid, or
     /// [`ComponentCap`] (nothing changed) when the list names a Site or SitePeering.
+    /// Costs dropping those memos (for assignments alone, only the reach towards their Sites):
+    /// what they held is resolved again as nodes are planned.
+    ///
+    /// ```
+    /// # use mtu_solver::{Resolver, Settings, doc_cluster::HUB_AND_SPOKE, load};
+    /// # let hub = load::from_sources([("hub.yaml", HUB_AND_SPOKE)]);
+    /// # let hub = Resolver::new(hub, Settings::default());
+    /// use mtu_solver::{Kind, Solver, topology_core::mtu::Mtu};
+    /// let topo = hub.topology();
+    /// let mut solver = Solver::new(topo, Settings::default());
+    /// let a1 = topo.find_node("a1")?;
+    /// let spokes = topo.obj_ref(Kind::SiteGatewayPoolAssignment, "spokes").expect("spokes");
+    /// let undo = solver.set_caps(&[(spokes, Mtu::cap(1300))])?;
+    /// assert_eq!(solver.plan(a1).fabric.mtu.get(), 1300);
+    /// solver.set_caps(&undo)?; // back to the cluster's own 1380
+    /// assert_eq!(solver.plan(a1).fabric.mtu.get(), 1380);
+    /// let site = topo.obj_ref(Kind::Site, "a").expect("a");
+    /// assert!(solver.set_caps(&[(site, Mtu::cap(1300))]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_caps(
         &mut self,
         caps: &[(ObjRef, Option<Mtu>)],

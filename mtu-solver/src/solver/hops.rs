@@ -115,6 +115,25 @@ impl Solver<'_> {
     /// gateways whose published values the route reads, to say what they would publish. Each
     /// first hop (per next hop) and each gateway's step (per prefix) is made once per solver
     /// and shared by the routes that take it.
+    /// Costs a walk of the route's forwarding paths, reusing the first hops and steps this
+    /// solver already made.
+    ///
+    /// ```
+    /// # use mtu_solver::{Resolver, Settings, doc_cluster::HUB_AND_SPOKE, load};
+    /// # let hub = load::from_sources([("hub.yaml", HUB_AND_SPOKE)]);
+    /// # let hub = Resolver::new(hub, Settings::default());
+    /// use mtu_solver::{RouteKind, solver::hops::HopTo};
+    /// hub.with_solver(|solver| {
+    ///     let topo = solver.topo();
+    ///     let [a1, h1, h2] = ["a1", "h1", "h2"].map(|n| topo.find_node(n).expect("a node"));
+    ///     let plan = solver.plan(a1);
+    ///     let to_b = plan.routes.iter().find(|r| r.kind == RouteKind::Gateway).expect("learned");
+    ///     let hops = solver.route_hops(a1, to_b).hops;
+    ///     let first: Vec<HopTo> = hops.iter().filter(|h| h.from == a1).map(|h| h.to).collect();
+    ///     assert_eq!(first, [HopTo::Node(h1), HopTo::Node(h2)]);
+    ///     assert!(hops.iter().any(|h| h.binds));
+    /// });
+    /// ```
     pub fn route_hops(&mut self, n: NodeId, route: &RoutePlan) -> RouteHops {
         if route.kind == RouteKind::Direct {
             return RouteHops::default();

@@ -15,7 +15,23 @@ use topology_core::net::Link;
 use topology_core::vocab::Protocol;
 
 impl Solver<'_> {
-    /// `U(n)` and where it came from.
+    /// `U(n)` and where it came from: the settings' override, else the `underlay-mtu` annotation,
+    /// else the default; `underlay-mtu-max` lowers the first two and, alone, replaces the
+    /// default. Costs a look-up once the node's is memoized; the first call reads its
+    /// annotations and the settings.
+    ///
+    /// ```
+    /// use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, explain::UnderlaySource, load};
+    /// let underlay_overrides = [("wb".into(), 9000)].into();
+    /// let settings = Settings { underlay_overrides, ..Settings::default() };
+    /// let resolver = Resolver::new(load::from_sources([("cluster.yaml", TWO_SITES)]), settings);
+    /// let [wa, wb] = resolver.with_solver(|solver| {
+    ///     let topo = solver.topo();
+    ///     ["wa", "wb"].map(|n| solver.underlay(topo.find_node(n).expect("a node")))
+    /// });
+    /// assert_eq!((wa.0.get(), wa.1), (1500, UnderlaySource::Default));
+    /// assert_eq!((wb.0.get(), wb.1), (9000, UnderlaySource::Override));
+    /// ```
     pub fn underlay(&mut self, n: NodeId) -> (UnderlayMtu, UnderlaySource) {
         if let Some(x) = self.underlays.get(n.idx()) {
             let (u, s) = unpack_underlay(x);
@@ -122,7 +138,7 @@ impl Solver<'_> {
     }
 
     /// The MTU of the link from `n` to `peer` with its explanation (None when not linked).
-    pub fn link_value(&mut self, n: NodeId, peer: NodeId) -> Option<ExplId> {
+    pub(crate) fn link_value(&mut self, n: NodeId, peer: NodeId) -> Option<ExplId> {
         if let Some(x) = self.link_memo.get(&(n, peer)) {
             return *x;
         }

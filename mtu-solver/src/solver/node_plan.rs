@@ -70,6 +70,19 @@ impl Solver<'_> {
     /// Resolves every value of node `n`. The steps run in this order because each one adds to
     /// the explanation arena the next ones read: links, direct then learned routes, devices,
     /// fabric, published values.
+    /// Costs a resolve of the node's values; what earlier plans memoized (pair caps, reach,
+    /// its class's learned routes) is reused.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// resolver.with_solver(|solver| {
+    ///     let wa = solver.topo().find_node("wa").expect("wa");
+    ///     let plan = solver.plan(wa);
+    ///     assert_eq!((plan.fabric.mtu.get(), plan.links[0].mtu.mtu.get()), (1400, 1400));
+    ///     let again = solver.plan(wa); // planned again: the same values
+    ///     assert_eq!((again.links, again.routes), (plan.links, plan.routes));
+    /// });
+    /// ```
     pub fn plan(&mut self, n: NodeId) -> NodePlan {
         let node = self.topo().node(n);
         let first = self.first_plan(n);
@@ -604,6 +617,18 @@ impl Solver<'_> {
 /// Whether a plan of `node` can hold findings: it has IPv6 pod CIDRs (the IPv6 floor), or it
 /// is a gateway that has published values (a published annotation this input disagrees with).
 /// A node for which this is false has none, so its plan need not be made to collect them.
+/// Costs a scan of the node's pod CIDRs.
+///
+/// ```
+/// use mtu_solver::{Resolver, Settings, doc_cluster::TWO_SITES, load, solver::may_find};
+/// let settings = Settings::default();
+/// let read = |yaml: &str| Resolver::new(load::from_sources([("c.yaml", yaml)]), settings.clone());
+/// assert!(!read(TWO_SITES).topology().nodes.iter().any(may_find)); // IPv4 pods: none to find
+/// let v6 = TWO_SITES.replace("[10.9.1.0/24]", "[10.9.1.0/24, 'fd00:9::/64']");
+/// let dual = read(&v6);
+/// let wa = dual.topology().node_id("wa").expect("wa");
+/// assert!(may_find(dual.topology().node(wa)));
+/// ```
 pub fn may_find(node: &NodeInfo) -> bool {
     node.has_ipv6_pods() || (node.is_gateway() && !node.published.is_empty())
 }

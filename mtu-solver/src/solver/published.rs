@@ -29,7 +29,7 @@ pub struct StaleEntry {
 }
 
 /// What `would` (a gateway's planned published values, in output order) holds for `prefix`.
-pub fn would_publish<'a>(would: &'a [Published], prefix: &IpNet) -> Option<&'a Published> {
+pub(crate) fn would_publish<'a>(would: &'a [Published], prefix: &IpNet) -> Option<&'a Published> {
     would
         .binary_search_by(|p| prefix_order(&p.destination, prefix))
         .ok()
@@ -39,7 +39,7 @@ pub fn would_publish<'a>(would: &'a [Published], prefix: &IpNet) -> Option<&'a P
 /// The entries of gateway `g`'s annotation that differ from `would`, its planned published
 /// values, in the annotation's (prefix) order. Prefixes the gateway has not published yet are
 /// not entries: nothing reads an absent value.
-pub fn stale_entries(topo: &Topology, g: NodeId, would: &[Published]) -> Vec<StaleEntry> {
+pub(crate) fn stale_entries(topo: &Topology, g: NodeId, would: &[Published]) -> Vec<StaleEntry> {
     topo.node(g)
         .published
         .iter()

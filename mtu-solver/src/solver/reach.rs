@@ -115,7 +115,7 @@ pub(super) enum Known<'a> {
 
 impl Solver<'_> {
     /// `reach(g, X)`: the smallest configured cap along `g`'s selected paths to `X`'s destination.
-    pub fn reach(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
+    pub(crate) fn reach(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
         self.reach_known(g, prefix, origins, Known::Nothing)
     }
 
@@ -344,7 +344,12 @@ impl Solver<'_> {
     }
 
     /// `pubPath(g, X)`: the published values of every gateway on every selected path.
-    pub fn pub_path(&mut self, g: NodeId, prefix: IpNet, origins: &[Origin]) -> Option<ExplId> {
+    pub(crate) fn pub_path(
+        &mut self,
+        g: NodeId,
+        prefix: IpNet,
+        origins: &[Origin],
+    ) -> Option<ExplId> {
         if !self.published_prefixes.contains(&prefix) {
             return None;
         }

@@ -50,7 +50,21 @@ fn relation(o: &mut RawObject) -> Option<&mut RawRelation> {
 
 /// `base` with `mutations` applied in order, to a copy (`base` is left as it was); the first
 /// mutation that does not apply is the error. What a what-if resolves as its values after, and
-/// what [`Resolver::apply`](crate::Resolver::apply) resolves.
+/// what [`Resolver::apply`](crate::Resolver::apply) resolves. Costs a copy of `base`, then
+/// one pass over its objects per mutation.
+///
+/// ```
+/// use mtu_solver::whatif::{Input, apply_all};
+/// use mtu_solver::{Mutation, doc_cluster::TWO_SITES, load};
+/// let d = load::from_sources([("cluster.yaml", TWO_SITES)]);
+/// let base = Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+/// let after = apply_all(&base, &["agent-mtu 1300".parse()?, "underlay wa=9000".parse()?])?;
+/// assert_eq!((base.settings.cfg_mtu, after.settings.cfg_mtu), (0, 1300));
+/// assert_eq!(after.settings.underlay_overrides["wa"], 9000);
+/// // No SitePeering is named `ba`: the error, and `base` is as it was.
+/// assert!(apply_all(&base, &["set SitePeering/ba=1300".parse()?]).is_err());
+/// # Ok::<(), mtu_solver::Error>(())
+/// ```
 pub fn apply_all(base: &Input, mutations: &[Mutation]) -> Result<Input, MutationError> {
     let mut after = base.clone();
     for m in mutations {
@@ -59,7 +73,25 @@ pub fn apply_all(base: &Input, mutations: &[Mutation]) -> Result<Input, Mutation
     Ok(after)
 }
 
-/// Applies one mutation to an input.
+/// Applies one mutation to an input, without [`check`](super::check)ing it first (a cap outside
+/// 576..9000 is written as a manifest's invalid cap reads). Costs one pass over the input's
+/// objects (a settings write for `underlay` and `agent-mtu`).
+///
+/// ```
+/// # let d = mtu_solver::load::from_sources([("cluster.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+/// # let base = mtu_solver::whatif::Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+/// use mtu_solver::whatif::{MutationError, apply, compare};
+/// use mtu_solver::{Explanations, Mutation};
+/// let mut after = base.clone();
+/// apply(&mut after, &"set SitePeering/ab=1300".parse()?)?;
+/// let changed = compare(&base, &after, Explanations::None);
+/// assert_eq!(changed.nodes_affected(), 2);
+/// assert!(changed.changes.iter().all(|c| c.after == Some(1300)));
+/// // A Node has no tunnelMTU.
+/// let node_cap: Mutation = "set Node/wa=1300".parse()?;
+/// assert!(matches!(apply(&mut after, &node_cap), Err(MutationError::NoCap { .. })));
+/// # Ok::<(), mtu_solver::Error>(())
+/// ```
 pub fn apply(input: &mut Input, m: &Mutation) -> Result<(), MutationError> {
     match m {
         Mutation::SetCap { kind, name, mtu } => set_cap(input, *kind, name, raw_cap_of(*mtu))?,

@@ -49,7 +49,18 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// The output name: `per-value`, `near-nodes`, `all-nodes`.
+    /// The output name: `per-value`, `near-nodes`, `all-nodes`. Costs nothing.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::whatif::Strategy;
+    /// let cap = resolver.what_if(&["set SitePeering/ab=1300".parse()?])?;
+    /// assert_eq!(cap.strategy.as_str(), "per-value");
+    /// let underlay = resolver.what_if(&["underlay wa=1300".parse()?])?;
+    /// assert_eq!(underlay.strategy.as_str(), "near-nodes");
+    /// assert_eq!(Strategy::AllNodes.to_string(), Strategy::AllNodes.as_str());
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::PerValue => "per-value",
@@ -77,7 +88,17 @@ pub struct WhatIf {
 }
 
 impl WhatIf {
-    /// Nodes with at least one change.
+    /// Nodes with at least one change. Costs one pass over `changes`.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// // wa's underlay bounds the link on both of its ends.
+    /// let lower = resolver.what_if(&["underlay wa=1300".parse()?])?;
+    /// assert_eq!((lower.changes.len(), lower.nodes_affected()), (8, 2));
+    /// let same = resolver.what_if(&["set SitePeering/ab=1400".parse()?])?;
+    /// assert_eq!(same.nodes_affected(), 0);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn nodes_affected(&self) -> usize {
         let mut names: Vec<&str> = self.changes.iter().map(|c| &*c.node).collect();
         names.dedup();

@@ -36,7 +36,19 @@ impl ItemKind {
         ItemKind::Published,
     ];
 
-    /// The kind of an item.
+    /// The kind of an item. Costs nothing.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::whatif::ItemKind::{self, Device, Fabric, Link, Route};
+    /// let what_if = resolver.what_if(&["set SitePeering/ab=1300".parse()?])?;
+    /// let on_wa: Vec<ItemKind> = what_if.changes.iter()
+    ///     .filter(|c| &*c.node == "wa")
+    ///     .map(|c| ItemKind::of(&c.item))
+    ///     .collect();
+    /// assert_eq!(on_wa, [Link, Route, Device, Fabric]);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn of(item: &Item) -> ItemKind {
         match item {
             Item::Fabric => ItemKind::Fabric,
@@ -48,6 +60,13 @@ impl ItemKind {
     }
 
     /// As `item.type` names it in output: `fabric`, `link`, `route`, `device`, `published`.
+    /// Costs nothing.
+    ///
+    /// ```
+    /// use mtu_solver::whatif::ItemKind;
+    /// let names: Vec<&str> = ItemKind::ALL.iter().map(|k| k.as_str()).collect();
+    /// assert_eq!(names, ["fabric", "link", "route", "device", "published"]);
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             ItemKind::Fabric => "fabric",
@@ -100,7 +119,19 @@ pub struct KindDigest {
 
 impl KindDigest {
     /// The one change every value of this kind makes (before, after), when they all make the
-    /// same.
+    /// same. Costs one pass over the groups.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::whatif::{Digest, ItemKind};
+    /// let what_if = resolver.what_if(&["set SitePeering/ab=1300".parse()?])?;
+    /// let digest = Digest::of(&what_if.changes);
+    /// // The devices are bound by two terms (the link to wa, the link to wb), yet change alike.
+    /// let devices = digest.kinds.iter().find(|k| k.kind == ItemKind::Device).unwrap();
+    /// assert_eq!(devices.groups.len(), 2);
+    /// assert_eq!(devices.single_change(), Some((Some(1400), Some(1300))));
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn single_change(&self) -> Option<(Option<u32>, Option<u32>)> {
         let (first, rest) = self.groups.split_first()?;
         rest.iter()
@@ -125,7 +156,21 @@ pub struct Digest {
 impl Digest {
     /// The digest of `changes`, which come grouped by node (as [`super::WhatIf`] holds them,
     /// sorted by node): a node is counted once per group however many of its values the group
-    /// holds.
+    /// holds. Costs one pass over `changes`.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::whatif::{Digest, ItemKind};
+    /// let what_if = resolver.what_if(&["set SitePeering/ab=1300".parse()?])?;
+    /// let digest = Digest::of(&what_if.changes);
+    /// assert_eq!((digest.nodes_affected, digest.values_changed), (2, 8));
+    /// let kinds: Vec<ItemKind> = digest.kinds.iter().map(|k| k.kind).collect();
+    /// assert_eq!(kinds, [ItemKind::Fabric, ItemKind::Link, ItemKind::Route, ItemKind::Device]);
+    /// let fabric = &digest.kinds[0].groups[0];
+    /// assert_eq!(fabric.bound_by.as_deref(), Some("SitePeering/ab spec.tunnelMTU"));
+    /// assert_eq!((fabric.nodes_affected, fabric.values_changed), (2, 2));
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn of<'a>(changes: impl IntoIterator<Item = &'a Change>) -> Digest {
         let mut b = DigestBuilder::default();
         for c in changes {
@@ -175,7 +220,21 @@ pub struct DigestBuilder {
 }
 
 impl DigestBuilder {
-    /// Counts one change.
+    /// Counts one change. Costs a hash look-up (and a copy of its binding term the first time
+    /// that term is seen).
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::whatif::DigestBuilder;
+    /// let what_if = resolver.what_if(&["set SitePeering/ab=1300".parse()?])?;
+    /// let mut builder = DigestBuilder::default();
+    /// for change in what_if.changes.iter().filter(|c| &*c.node == "wa") {
+    ///     builder.add(change);
+    /// }
+    /// let digest = builder.finish();
+    /// assert_eq!((digest.nodes_affected, digest.values_changed), (1, 4));
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn add(&mut self, c: &Change) {
         if self.node.as_ref() != Some(&c.node) {
             self.node = Some(c.node.clone());
@@ -208,7 +267,18 @@ impl DigestBuilder {
         i
     }
 
-    /// The digest of the changes counted.
+    /// The digest of the changes counted. Costs a sort of each kind's groups.
+    ///
+    /// ```
+    /// # let resolver = mtu_solver::doc_cluster::resolver();
+    /// use mtu_solver::whatif::{Digest, DigestBuilder};
+    /// assert_eq!(DigestBuilder::default().finish(), Digest::default());
+    /// let what_if = resolver.what_if(&["underlay wb=1300".parse()?])?;
+    /// let mut builder = DigestBuilder::default();
+    /// what_if.changes.iter().for_each(|c| builder.add(c));
+    /// assert_eq!(builder.finish(), Digest::of(&what_if.changes));
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn finish(self) -> Digest {
         let mut per_kind: [Vec<Group>; 5] = Default::default();
         for ((kind, before, after, term), count) in self.groups {

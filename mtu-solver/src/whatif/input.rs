@@ -19,6 +19,15 @@ pub struct Input {
 impl Input {
     /// Builds the validated topology of this input (a whole build each call: keep the result,
     /// or hold a [`Base`], which keeps it).
+    ///
+    /// ```
+    /// # let d = mtu_solver::load::from_sources([("cluster.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// # let base = mtu_solver::whatif::Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+    /// let topology = base.build_topology();
+    /// let names: Vec<&str> = topology.nodes.iter().map(|n| &*n.name).collect();
+    /// assert_eq!(names, ["wa", "wb"]);
+    /// assert!(topology.node_id("wc").is_none());
+    /// ```
     pub fn build_topology(&self) -> Topology {
         Topology::build(self.objects.iter(), self.diagnostics.iter().cloned())
     }
@@ -58,18 +67,51 @@ pub struct Base {
 }
 
 impl Base {
-    /// The base of `input`.
+    /// The base of `input`. Costs one build of its topology.
+    ///
+    /// ```
+    /// # let d = mtu_solver::load::from_sources([("cluster.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// # let base = mtu_solver::whatif::Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+    /// use mtu_solver::whatif::Base;
+    /// let resolved = Base::new(base);
+    /// assert_eq!(resolved.topology().nodes.len(), 2);
+    /// assert!(resolved.topology().node_id("wa").is_some());
+    /// ```
     pub fn new(input: Input) -> Base {
         let topology = input.build_topology();
         Base { input, topology }
     }
 
-    /// The input.
+    /// The input. Costs nothing.
+    ///
+    /// ```
+    /// # let d = mtu_solver::load::from_sources([("cluster.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// # let base = mtu_solver::whatif::Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+    /// use mtu_solver::whatif::{Base, what_if};
+    /// use mtu_solver::Explanations;
+    /// let resolved = Base::new(base);
+    /// assert_eq!(resolved.input().objects.len(), 5); // two Sites, a SitePeering, two Nodes
+    /// let what_if = what_if(resolved.input(), &["agent-mtu 1300".parse()?], Explanations::None)?;
+    /// assert_eq!(what_if.nodes_affected(), 2);
+    /// # Ok::<(), mtu_solver::Error>(())
+    /// ```
     pub fn input(&self) -> &Input {
         &self.input
     }
 
-    /// The topology; make the solver of [`what_if_on`](super::what_if_on) from this one.
+    /// The topology; make the solver of [`what_if_on`](super::what_if_on) from this one. Costs
+    /// nothing.
+    ///
+    /// ```
+    /// # let d = mtu_solver::load::from_sources([("cluster.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+    /// # let base = mtu_solver::whatif::Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+    /// use mtu_solver::whatif::Base;
+    /// use mtu_solver::{Settings, Solver};
+    /// let resolved = Base::new(base);
+    /// let mut solver = Solver::new(resolved.topology(), Settings::default());
+    /// let plans = solver.plan_all();
+    /// assert_eq!(plans.len(), resolved.topology().nodes.len());
+    /// ```
     pub fn topology(&self) -> &Topology {
         &self.topology
     }

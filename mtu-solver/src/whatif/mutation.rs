@@ -176,7 +176,22 @@ fn names_of(objects: &[RawObject], kind: Kind) -> impl Iterator<Item = &str> {
 /// Checks a mutation against the base input before anything is applied: the objects and nodes
 /// it names exist (and the members it adds), caps are within 576..9000 (0 clears), only
 /// gateways are demoted. [`what_if`](super::what_if) and [`what_if_on`](super::what_if_on)
-/// check every mutation first.
+/// check every mutation first. Costs a pass over `base`'s objects per object the mutation
+/// names (a look-up per node).
+///
+/// ```
+/// # let d = mtu_solver::load::from_sources([("cluster.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+/// # let base = mtu_solver::whatif::Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+/// use mtu_solver::whatif::{MutationError, check};
+/// use mtu_solver::{Kind, Mutation};
+/// let topology = base.build_topology();
+/// assert_eq!(check(&base, &topology, &"set SitePeering/ab=1300".parse()?), Ok(()));
+/// let wild = Mutation::SetCap { kind: Kind::SitePeering, name: "ab".into(), mtu: 100 };
+/// assert_eq!(check(&base, &topology, &wild), Err(MutationError::CapOutOfRange { mtu: 100 }));
+/// let demote: Mutation = "demote wa".parse()?;
+/// assert_eq!(check(&base, &topology, &demote), Err(MutationError::NotAGateway("wa".into())));
+/// # Ok::<(), mtu_solver::Error>(())
+/// ```
 pub fn check(base: &Input, topo: &Topology, m: &Mutation) -> Result<(), MutationError> {
     let object = |kind: Kind, name: &str| {
         if base
@@ -240,7 +255,20 @@ pub fn check(base: &Input, topo: &Topology, m: &Mutation) -> Result<(), Mutation
 }
 
 /// [`check`] of every mutation of a question, in order: a node an earlier mutation promoted
-/// may be demoted.
+/// may be demoted. Costs a [`check`] per mutation, up to the first refused.
+///
+/// ```
+/// # let d = mtu_solver::load::from_sources([("hub.yaml", mtu_solver::doc_cluster::HUB_AND_SPOKE)]);
+/// # let base = mtu_solver::whatif::Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+/// use mtu_solver::whatif::{Mutation, check_all};
+/// let topology = base.build_topology();
+/// let demote: Mutation = "demote a1".parse()?; // a1 is a worker
+/// assert!(check_all(&base, &topology, &[demote.clone()]).is_err());
+/// // Promoted into pool ph first, it may be demoted again.
+/// let promote: Mutation = "promote a1=ph".parse()?;
+/// assert_eq!(check_all(&base, &topology, &[promote, demote]), Ok(()));
+/// # Ok::<(), mtu_solver::Error>(())
+/// ```
 pub fn check_all(
     base: &Input,
     topo: &Topology,
@@ -252,7 +280,23 @@ pub fn check_all(
     }
 }
 
-/// The first mutation [`check_all`] refuses: its index and why.
+/// The first mutation [`check_all`] refuses: its index and why. Costs a [`check`] per
+/// mutation, up to the first refused.
+///
+/// ```
+/// # let d = mtu_solver::load::from_sources([("cluster.yaml", mtu_solver::doc_cluster::TWO_SITES)]);
+/// # let base = mtu_solver::whatif::Input { objects: d.objects, diagnostics: d.diagnostics, settings: Default::default() };
+/// use mtu_solver::whatif::{MutationError, first_refused};
+/// use mtu_solver::Mutation;
+/// let topology = base.build_topology();
+/// let question: [Mutation; 3] =
+///     ["agent-mtu 1300".parse()?, "underlay wc=1300".parse()?, "demote wa".parse()?];
+/// let (index, why) = first_refused(&base, &topology, &question).expect("wc is no node");
+/// assert_eq!(index, 1);
+/// assert!(matches!(why, MutationError::NoSuchObject(_)));
+/// assert_eq!(first_refused(&base, &topology, &question[..1]), None);
+/// # Ok::<(), mtu_solver::Error>(())
+/// ```
 pub fn first_refused(
     base: &Input,
     topo: &Topology,
