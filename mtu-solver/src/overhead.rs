@@ -28,7 +28,17 @@ const WIREGUARD: u32 = 32;
 /// | VXLAN     | 50 | 70 | outer IP + UDP 8 + VXLAN 8 + inner Ethernet 14 |
 /// | IPIP      | 20 | 40 | outer IP header |
 /// | None      | 0  | 0  | no encapsulation |
-pub(crate) fn overhead(protocol: Protocol, ipv6_outer: bool) -> u32 {
+///
+/// Costs a table look-up.
+///
+/// ```
+/// use mtu_solver::overhead::overhead;
+/// use mtu_solver::topology_core::vocab::Protocol;
+/// assert_eq!(overhead(Protocol::Geneve, false), 58);
+/// assert_eq!(overhead(Protocol::Geneve, true), 78); // the IPv6 outer header is 20 bytes longer
+/// assert_eq!(overhead(Protocol::WireGuard, false), overhead(Protocol::WireGuard, true));
+/// ```
+pub fn overhead(protocol: Protocol, ipv6_outer: bool) -> u32 {
     let (v4, v6) = match protocol {
         Protocol::WireGuard => WIREGUARD_BOTH,
         Protocol::Geneve => GENEVE_BOTH,
