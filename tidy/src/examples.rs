@@ -1,29 +1,12 @@
 //! Public functions and whether their documentation shows an example: what
 //! `tests/api_examples.rs` asks of an embeddable crate.
 
-use crate::{SourceFile, is_test_only};
-use syn::visit::Visit;
+use crate::{Function, SourceFile, functions};
 
-/// A `pub fn` of a file (free, or in an inherent `impl`), test-only items aside.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PublicFunction {
-    /// Its name (`Type::name` for methods).
-    pub name: String,
-    /// The line of its `fn` keyword.
-    pub line: usize,
-    /// Its documentation holds a code block (a doctest).
-    pub example: bool,
-}
-
-/// Every `pub fn` of `file` outside test-only items and trait impls (whose methods are the
-/// trait's, documented there).
-pub fn public_functions(file: &SourceFile) -> Vec<PublicFunction> {
-    let mut v = Public {
-        owner: None,
-        out: Vec::new(),
-    };
-    v.visit_file(&file.syntax);
-    v.out
+/// Every `pub fn` of `file` (free, or in an inherent `impl`), test-only items and trait impls
+/// aside (a trait impl's methods are the trait's, documented there).
+pub fn public_functions(file: &SourceFile) -> Vec<Function> {
+    functions(file).into_iter().filter(|f| f.public).collect()
 }
 
 /// The modules the crate root of `files` marks `#[doc(hidden)]` (helpers for doctests, not
@@ -45,7 +28,7 @@ fn is_doc_hidden(a: &syn::Attribute) -> bool {
 }
 
 /// Whether `attrs` hold documentation with a fenced code block.
-fn has_example(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn has_example(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let syn::Meta::NameValue(nv) = &a.meta else {
             return false;
@@ -59,53 +42,6 @@ fn has_example(attrs: &[syn::Attribute]) -> bool {
         };
         a.path().is_ident("doc") && s.value().trim_start().starts_with("```")
     })
-}
-
-struct Public {
-    owner: Option<String>,
-    out: Vec<PublicFunction>,
-}
-
-impl Public {
-    fn record(&mut self, vis: &syn::Visibility, attrs: &[syn::Attribute], sig: &syn::Signature) {
-        if !matches!(vis, syn::Visibility::Public(_)) {
-            return;
-        }
-        let name = match &self.owner {
-            Some(o) => format!("{o}::{}", sig.ident),
-            None => sig.ident.to_string(),
-        };
-        self.out.push(PublicFunction {
-            name,
-            line: sig.fn_token.span.start().line,
-            example: has_example(attrs),
-        });
-    }
-}
-
-impl<'ast> Visit<'ast> for Public {
-    fn visit_item(&mut self, i: &'ast syn::Item) {
-        if !is_test_only(crate::item_attrs(i)) {
-            syn::visit::visit_item(self, i);
-        }
-    }
-    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        self.record(&f.vis, &f.attrs, &f.sig);
-    }
-    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
-        if i.trait_.is_some() {
-            return;
-        }
-        let outer = self.owner.take();
-        self.owner = Some(crate::quote_type(&i.self_ty));
-        syn::visit::visit_item_impl(self, i);
-        self.owner = outer;
-    }
-    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        if !is_test_only(&f.attrs) {
-            self.record(&f.vis, &f.attrs, &f.sig);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ mod circles;
 mod examples;
 
 pub use circles::{Circle, module_circles};
-pub use examples::{PublicFunction, hidden_modules, public_functions};
+pub use examples::{hidden_modules, public_functions};
 
 /// The crates that ship in the binary: the size rules hold for them.
 pub const PRODUCT: [&str; 5] = [
@@ -203,6 +203,10 @@ pub struct Function {
     pub line: usize,
     /// Lines from `fn` to the closing brace.
     pub length: usize,
+    /// It is `pub` (trait items and trait impls' methods never are).
+    pub public: bool,
+    /// Its documentation holds a code block (a doctest).
+    pub example: bool,
 }
 
 /// Every function with a body in `file`, test-only items aside.
@@ -221,17 +225,25 @@ struct Functions {
 }
 
 impl Functions {
-    fn record(&mut self, name: &syn::Ident, sig: &syn::Signature, block: &syn::Block) {
+    fn record(
+        &mut self,
+        vis: &syn::Visibility,
+        attrs: &[syn::Attribute],
+        sig: &syn::Signature,
+        block: &syn::Block,
+    ) {
         let line = sig.fn_token.span.start().line;
         let end = block.brace_token.span.close().end().line;
         let name = match &self.owner {
-            Some(o) => format!("{o}::{name}"),
-            None => name.to_string(),
+            Some(o) => format!("{o}::{}", sig.ident),
+            None => sig.ident.to_string(),
         };
         self.out.push(Function {
             name,
             line,
             length: end + 1 - line,
+            public: matches!(vis, syn::Visibility::Public(_)),
+            example: examples::has_example(attrs),
         });
     }
 }
@@ -243,7 +255,7 @@ impl<'ast> Visit<'ast> for Functions {
         }
     }
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        self.record(&f.sig.ident, &f.sig, &f.block);
+        self.record(&f.vis, &f.attrs, &f.sig, &f.block);
         syn::visit::visit_item_fn(self, f);
     }
     fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
@@ -255,13 +267,13 @@ impl<'ast> Visit<'ast> for Functions {
     }
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
         if !is_test_only(&f.attrs) {
-            self.record(&f.sig.ident, &f.sig, &f.block);
+            self.record(&f.vis, &f.attrs, &f.sig, &f.block);
             syn::visit::visit_impl_item_fn(self, f);
         }
     }
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
         if let Some(block) = &f.default {
-            self.record(&f.sig.ident, &f.sig, block);
+            self.record(&syn::Visibility::Inherited, &f.attrs, &f.sig, block);
         }
         syn::visit::visit_trait_item_fn(self, f);
     }
